@@ -1,0 +1,1 @@
+"""The compatibility matrix as a library: catalog, scenarios, records, runner."""

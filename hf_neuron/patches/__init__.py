@@ -1,0 +1,110 @@
+"""Patches that make the Hugging Face libraries choose the ``neuron`` device by themselves.
+
+:func:`install` runs inside ``import torch`` (from the backend autoload): it only puts a post-import hook on
+``sys.meta_path`` and imports no library. Each library's patches (declared in the module of the same name in this
+package) load and apply when that library is first imported and a ``neuron`` device is registered, whichever
+backend registered it. :func:`install` returns a handle whose ``revert()`` (or ``with``-exit) restores everything.
+The records and the registry are in :mod:`hf_neuron.patches.registry`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from hf_neuron.patches.hooks import PostImportFinder
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from hf_neuron.patches.registry import Patch, Registry
+
+__all__ = ["LIBRARIES", "Installation", "default_registry", "hook", "install", "installation"]
+
+#: The libraries patched, each by the module of the same name in this package, in application order.
+LIBRARIES: tuple[str, ...] = ("safetensors", "accelerate", "transformers", "peft", "trl", "diffusers")
+
+_registry: Registry | None = None
+_installation: Installation | None = None
+
+
+def _library_patches(library: str) -> Sequence[Patch]:
+    return importlib.import_module(f"hf_neuron.patches.{library}").PATCHES
+
+
+def default_registry() -> Registry:
+    """The registry of every library's patches (built once; a library's patches load when it is imported)."""
+    global _registry
+    if _registry is None:
+        from hf_neuron.patches.registry import Registry
+
+        _registry = Registry({library: (lambda library=library: _library_patches(library)) for library in LIBRARIES})
+    return _registry
+
+
+class Installation:
+    """A handle on hooked patches: ``revert()`` removes the hook and restores every original and every copy."""
+
+    def __init__(self, finder: PostImportFinder, extra: Sequence[Registry] = ()) -> None:
+        self.finder = finder
+        #: Registries applied at install time besides the hooked one (the opt-in CUDA redirect).
+        self.extra = tuple(extra)
+
+    @property
+    def registries(self) -> tuple[Registry, ...]:
+        """Every registry of this installation: the hooked one (built on first need) first."""
+        return (self.finder.registry, *self.extra)
+
+    def revert(self) -> None:
+        """Remove the hook and restore every original, newest first."""
+        global _installation, _registry
+        self.finder.remove()
+        for registry in reversed(self.registries if self.finder.built else self.extra):
+            registry.revert()
+        if _installation is self:
+            _installation, _registry = None, None
+
+    def __enter__(self) -> Installation:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.revert()
+
+
+def hook(registry: Registry, extra: Sequence[Registry] = ()) -> Installation:
+    """Hook any registry into imports and apply the patches whose targets are already imported."""
+    finder = PostImportFinder(registry.libraries, lambda: registry)
+    finder.install()
+    finder.registry.apply_ready()
+    return Installation(finder, extra)
+
+
+def install() -> Installation:
+    """Hook :func:`default_registry` into imports: idempotent and cheap (imports no library, builds nothing).
+
+    Patches of libraries imported before this call apply now. With ``HF_NEURON_CUDA_REDIRECT=1`` the CUDA redirect
+    for user scripts is applied too (see :mod:`hf_neuron.patches.cuda_redirect`).
+    """
+    global _installation
+    if _installation is None:
+        extra = []
+        if os.environ.get("HF_NEURON_CUDA_REDIRECT"):
+            from hf_neuron import settings
+
+            if settings.read("HF_NEURON_CUDA_REDIRECT"):
+                from hf_neuron.patches import cuda_redirect
+
+                extra.append(cuda_redirect.enable())
+        finder = PostImportFinder(LIBRARIES, default_registry)
+        finder.install()
+        if finder.libraries_imported():
+            finder.registry.apply_ready()
+        _installation = Installation(finder, extra)
+    return _installation
+
+
+def installation() -> Installation | None:
+    """The current installation, or None when :func:`install` has not run (or was reverted)."""
+    return _installation

@@ -1,0 +1,156 @@
+"""Environment switches of hf-neuron, parsed and validated in one place.
+
+Every variable hf-neuron reads is declared here once, with its type, default and meaning; the README's table
+is generated from :data:`SWITCHES`. A bad value raises :class:`SettingError` naming the variable, the value,
+and what is accepted: nothing is silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["SWITCHES", "SettingError", "Switch", "EmulatorSettings", "read", "emulator_settings"]
+
+
+class SettingError(ValueError):
+    """An environment variable of hf-neuron holds a value it does not accept."""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _flag(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise SettingError(f"{name}={raw!r} is not a switch value: use 1 to turn it on or 0 to turn it off")
+
+
+def _device_count(name: str, raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 128:
+        raise SettingError(
+            f"{name}={raw!r} is not a device count: use a whole number from 1 to 128 "
+            "(a trn2.48xlarge has 64 logical NeuronCores, 128 at LNC=1)"
+        )
+    return value
+
+
+def _gibibytes(name: str, raw: str) -> float | None:
+    if raw.strip() == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise SettingError(f"{name}={raw!r} is not a memory size: use a positive number of GiB, e.g. 24")
+    return value
+
+
+def _text(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _choice(*options: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in options:
+            raise SettingError(f"{name}={raw!r} is not one of: {', '.join(options)}")
+        return value
+
+    return parse
+
+
+@dataclasses.dataclass(frozen=True)
+class Switch:
+    """One environment variable: its parser, default and the sentence the README shows."""
+
+    name: str
+    parse: Callable[[str, str], Any]
+    default: str
+    doc: str
+
+
+SWITCHES: tuple[Switch, ...] = (
+    Switch("HF_NEURON_EMULATOR", _flag, "0",
+           "Register the reference `neuron` device at `import torch` (off by default; never used when the real "
+           "`torch_neuronx` is installed)."),
+    Switch("HF_NEURON_EMULATOR_DEVICES", _device_count, "2",
+           "Number of reference devices (`neuron:0..N-1`), 1 to 128."),
+    Switch("HF_NEURON_EMULATOR_64BIT", _choice("exact", "narrow"), "exact",
+           "`narrow` computes float64/int64 in 32 bits and casts back, as Trainium hardware does; `exact` keeps CPU "
+           "precision."),
+    Switch("HF_NEURON_EMULATOR_MEMORY_FORMATS", _choice("any", "strict"), "any",
+           "`strict` refuses channels-last and other memory formats like the real backend (\"Neuron tensors only "
+           "support contiguous or preserve memory format\")."),
+    Switch("HF_NEURON_EMULATOR_MEMORY_GB", _gibibytes, "",
+           "Capacity of each reference device in GiB (24 is one trn2 logical core at LNC=2); allocations beyond it "
+           "raise a device out-of-memory error. Unlimited when empty."),
+    Switch("HF_NEURON_EMULATOR_OP_LOG", _flag, "0",
+           "Record every operator that runs on the device (`torch.neuron.get_executed_ops()`)."),
+    Switch("HF_NEURON_EMULATOR_WARN_FALLBACK", _flag, "0",
+           "Warn once per operator that the real backend is expected to run on the CPU (\"would fall back on "
+           "Trainium\"); implies the op log."),
+    Switch("HF_NEURON_EMULATOR_ALIASING", _choice("zero-copy", "copy"), "zero-copy",
+           "Debug mode `copy`: CPU kernels run on copies of device tensors, copied back after the call, instead of "
+           "on aliases of device memory."),
+    Switch("HF_NEURON_CACHE", _text, "",
+           "Where the reference device's C++ extension is built and cached (default `~/.cache/hf-neuron`)."),
+    Switch("HF_NEURON_CUDA_REDIRECT", _flag, "0",
+           "Opt-in: redirect `\"cuda\"`, `.cuda()` and `torch.cuda.*` in user scripts to `neuron`, logging each "
+           "redirect."),
+    Switch("HF_NEURON_PATCHES", _flag, "1",
+           "Apply the Hugging Face patches when a `neuron` device is registered (0 turns every patch off)."),
+)
+
+_BY_NAME = {switch.name: switch for switch in SWITCHES}
+
+
+def read(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """Parse one declared variable from ``environ`` (default ``os.environ``), or its default when unset."""
+    switch = _BY_NAME[name]
+    env = os.environ if environ is None else environ
+    raw = env.get(name)
+    if raw is None:
+        raw = switch.default
+    return switch.parse(name, raw)
+
+
+@dataclasses.dataclass(frozen=True)
+class EmulatorSettings:
+    """What the reference device is asked to be, read from the environment."""
+
+    enabled: bool
+    devices: int
+    narrow_64bit: bool
+    strict_memory_formats: bool
+    capacity_bytes: int | None
+    op_log: bool
+    warn_fallback: bool
+    copy_aliasing: bool
+
+
+def emulator_settings(environ: Mapping[str, str] | None = None) -> EmulatorSettings:
+    """Read every ``HF_NEURON_EMULATOR*`` variable; raise :class:`SettingError` on the first bad one."""
+    capacity = read("HF_NEURON_EMULATOR_MEMORY_GB", environ)
+    warn_fallback = read("HF_NEURON_EMULATOR_WARN_FALLBACK", environ)
+    return EmulatorSettings(
+        enabled=read("HF_NEURON_EMULATOR", environ),
+        devices=read("HF_NEURON_EMULATOR_DEVICES", environ),
+        narrow_64bit=read("HF_NEURON_EMULATOR_64BIT", environ) == "narrow",
+        strict_memory_formats=read("HF_NEURON_EMULATOR_MEMORY_FORMATS", environ) == "strict",
+        capacity_bytes=None if capacity is None else int(capacity * 2**30),
+        op_log=read("HF_NEURON_EMULATOR_OP_LOG", environ) or warn_fallback,
+        warn_fallback=warn_fallback,
+        copy_aliasing=read("HF_NEURON_EMULATOR_ALIASING", environ) == "copy",
+    )

@@ -1,0 +1,1 @@
+"""Tiny local models, tokenizers and datasets built from configs: no hub."""
