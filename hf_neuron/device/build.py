@@ -1,0 +1,96 @@
+"""Build the reference device's C++ extension on first use and cache it.
+
+The cache key is the torch version, the Python version and a hash of the sources, so upgrading torch or
+hf-neuron rebuilds instead of loading an incompatible binary. Builds are serialised across processes with an
+``flock`` (released by the kernel when a process dies), which also makes a lock file left behind by a killed
+``torch.utils.cpp_extension`` build safe to remove instead of hanging the next import.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+from hf_neuron import settings
+
+__all__ = ["EXTENSION_NAME", "SOURCES", "build_dir", "cache_root", "load"]
+
+EXTENSION_NAME = "hf_neuron_reference_device"
+CSRC = Path(__file__).parent / "csrc"
+SOURCES = ("runtime.cpp", "kernels.cpp", "autocast.cpp", "bindings.cpp")
+_HEADERS = ("neuron.h",)
+
+
+def cache_root() -> Path:
+    """Where builds are cached: ``HF_NEURON_CACHE`` or ``~/.cache/hf-neuron``."""
+    configured = settings.read("HF_NEURON_CACHE")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "hf-neuron"
+
+
+def _source_hash() -> str:
+    digest = hashlib.sha256()
+    for name in SOURCES + _HEADERS:
+        digest.update(name.encode())
+        digest.update((CSRC / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def build_dir() -> Path:
+    """The build directory for this torch, this Python and these sources."""
+    import torch
+
+    python = f"py{sys.version_info.major}{sys.version_info.minor}"
+    return cache_root() / f"torch-{torch.__version__}-{python}" / f"{EXTENSION_NAME}-{_source_hash()}"
+
+
+def _import_built(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        EXTENSION_NAME, path, loader=importlib.machinery.ExtensionFileLoader(EXTENSION_NAME, str(path))
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load(verbose: bool = False) -> ModuleType:
+    """Import the extension, building it first if this torch/Python/source combination has no build yet."""
+    directory = build_dir()
+    built = directory / f"{EXTENSION_NAME}.so"
+    if built.exists():
+        return _import_built(built)
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "hf-neuron.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built.exists():
+            _build(directory, verbose)
+    return _import_built(built)
+
+
+def _build(directory: Path, verbose: bool) -> None:
+    from torch.utils import cpp_extension
+
+    # We hold the flock: any lock file of cpp_extension's own is from a build that was killed.
+    (directory / "lock").unlink(missing_ok=True)
+    print(
+        f"hf-neuron: building the reference neuron device in {directory} (first use, about a minute)...",
+        file=sys.stderr,
+    )
+    started = time.monotonic()
+    os.environ.setdefault("MAX_JOBS", str(max(1, os.cpu_count() or 1)))
+    cpp_extension.load(
+        name=EXTENSION_NAME,
+        sources=[str(CSRC / name) for name in SOURCES],
+        extra_cflags=["-O2", "-Wno-unused-parameter"],
+        build_directory=str(directory),
+        verbose=verbose,
+        is_python_module=True,
+    )
+    print(f"hf-neuron: reference device built in {time.monotonic() - started:.0f} s", file=sys.stderr)

@@ -1,0 +1,65 @@
+"""``torch.compile(backend="neuron")`` on the reference device.
+
+The pipeline the real backend documents, minus the Neuron compiler: Dynamo -> AOTAutograd -> the captured
+forward and backward graphs, run eagerly on the device (no Inductor, which cannot lower for a PrivateUse1
+device). Its documented rules hold: ``dynamic=True`` is rejected, modes other than ``"default"`` warn and are
+ignored, and failures raise (there is no silent fallback to eager).
+
+Registered only while the reference device is active, when Dynamo is first imported, so that the real
+backend's own ``neuron`` entry point is never shadowed and ``import torch`` does not pay for Dynamo.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["BACKEND_NAME", "DynamicShapesError", "neuron_backend", "register", "register_when_dynamo_loads"]
+
+BACKEND_NAME = "neuron"
+_DYNAMO_REGISTRY = "torch._dynamo.backends.registry"
+
+
+class DynamicShapesError(RuntimeError):
+    """``torch.compile(..., dynamic=True)`` was asked of the neuron backend."""
+
+
+def _run_eagerly(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    return make_boxed_func(graph.forward)
+
+
+def neuron_backend(
+    graph: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: str | None = None, options: Any = None
+) -> Callable[..., Any]:
+    """The dynamo backend ``neuron``: AOTAutograd with eager execution of the captured graphs."""
+    import torch._dynamo.config as dynamo_config
+    from torch._dynamo.backends.common import aot_autograd
+
+    if not dynamo_config.assume_static_by_default:
+        raise DynamicShapesError(
+            "Neuron backend does not support dynamic=True: each new input shape compiles a new graph. "
+            "Call torch.compile without dynamic=True (pad inputs to a few fixed shapes to limit recompiles)."
+        )
+    if mode not in (None, "default"):
+        warnings.warn(f"Neuron backend does not support mode='{mode}', falling back to default mode.", stacklevel=2)
+    return aot_autograd(fw_compiler=_run_eagerly, bw_compiler=_run_eagerly)(graph, example_inputs)
+
+
+def register() -> None:
+    """Register :func:`neuron_backend` with Dynamo as ``neuron`` (idempotent)."""
+    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+
+    if _COMPILER_FNS.get(BACKEND_NAME) is not neuron_backend:
+        register_backend(compiler_fn=neuron_backend, name=BACKEND_NAME)
+
+
+def register_when_dynamo_loads() -> None:
+    """Register now if Dynamo is loaded, else right after it is first imported."""
+    from hf_neuron import import_hooks
+
+    import_hooks.when_imported(_DYNAMO_REGISTRY, lambda _module: register())

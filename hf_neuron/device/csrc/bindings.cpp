@@ -1,0 +1,60 @@
+// The Python module of the reference device; hf_neuron/device/module.py builds `torch.neuron` on it.
+#include "neuron.h"
+
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+namespace py = pybind11;
+
+namespace {
+
+void configure(
+    int device_count, int default_device, bool narrow_64bit, bool strict_memory_formats, int64_t capacity_bytes,
+    bool op_log, bool warn_fallback, bool copy_aliasing, const std::vector<std::string>& trainium_fallback_ops) {
+  hf_neuron::Settings s;
+  s.device_count = static_cast<c10::DeviceIndex>(device_count);
+  s.narrow_64bit = narrow_64bit;
+  s.strict_memory_formats = strict_memory_formats;
+  s.capacity_bytes = capacity_bytes;
+  s.op_log = op_log;
+  s.warn_fallback = warn_fallback;
+  s.copy_aliasing = copy_aliasing;
+  hf_neuron::configure(s, trainium_fallback_ops);
+  hf_neuron::set_default_device(static_cast<c10::DeviceIndex>(default_device));
+  hf_neuron::route_cpu_kernels();
+}
+
+py::dict memory_stats(int index) {
+  const auto stats = hf_neuron::memory_stats(static_cast<c10::DeviceIndex>(index));
+  py::dict out;
+  out["allocated"] = stats.allocated;
+  out["peak"] = stats.peak;
+  out["allocations"] = stats.allocations;
+  out["frees"] = stats.frees;
+  out["ooms"] = stats.ooms;
+  return out;
+}
+
+py::object default_generator(int index) {
+  const auto& generator = hf_neuron::default_generator(static_cast<c10::DeviceIndex>(index));
+  return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(generator));
+}
+
+} // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "hf-neuron reference device runtime";
+  m.def("configure", &configure);
+  m.def("device_count", [] { return static_cast<int>(hf_neuron::device_count()); });
+  m.def("current_device", [] { return static_cast<int>(hf_neuron::current_device()); });
+  m.def("set_device", [](int index) { hf_neuron::set_current_device(static_cast<c10::DeviceIndex>(index)); });
+  m.def("check_index", [](int index) { return static_cast<int>(hf_neuron::check_index(index)); });
+  m.def("memory_stats", &memory_stats);
+  m.def("reset_peak", [](int index) { hf_neuron::reset_peak(static_cast<c10::DeviceIndex>(index)); });
+  m.def("capacity", [] { return hf_neuron::settings().capacity_bytes; });
+  m.def("default_generator", &default_generator);
+  m.def("executed_ops", &hf_neuron::executed_ops);
+  m.def("clear_op_log", &hf_neuron::clear_op_log);
+  m.def("in_bad_fork", &hf_neuron::in_bad_fork);
+  m.def("initialized", &hf_neuron::initialized);
+}

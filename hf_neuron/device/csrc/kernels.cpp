@@ -1,0 +1,566 @@
+// The kernels a backend must own (allocation, views, copies, resize) and the boxed fallback that runs every
+// other operator with the CPU kernel on aliases of device memory (zero copy).
+#include "neuron.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+namespace hf_neuron {
+namespace {
+
+constexpr auto kNeuronKey = c10::DispatchKey::PrivateUse1;
+
+bool on_device(const at::Tensor& t) {
+  return t.defined() && t.device().type() == kNeuron;
+}
+
+void check_dense(std::optional<c10::Layout> layout) {
+  TORCH_CHECK(
+      !layout.has_value() || *layout == c10::kStrided,
+      "The neuron device supports dense strided tensors only (got layout ", *layout, ")");
+}
+
+void check_memory_format(std::optional<c10::MemoryFormat> format) {
+  if (settings().strict_memory_formats && format.has_value()) {
+    TORCH_CHECK(
+        *format == c10::MemoryFormat::Contiguous || *format == c10::MemoryFormat::Preserve,
+        "Neuron tensors only support contiguous or preserve memory format");
+  }
+}
+
+// A tensor with the metadata of `like` (sizes, strides, offset, conj/neg bits) over `storage`, for the backend
+// of `key`.
+at::Tensor tensor_over(c10::Storage storage, const at::Tensor& like, c10::DispatchKey key) {
+  auto out = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), like.dtype());
+  auto* impl = out.unsafeGetTensorImpl();
+  impl->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
+  impl->_set_conj(like.is_conj());
+  impl->_set_neg(like.is_neg());
+  return out;
+}
+
+// A CPU storage over the memory of a device storage, keeping the device storage alive.
+void release_storage_ref(void* context) {
+  delete static_cast<c10::Storage*>(context);
+}
+
+c10::Storage cpu_alias_storage(const c10::Storage& device_storage) {
+  void* data = const_cast<void*>(device_storage.data());
+  c10::DataPtr data_ptr(data, new c10::Storage(device_storage), &release_storage_ref, c10::Device(c10::kCPU));
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), device_storage.nbytes(), std::move(data_ptr), c10::GetCPUAllocator(),
+      /*resizable=*/true));
+}
+
+c10::Storage cpu_copy_storage(const c10::Storage& device_storage) {
+  const size_t nbytes = device_storage.nbytes();
+  c10::Storage copy(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), nbytes, c10::GetCPUAllocator(), /*resizable=*/true));
+  if (nbytes > 0) {
+    std::memcpy(copy.mutable_data(), device_storage.data(), nbytes);
+  }
+  return copy;
+}
+
+c10::Storage cpu_view_storage(const c10::Storage& device_storage) {
+  return settings().copy_aliasing ? cpu_copy_storage(device_storage) : cpu_alias_storage(device_storage);
+}
+
+// The CPU tensor a CPU kernel reads for device tensor `t`. Efficient zero tensors (e.g. sign's gradient) have
+// no memory: the kernel gets real zeros.
+at::Tensor cpu_view(const at::Tensor& t, c10::Storage storage) {
+  if (t._is_zerotensor()) {
+    return at::zeros(t.sizes(), t.options().device(c10::kCPU));
+  }
+  return tensor_over(std::move(storage), t, c10::DispatchKey::CPU);
+}
+
+at::Tensor cpu_view(const at::Tensor& t) {
+  return cpu_view(t, cpu_view_storage(t.storage()));
+}
+
+// ---- native kernels ------------------------------------------------------------------------------
+at::Tensor empty_memory_format(
+    c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device, std::optional<bool> /*pin_memory*/,
+    std::optional<c10::MemoryFormat> memory_format) {
+  check_dense(layout);
+  check_memory_format(memory_format);
+  const auto index = check_index(device.has_value() ? device->index() : -1);
+  c10::DeviceGuard guard(c10::Device(kNeuron, index));
+  return at::detail::empty_generic(
+      size, device_allocator(), c10::DispatchKeySet(kNeuronKey), c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor empty_strided(
+    c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout, std::optional<c10::Device> device, std::optional<bool> /*pin_memory*/) {
+  check_dense(layout);
+  const auto index = check_index(device.has_value() ? device->index() : -1);
+  c10::DeviceGuard guard(c10::Device(kNeuron, index));
+  return at::detail::empty_strided_generic(
+      size, stride, device_allocator(), c10::DispatchKeySet(kNeuronKey), c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(
+    const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<int64_t> offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, offset);
+}
+
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) {
+  return at::native::view(self, size);
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::_reshape_alias(self, size, stride);
+}
+
+// Grows the storage of `self` when its metadata reaches past the end (as CPU resize does).
+void ensure_storage(const at::Tensor& self) {
+  auto* impl = self.unsafeGetTensorImpl();
+  if (impl->numel() == 0) {
+    return;
+  }
+  const size_t needed =
+      at::detail::computeStorageNbytes(impl->sizes(), impl->strides(), self.itemsize(), impl->storage_offset());
+  if (needed > impl->storage().nbytes()) {
+    reallocate_storage(impl->storage().unsafeGetStorageImpl(), needed);
+  }
+}
+
+const at::Tensor& resize_(
+    const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> memory_format) {
+  check_memory_format(memory_format);
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_sizes_contiguous(size);
+  const auto format = memory_format.value_or(c10::MemoryFormat::Contiguous);
+  if (format != c10::MemoryFormat::Preserve && format != c10::MemoryFormat::Contiguous) {
+    impl->empty_tensor_restride(format);
+  }
+  ensure_storage(self);
+  return self;
+}
+
+at::Tensor& set_storage(
+    at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  auto* impl = self.unsafeGetTensorImpl();
+  if (!impl->storage().is_alias_of(source)) {
+    impl->set_storage_keep_dtype(std::move(source));
+  }
+  const c10::DimVector contiguous = c10::contiguous_strides(size);
+  impl->set_sizes_and_strides(size, stride.empty() ? c10::IntArrayRef(contiguous) : stride, offset);
+  ensure_storage(self);
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  const int64_t numel = static_cast<int64_t>(source.nbytes() / self.itemsize());
+  return set_storage(self, std::move(source), 0, {numel}, {});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) {
+    return self;
+  }
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::DeviceGuard guard(self.device());
+  c10::Storage storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), 0, device_allocator(), /*resizable=*/true));
+  return set_storage(self, std::move(storage), 0, {0}, {});
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+  TORCH_CHECK(self.layout() == c10::kStrided, "The neuron device copies dense strided tensors only");
+  const at::Tensor src_cpu = on_device(self) ? cpu_view(self) : self;
+  at::Tensor dst_cpu = on_device(dst) ? cpu_view(dst) : dst;
+  dst_cpu.copy_(src_cpu);
+  if (settings().copy_aliasing && on_device(dst) && dst.storage().nbytes() > 0) {
+    std::memcpy(const_cast<void*>(dst.storage().data()), dst_cpu.storage().data(), dst.storage().nbytes());
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  return cpu_view(self).item();
+}
+
+// An allocator of no memory, for efficient zero tensors (as the CPU's `_efficientzerotensor` does).
+struct NoMemoryAllocator final : c10::Allocator {
+  explicit NoMemoryAllocator(c10::Device device) : device(device) {}
+  c10::DataPtr allocate(size_t /*nbytes*/) override {
+    return {nullptr, nullptr, nullptr, device};
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return nullptr;
+  }
+  void copy_data(void* /*dest*/, const void* /*src*/, std::size_t /*count*/) const override {}
+  c10::Device device;
+};
+
+at::Tensor efficient_zero_tensor(
+    c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device, std::optional<bool> /*pin_memory*/) {
+  check_dense(layout);
+  NoMemoryAllocator allocator(c10::Device(kNeuron, check_index(device.has_value() ? device->index() : -1)));
+  const auto keys = c10::DispatchKeySet(kNeuronKey) | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, &allocator, keys, c10::dtype_or_default(dtype), std::nullopt);
+}
+
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  // Lets `Module.to("neuron")` swap parameter data in place, so tied weights stay tied.
+  auto dense = [](const at::Tensor& t) {
+    return t.layout() == c10::kStrided && (t.device().type() == kNeuron || t.device().type() == c10::kCPU);
+  };
+  return dense(self) && dense(from);
+}
+
+// ---- the boxed CPU fallback ----------------------------------------------------------------------
+// One call of an operator without a neuron kernel: its device tensors become CPU tensors over the same
+// memory, the CPU kernel runs, and its results become device tensors again.
+class FallbackCall {
+ public:
+  FallbackCall(const c10::OperatorHandle& op, torch::jit::Stack* stack) : op_(op), stack_(stack) {}
+
+  void run() {
+    const auto& schema = op_.schema();
+    const auto& arguments = schema.arguments();
+    const size_t first = stack_->size() - arguments.size();
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      const auto* alias = arguments[i].alias_info();
+      to_cpu((*stack_)[first + i], arguments[i], alias != nullptr && alias->isWrite());
+    }
+    check_cpu_tensors();
+    device_ = check_index(device_);
+    for (size_t position : generator_slots_) {
+      (*stack_)[position] = cpu_generator_of(default_generator(device_));
+    }
+    if (settings().op_log) {
+      record_op(op_);
+    }
+    if (settings().narrow_64bit && !is_view_op()) {
+      narrow_inputs(first, arguments);
+    }
+    op_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack_);
+    for (auto& converted : converted_) {
+      if (converted.mutated) {
+        write_back(converted);
+      }
+    }
+    const size_t returns = schema.returns().size();
+    for (size_t i = stack_->size() - returns; i < stack_->size(); ++i) {
+      (*stack_)[i] = to_device((*stack_)[i]);
+    }
+  }
+
+ private:
+  struct Converted {
+    at::Tensor original;  // the device tensor the caller passed
+    at::Tensor cpu;       // the CPU tensor the kernel saw
+    bool mutated;
+  };
+  struct StoragePair {
+    c10::Storage device;
+    c10::Storage cpu;
+  };
+
+  bool is_view_op() const {
+    for (const auto& ret : op_.schema().returns()) {
+      if (ret.alias_info() != nullptr) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void note_device(const at::Tensor& t, const char* argument) {
+    const c10::Device device = t.device();
+    if (!common_.has_value()) {
+      common_ = device;
+    } else if (*common_ != device) {
+      TORCH_CHECK(
+          false, "Expected all tensors to be on the same device, but found at least two devices, ", *common_,
+          " and ", device, "! (when checking argument for argument ", argument, " in method ",
+          op_.schema().operator_name(), ")");
+    }
+    if (device.type() == kNeuron && device_ < 0) {
+      device_ = device.index();
+    }
+  }
+
+  at::Tensor convert(const at::Tensor& t, const char* argument, bool mutated, bool index_list) {
+    if (!on_device(t)) {
+      // A CPU tensor beside device tensors is an error, as on any device, except zero-dim scalars
+      // and CPU indices.
+      if (t.defined() && t.dim() > 0 && !index_list) {
+        cpu_tensors_.push_back({t, argument});
+      }
+      return t;
+    }
+    note_device(t, argument);
+    auto cpu = cpu_view(t, storage_for(t.storage()));
+    converted_.push_back({t, cpu, mutated});
+    return cpu;
+  }
+
+  c10::Storage storage_for(const c10::Storage& device_storage) {
+    for (const auto& pair : storages_) {
+      if (pair.device.is_alias_of(device_storage)) {
+        return pair.cpu;
+      }
+    }
+    storages_.push_back({device_storage, cpu_view_storage(device_storage)});
+    return storages_.back().cpu;
+  }
+
+  void to_cpu(c10::IValue& value, const c10::Argument& argument, bool mutated) {
+    const char* name = argument.name().c_str();
+    if (value.isTensor()) {
+      value = convert(value.toTensor(), name, mutated, false);
+    } else if (value.isTensorList()) {
+      auto list = value.toTensorList();
+      c10::List<at::Tensor> out;
+      out.reserve(list.size());
+      for (const at::Tensor& t : list) {
+        out.push_back(convert(t, name, mutated, false));
+      }
+      value = std::move(out);
+    } else if (value.isList()) {
+      auto list = value.toList();
+      c10::impl::GenericList out(list.elementType());
+      out.reserve(list.size());
+      for (const c10::IValue& element : list) {
+        out.push_back(element.isTensor() ? c10::IValue(convert(element.toTensor(), name, mutated, true)) : element);
+      }
+      value = std::move(out);
+    } else if (value.isDevice() && value.toDevice().type() == kNeuron) {
+      if (device_ < 0) {
+        device_ = value.toDevice().index();
+      }
+      value = c10::Device(c10::kCPU);
+    } else if (value.isGenerator()) {
+      const auto& generator = value.toGenerator();
+      if (generator.device().type() == kNeuron) {
+        value = cpu_generator_of(generator);
+      }
+    } else if (value.isNone() && argument.type()->kind() == c10::TypeKind::OptionalType &&
+               argument.type()->castRaw<c10::OptionalType>()->getElementType()->kind() ==
+                   c10::TypeKind::GeneratorType) {
+      generator_slots_.push_back(&value - stack_->data());
+    }
+  }
+
+  void check_cpu_tensors() const {
+    if (!common_.has_value()) {
+      return;
+    }
+    for (const auto& [tensor, argument] : cpu_tensors_) {
+      TORCH_CHECK(
+          false, "Expected all tensors to be on the same device, but found at least two devices, ", *common_,
+          " and cpu! (when checking argument for argument ", argument, " in method ",
+          op_.schema().operator_name(), ")");
+    }
+  }
+
+  // Trainium computes 64-bit types in 32 bits: round 64-bit inputs through their 32-bit type.
+  void narrow_inputs(size_t first, const std::vector<c10::Argument>& arguments) {
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      c10::IValue& value = (*stack_)[first + i];
+      if (value.isTensor() && arguments[i].alias_info() == nullptr) {
+        value = narrowed(value.toTensor());
+      }
+    }
+  }
+
+  static at::Tensor narrowed(const at::Tensor& t) {
+    if (!t.defined()) {
+      return t;
+    }
+    if (t.scalar_type() == c10::kDouble) {
+      return t.to(c10::kFloat).to(c10::kDouble);
+    }
+    if (t.scalar_type() == c10::kLong) {
+      return t.to(c10::kInt).to(c10::kLong);
+    }
+    return t;
+  }
+
+  // The kernel wrote into `cpu`: make the caller's device tensor show the result, including any resize.
+  void write_back(Converted& converted) {
+    if (settings().narrow_64bit) {
+      const at::Tensor rounded = narrowed(converted.cpu);
+      if (!rounded.is_same(converted.cpu)) {
+        converted.cpu.copy_(rounded);
+      }
+    }
+    auto* device_impl = converted.original.unsafeGetTensorImpl();
+    auto* device_storage = device_impl->storage().unsafeGetStorageImpl();
+    const auto& cpu_storage = converted.cpu.storage();
+    if (cpu_storage.data() != device_storage->data()) {
+      const size_t nbytes = cpu_storage.nbytes();
+      if (nbytes > device_storage->nbytes()) {
+        reallocate_storage(device_storage, nbytes);
+      }
+      if (nbytes > 0) {
+        std::memcpy(device_storage->mutable_data(), cpu_storage.data(), nbytes);
+      }
+    }
+    if (converted.cpu.sizes() != converted.original.sizes() ||
+        converted.cpu.strides() != converted.original.strides() ||
+        converted.cpu.storage_offset() != converted.original.storage_offset()) {
+      device_impl->set_sizes_and_strides(
+          converted.cpu.sizes(), converted.cpu.strides(), converted.cpu.storage_offset());
+    }
+  }
+
+  at::Tensor tensor_to_device(const at::Tensor& t) {
+    if (!t.defined() || t.device().type() != c10::kCPU) {
+      return t;
+    }
+    TORCH_CHECK(
+        t.layout() == c10::kStrided, "The neuron device supports dense strided tensors only: ",
+        op_.schema().operator_name(), " returned a ", t.layout(), " tensor");
+    if (t._is_zerotensor()) {
+      return efficient_zero_tensor(t.sizes(), t.scalar_type(), std::nullopt, c10::Device(kNeuron, device_), false);
+    }
+    TORCH_CHECK(
+        t.numel() == 0 ||
+            at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.itemsize(), t.storage_offset()) <=
+                t.storage().nbytes(),
+        "The neuron device cannot adopt the result of ", op_.schema().operator_name(),
+        ": its CPU kernel returned a tensor whose memory does not cover its shape");
+    for (const auto& converted : converted_) {
+      if (converted.cpu.is_same(t)) {
+        return converted.original;  // in-place and out= results are the caller's own tensor
+      }
+    }
+    if (!settings().copy_aliasing) {
+      for (const auto& pair : storages_) {
+        if (pair.cpu.is_alias_of(t.storage())) {
+          return tensor_over(pair.device, t, kNeuronKey);  // a view of an input: the same device memory
+        }
+      }
+    }
+    for (const auto& pair : adopted_) {
+      if (pair.cpu.is_alias_of(t.storage())) {
+        return tensor_over(pair.device, t, kNeuronKey);  // another view of an earlier result
+      }
+    }
+    const at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
+    adopted_.push_back({adopt_cpu_storage(result.storage(), device_), result.storage()});
+    return tensor_over(adopted_.back().device, result, kNeuronKey);
+  }
+
+  c10::IValue to_device(const c10::IValue& value) {
+    if (value.isTensor()) {
+      return tensor_to_device(value.toTensor());
+    }
+    if (value.isTensorList()) {
+      c10::List<at::Tensor> out;
+      for (const at::Tensor& t : value.toTensorList()) {
+        out.push_back(tensor_to_device(t));
+      }
+      return out;
+    }
+    return value;
+  }
+
+  const c10::OperatorHandle& op_;
+  torch::jit::Stack* stack_;
+  c10::DeviceIndex device_ = -1;
+  std::optional<c10::Device> common_;
+  c10::SmallVector<Converted, 4> converted_;
+  c10::SmallVector<StoragePair, 4> storages_;
+  c10::SmallVector<StoragePair, 2> adopted_;  // results: their device storage over the CPU storage
+  c10::SmallVector<std::pair<at::Tensor, const char*>, 2> cpu_tensors_;
+  c10::SmallVector<size_t, 1> generator_slots_;
+};
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  FallbackCall call(op, stack);
+  call.run();
+}
+
+} // namespace
+
+int route_cpu_kernels() {
+  // A CompositeExplicitAutograd kernel wins over a backend fallback, so an op with both a dedicated CPU kernel
+  // and a composite one would run a decomposition here (different numerics, slower) instead of the CPU kernel.
+  static auto* library = new torch::Library(
+      torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  int routed = 0;
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& name : dispatcher.getAllOpNames()) {
+    auto op = dispatcher.findOp(name);
+    if (name.name.rfind("aten::", 0) != 0 || !op.has_value() ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+        op->hasKernelForDispatchKey(kNeuronKey)) {
+      continue;
+    }
+    const std::string short_name = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+    library->impl(short_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+    ++routed;
+  }
+  return routed;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("_reshape_alias", reshape_alias);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Storage_storage_offset", set_storage);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_", set_empty);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+  m.impl("_efficientzerotensor", efficient_zero_tensor);
+}
+
+// Our copies honour the conjugate and negative bits themselves (the CPU copy resolves them); the generic
+// Conjugate/Negative fallbacks would materialise through clone -> copy_ -> _copy_from: endless recursion.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+// Ops whose composite kernels choose an implementation by device type and reject unknown backends
+// (convolution picks `convolution_overrideable`, which throws): run them with the CPU kernels too.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  for (const char* name : {"convolution", "convolution_backward"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+  }
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+} // namespace hf_neuron

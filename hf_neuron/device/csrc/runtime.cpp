@@ -1,0 +1,501 @@
+// Device state, allocators, device guard (devices, streams, events), generators and hooks.
+#include "neuron.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+
+#include <pthread.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_set>
+
+namespace hf_neuron {
+
+namespace {
+
+constexpr int kMaxDevices = 128;
+
+Settings g_settings;
+std::atomic<bool> g_initialized{false};
+std::atomic<bool> g_bad_fork{false};
+c10::DeviceIndex g_default_device = 0;
+thread_local c10::DeviceIndex tls_device = -1;
+
+void on_fork_child() {
+  if (g_initialized.load()) {
+    g_bad_fork.store(true);
+  }
+}
+
+void mark_initialized() {
+  if (!g_initialized.load(std::memory_order_relaxed)) {
+    check_not_forked();
+    g_initialized.store(true);
+  }
+}
+
+std::string gib(int64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return buffer;
+}
+
+// ---- memory accounting -------------------------------------------------------------------------
+struct DeviceMemory {
+  std::mutex mutex;
+  MemoryStats stats;
+};
+std::array<DeviceMemory, kMaxDevices> g_memory;
+
+void account(c10::DeviceIndex index, size_t nbytes) {
+  auto& memory = g_memory[index];
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  const int64_t capacity = g_settings.capacity_bytes;
+  if (capacity >= 0 && memory.stats.allocated + static_cast<int64_t>(nbytes) > capacity) {
+    memory.stats.ooms += 1;
+    TORCH_CHECK_WITH(
+        OutOfMemoryError, false,
+        "neuron out of memory. Tried to allocate ", gib(nbytes), " on neuron:", static_cast<int>(index), " (",
+        gib(capacity), " total capacity; ", gib(memory.stats.allocated), " already allocated). ",
+        "Reduce the batch size, sequence length or model size, or raise HF_NEURON_EMULATOR_MEMORY_GB.");
+  }
+  memory.stats.allocated += nbytes;
+  memory.stats.allocations += 1;
+  memory.stats.peak = std::max(memory.stats.peak, memory.stats.allocated);
+}
+
+void unaccount(c10::DeviceIndex index, size_t nbytes) {
+  auto& memory = g_memory[index];
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  memory.stats.allocated -= nbytes;
+  memory.stats.frees += 1;
+}
+
+// A block of device memory: host memory with the device index and size it was accounted under.
+struct Block {
+  void* data;
+  c10::DeviceIndex index;
+  size_t nbytes;
+};
+
+void free_block(void* context) {
+  auto* block = static_cast<Block*>(context);
+  c10::free_cpu(block->data);
+  unaccount(block->index, block->nbytes);
+  delete block;
+}
+
+struct DeviceAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    const c10::DeviceIndex index = current_device();
+    mark_initialized();
+    account(index, nbytes);
+    void* data = nullptr;
+    if (nbytes > 0) {
+      try {
+        data = c10::alloc_cpu(nbytes);
+      } catch (...) {
+        unaccount(index, nbytes);
+        throw;
+      }
+    }
+    return {data, new Block{data, index, nbytes}, &free_block, c10::Device(kNeuron, index)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return nullptr;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+DeviceAllocator g_device_allocator;
+
+// Memory of a CPU storage adopted by the device (an output of a CPU kernel).
+struct Adopted {
+  c10::Storage cpu;
+  c10::DeviceIndex index;
+  size_t nbytes;
+};
+
+void release_adopted(void* context) {
+  auto* adopted = static_cast<Adopted*>(context);
+  unaccount(adopted->index, adopted->nbytes);
+  delete adopted;
+}
+
+// ---- pinned host memory ------------------------------------------------------------------------
+std::mutex g_pinned_mutex;
+std::map<uintptr_t, size_t> g_pinned;  // start -> size
+
+void free_pinned(void* data) {
+  {
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    g_pinned.erase(reinterpret_cast<uintptr_t>(data));
+  }
+  c10::free_cpu(data);
+}
+
+struct PinnedAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    void* data = nbytes > 0 ? c10::alloc_cpu(nbytes) : nullptr;
+    if (data != nullptr) {
+      std::lock_guard<std::mutex> lock(g_pinned_mutex);
+      g_pinned[reinterpret_cast<uintptr_t>(data)] = nbytes;
+    }
+    return {data, data, &free_pinned, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &free_pinned;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+PinnedAllocator g_pinned_allocator;
+
+// ---- device guard: devices, streams, events ----------------------------------------------------
+thread_local std::array<c10::StreamId, kMaxDevices> tls_stream{};
+std::atomic<c10::StreamId> g_next_stream{1};
+
+struct Event {
+  std::chrono::steady_clock::time_point time;
+};
+
+struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override {
+    return kNeuron;
+  }
+  c10::Device exchangeDevice(c10::Device device) const override {
+    const c10::Device previous = getDevice();
+    if (previous.index() != device.index()) {
+      setDevice(device);
+    }
+    return previous;
+  }
+  c10::Device getDevice() const override {
+    return {kNeuron, current_device()};
+  }
+  void setDevice(c10::Device device) const override {
+    set_current_device(device.index());
+  }
+  void uncheckedSetDevice(c10::Device device) const noexcept override {
+    if (device.index() >= 0 && device.index() < g_settings.device_count) {
+      tls_device = device.index();
+    }
+  }
+  c10::Stream getStream(c10::Device device) const override {
+    const auto index = check_index(device.index());
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNeuron, index), tls_stream[index]);
+  }
+  c10::Stream getNewStream(c10::Device device, int /*priority*/) const override {
+    const auto index = check_index(device.index());
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNeuron, index), g_next_stream.fetch_add(1));
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device device, bool /*high_priority*/) const override {
+    return getNewStream(device, 0);
+  }
+  c10::Stream exchangeStream(c10::Stream stream) const override {
+    const auto index = check_index(stream.device_index());
+    c10::Stream previous{c10::Stream::UNSAFE, stream.device(), tls_stream[index]};
+    tls_stream[index] = stream.id();
+    return previous;
+  }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return g_settings.device_count;
+  }
+  // Execution is synchronous: a stream is always idle and an event is complete once recorded.
+  void record(void** event, const c10::Stream& /*stream*/, const c10::DeviceIndex /*index*/,
+              const c10::EventFlag /*flag*/) const override {
+    if (*event == nullptr) {
+      *event = new Event();
+    }
+    static_cast<Event*>(*event)->time = std::chrono::steady_clock::now();
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex /*index*/) const noexcept override {
+    delete static_cast<Event*>(event);
+  }
+  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
+  bool queryEvent(void* /*event*/) const override {
+    return true;
+  }
+  bool queryStream(const c10::Stream& /*stream*/) const override {
+    return true;
+  }
+  void synchronizeStream(const c10::Stream& /*stream*/) const override {}
+  void synchronizeEvent(void* /*event*/) const override {}
+  void synchronizeDevice(const c10::DeviceIndex /*index*/) const override {}
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*index*/) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr, "Both events must be recorded before measuring elapsed time.");
+    const auto delta = static_cast<Event*>(end)->time - static_cast<Event*>(start)->time;
+    return std::chrono::duration<double, std::milli>(delta).count();
+  }
+};
+
+// ---- generators --------------------------------------------------------------------------------
+// A device generator draws from a CPU generator, which is what the CPU kernels accept.
+struct NeuronGenerator final : c10::GeneratorImpl {
+  NeuronGenerator(c10::DeviceIndex index, uint64_t seed)
+      : c10::GeneratorImpl(c10::Device(kNeuron, index), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
+        cpu(at::make_generator<at::CPUGeneratorImpl>(seed)) {}
+  void set_current_seed(uint64_t seed) override {
+    cpu.set_current_seed(seed);
+  }
+  void set_offset(uint64_t offset) override {
+    cpu.set_offset(offset);
+  }
+  uint64_t get_offset() const override {
+    return cpu.get_offset();
+  }
+  uint64_t current_seed() const override {
+    return cpu.current_seed();
+  }
+  uint64_t seed() override {
+    return cpu.seed();
+  }
+  void set_state(const c10::TensorImpl& state) override {
+    cpu.unsafeGetGeneratorImpl()->set_state(state);
+  }
+  c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
+    return cpu.unsafeGetGeneratorImpl()->get_state();
+  }
+  NeuronGenerator* clone_impl() const override {
+    auto* copy = new NeuronGenerator(device().index(), 0);
+    copy->cpu = cpu.clone();
+    return copy;
+  }
+  static c10::DeviceType device_type() {
+    return kNeuron;
+  }
+
+  at::Generator cpu;
+};
+
+std::once_flag g_generators_once;
+std::vector<at::Generator> g_default_generators;
+
+// ---- hooks -------------------------------------------------------------------------------------
+struct Hooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override {
+    return true;
+  }
+  bool isAvailable() const override {
+    return g_settings.device_count > 0;
+  }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex index) const override {
+    return default_generator(index);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex index) const override {
+    return new_generator(index);
+  }
+  at::Device getDeviceFromPtr(void* /*data*/) const override {
+    return {kNeuron, current_device()};
+  }
+  bool isPinnedPtr(const void* data) const override {
+    return is_pinned(data);
+  }
+  at::Allocator* getPinnedMemoryAllocator() const override {
+    return pinned_allocator();
+  }
+  bool hasPrimaryContext(c10::DeviceIndex /*index*/) const override {
+    return g_initialized.load();
+  }
+  void init() const override {
+    check_not_forked();
+  }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const override {
+    reallocate_storage(storage.unsafeGetStorageImpl(), nbytes);
+  }
+  c10::DeviceIndex deviceCount() const override {
+    return g_settings.device_count;
+  }
+  void setCurrentDevice(c10::DeviceIndex index) const override {
+    set_current_device(index);
+  }
+  c10::DeviceIndex getCurrentDevice() const override {
+    return current_device();
+  }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex index) const override {
+    const auto previous = current_device();
+    set_current_device(index);
+    return previous;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex index) const override {
+    return exchangeDevice(index);
+  }
+};
+
+// ---- operator log ------------------------------------------------------------------------------
+std::mutex g_op_mutex;
+std::unordered_map<std::string, int64_t> g_executed;
+std::unordered_set<std::string> g_trainium_fallback_ops;
+std::unordered_set<std::string> g_warned;
+
+struct Registration {
+  Registration() {
+    pthread_atfork(nullptr, nullptr, &on_fork_child);
+    at::RegisterPrivateUse1HooksInterface(new Hooks());
+    c10::SetAllocator(kNeuron, &g_device_allocator);
+  }
+};
+Registration g_registration;
+
+} // namespace
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
+
+Settings& settings() {
+  return g_settings;
+}
+
+void configure(const Settings& s, const std::vector<std::string>& trainium_fallback_ops) {
+  TORCH_CHECK(s.device_count >= 1 && s.device_count <= kMaxDevices, "device count must be 1..", kMaxDevices);
+  g_settings = s;
+  std::lock_guard<std::mutex> lock(g_op_mutex);
+  g_trainium_fallback_ops = {trainium_fallback_ops.begin(), trainium_fallback_ops.end()};
+}
+
+void set_default_device(c10::DeviceIndex index) {
+  g_default_device = check_index(index);
+}
+
+c10::DeviceIndex device_count() {
+  return g_settings.device_count;
+}
+
+c10::DeviceIndex current_device() {
+  return tls_device >= 0 ? tls_device : g_default_device;
+}
+
+void set_current_device(c10::DeviceIndex index) {
+  tls_device = check_index(index);
+  mark_initialized();
+}
+
+c10::DeviceIndex check_index(c10::DeviceIndex index) {
+  if (index < 0) {
+    return current_device();
+  }
+  TORCH_CHECK_VALUE(
+      index < g_settings.device_count, "Invalid device neuron:", static_cast<int>(index), ": this process has ",
+      static_cast<int>(g_settings.device_count), " neuron device(s), neuron:0 to neuron:",
+      static_cast<int>(g_settings.device_count - 1),
+      " (set HF_NEURON_EMULATOR_DEVICES for more reference devices).");
+  return index;
+}
+
+void check_not_forked() {
+  TORCH_CHECK(
+      !g_bad_fork.load(),
+      "Cannot re-initialize neuron in forked subprocess. To use neuron with multiprocessing, "
+      "you must use the 'spawn' start method");
+}
+
+bool in_bad_fork() {
+  return g_bad_fork.load();
+}
+
+bool initialized() {
+  return g_initialized.load();
+}
+
+c10::Allocator* device_allocator() {
+  return &g_device_allocator;
+}
+
+c10::Allocator* pinned_allocator() {
+  return &g_pinned_allocator;
+}
+
+bool is_pinned(const void* ptr) {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(g_pinned_mutex);
+  auto it = g_pinned.upper_bound(address);
+  if (it == g_pinned.begin()) {
+    return false;
+  }
+  --it;
+  return address < it->first + it->second;
+}
+
+c10::Storage adopt_cpu_storage(const c10::Storage& cpu, c10::DeviceIndex index) {
+  const size_t nbytes = cpu.nbytes();
+  account(index, nbytes);
+  void* data = const_cast<void*>(cpu.data());
+  c10::DataPtr data_ptr(data, new Adopted{cpu, index, nbytes}, &release_adopted, c10::Device(kNeuron, index));
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), nbytes, std::move(data_ptr), &g_device_allocator, /*resizable=*/true));
+}
+
+void reallocate_storage(c10::StorageImpl* storage, size_t nbytes) {
+  TORCH_CHECK(storage->resizable(), "Trying to resize storage that is not resizable");
+  c10::DeviceGuard guard(storage->device());
+  c10::DataPtr fresh = g_device_allocator.allocate(nbytes);
+  const size_t keep = std::min(nbytes, storage->nbytes());
+  if (keep > 0) {
+    std::memcpy(fresh.get(), storage->data(), keep);
+  }
+  storage->set_data_ptr_noswap(std::move(fresh));
+  storage->set_nbytes(nbytes);
+}
+
+MemoryStats memory_stats(c10::DeviceIndex index) {
+  auto& memory = g_memory[check_index(index)];
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  return memory.stats;
+}
+
+void reset_peak(c10::DeviceIndex index) {
+  auto& memory = g_memory[check_index(index)];
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  memory.stats.peak = memory.stats.allocated;
+}
+
+const at::Generator& default_generator(c10::DeviceIndex index) {
+  std::call_once(g_generators_once, [] {
+    for (c10::DeviceIndex i = 0; i < g_settings.device_count; ++i) {
+      g_default_generators.push_back(at::make_generator<NeuronGenerator>(i, c10::default_rng_seed_val));
+    }
+  });
+  return g_default_generators[check_index(index)];
+}
+
+at::Generator new_generator(c10::DeviceIndex index) {
+  return at::make_generator<NeuronGenerator>(check_index(index), c10::default_rng_seed_val);
+}
+
+at::Generator cpu_generator_of(const at::Generator& generator) {
+  return static_cast<NeuronGenerator*>(generator.unsafeGetGeneratorImpl())->cpu;
+}
+
+void record_op(const c10::OperatorHandle& op) {
+  const std::string& name = op.schema().name();
+  std::lock_guard<std::mutex> lock(g_op_mutex);
+  g_executed[name] += 1;
+  if (g_settings.warn_fallback && g_trainium_fallback_ops.count(name) && g_warned.insert(name).second) {
+    TORCH_WARN("Operator '", name, "' would fall back to CPU on Trainium (hf-neuron reference device)");
+  }
+}
+
+std::unordered_map<std::string, int64_t> executed_ops() {
+  std::lock_guard<std::mutex> lock(g_op_mutex);
+  return g_executed;
+}
+
+void clear_op_log() {
+  std::lock_guard<std::mutex> lock(g_op_mutex);
+  g_executed.clear();
+  g_warned.clear();
+}
+
+} // namespace hf_neuron
