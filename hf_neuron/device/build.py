@@ -13,6 +13,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -94,3 +95,11 @@ def _build(directory: Path, verbose: bool) -> None:
         is_python_module=True,
     )
     print(f"hf-neuron: reference device built in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    _remove_stale_builds(directory)
+
+
+def _remove_stale_builds(current: Path) -> None:
+    """Delete builds of older sources for this torch and Python (a loaded library survives its file's removal)."""
+    for other in current.parent.glob(f"{EXTENSION_NAME}-*"):
+        if other != current and other.is_dir():
+            shutil.rmtree(other, ignore_errors=True)

@@ -164,12 +164,20 @@ class Stream(torch.Stream):
         return super().__new__(cls, device=torch.device("neuron", _index(device)), priority=priority, **kwargs)
 
 
-class Event(torch.Event):
-    """A neuron event; ``elapsed_time`` measures host time between records."""
+class _NeuronEventType(type):
+    def __instancecheck__(cls, instance: object) -> bool:
+        return isinstance(instance, torch.Event) and instance.device.type == "neuron"
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Event:
-        return super().__new__(
-            cls, device=torch.device("neuron", _C.current_device()), enable_timing=enable_timing,
+
+class Event(metaclass=_NeuronEventType):
+    """A neuron event: a ``torch.Event`` on the current device (torch's event methods accept no subclass);
+    ``elapsed_time`` measures host time between records."""
+
+    def __new__(  # type: ignore[misc]
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> torch.Event:
+        return torch.Event(
+            device=torch.device("neuron", _C.current_device()), enable_timing=enable_timing,
             blocking=blocking, interprocess=interprocess,
         )
 

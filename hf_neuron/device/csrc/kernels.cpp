@@ -497,11 +497,20 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   call.run();
 }
 
+void refuse_layout(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) {
+  TORCH_CHECK(
+      false, "The neuron device supports dense strided tensors only: ", op.schema().operator_name(),
+      " was called with a sparse, quantized or nested tensor on neuron. Keep such tensors on the CPU, or make "
+      "them dense with .to_dense() before moving them to neuron.");
+}
+
 } // namespace
 
 int route_cpu_kernels() {
-  // A CompositeExplicitAutograd kernel wins over a backend fallback, so an op with both a dedicated CPU kernel
-  // and a composite one would run a decomposition here (different numerics, slower) instead of the CPU kernel.
+  // A composite kernel wins over a backend fallback, so an op with both a dedicated CPU kernel and a composite
+  // one would not run its CPU kernel here: CompositeExplicitAutograd ones are decompositions (different
+  // numerics), CompositeExplicitAutogradNonFunctional ones (structured ops) allocate and call the out= variant
+  // (an extra dispatch per call, and spurious resize warnings).
   static auto* library = new torch::Library(
       torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   int routed = 0;
@@ -510,7 +519,8 @@ int route_cpu_kernels() {
     auto op = dispatcher.findOp(name);
     if (name.name.rfind("aten::", 0) != 0 || !op.has_value() ||
         !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+        !(op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+          op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) ||
         op->hasKernelForDispatchKey(kNeuronKey)) {
       continue;
     }
@@ -557,6 +567,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   for (const char* name : {"convolution", "convolution_backward"}) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
   }
+}
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&refuse_layout>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&refuse_layout>());
+}
+
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&refuse_layout>());
+}
+
+TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&refuse_layout>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

@@ -1,0 +1,50 @@
+"""Per-device memory accounting, peaks, and the optional capacity with a device-style out-of-memory error."""
+
+from __future__ import annotations
+
+import torch
+
+from conftest import run_python
+
+
+def test_accounting_is_per_device() -> None:
+    before = [torch.neuron.memory_allocated(i) for i in range(2)]
+    t = torch.empty(1000, dtype=torch.float64, device="neuron:1")
+    assert torch.neuron.memory_allocated(1) - before[1] == 8000
+    assert torch.neuron.memory_allocated(0) == before[0]
+    moved = t.to("neuron:0")
+    assert torch.neuron.memory_allocated(0) - before[0] == 8000
+    del t, moved
+    assert [torch.neuron.memory_allocated(i) for i in range(2)] == before
+
+
+def test_results_of_cpu_kernels_are_accounted() -> None:
+    x = torch.randn(256, 256, device="neuron")
+    before = torch.neuron.memory_allocated()
+    y = x @ x
+    assert torch.neuron.memory_allocated() - before == y.numel() * 4
+    del y
+    assert torch.neuron.memory_allocated() == before
+
+
+def test_capacity_raises_a_device_out_of_memory_error() -> None:
+    result = run_python(
+        """
+        import torch
+        kept = torch.empty(2**20, dtype=torch.uint8, device="neuron")       # 1 MiB
+        try:
+            torch.empty(2**21, dtype=torch.uint8, device="neuron")          # 2 MiB more than fits
+        except torch.OutOfMemoryError as error:
+            print("OOM", error)
+        print("stats", torch.neuron.memory_stats()["num_ooms"], torch.neuron.mem_get_info()[1])
+        y = torch.ones(2**20, dtype=torch.uint8, device="neuron:1")         # the other device has its own
+        print("other device ok", y.sum().item())
+        """,
+        {"HF_NEURON_EMULATOR_MEMORY_GB": str(2.5 / 1024)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert ("OOM neuron out of memory. Tried to allocate 0.00 GiB on neuron:0 (0.00 GiB total capacity; "
+            "0.00 GiB already allocated). Reduce the batch size, sequence length or model size, or raise "
+            "HF_NEURON_EMULATOR_MEMORY_GB.") in result.stdout
+    assert f"stats 1 {int(2.5 * 2**20)}" in result.stdout
+    assert "other device ok 1048576" in result.stdout
