@@ -1,0 +1,208 @@
+"""The architecture catalog and the ranking: generated from transformers, validated on load, diffed, refreshed."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hf_neuron.matrix.catalog import (
+    Catalog,
+    CatalogEntry,
+    diff_catalogs,
+    generate_catalog,
+    load_catalog,
+    main_generate,
+    write_catalog,
+)
+from hf_neuron.matrix.ranking import (
+    HubUnreachable,
+    RankEntry,
+    load_ranking,
+    main_refresh,
+    refresh_ranking,
+    write_ranking,
+)
+from hf_neuron.tiny.overrides import CompatFileError
+from hf_neuron.tiny.registry import generative_types
+
+FIXTURE = Path(__file__).parent / "fixtures" / "ranking" / "hub_list_models.json"
+TODAY = datetime.date(2026, 1, 2)
+
+
+def _entry(model_type: str, **changes: Any) -> CatalogEntry:
+    entry = CatalogEntry(model_type, "decoder", f"{model_type.title()}ForCausalLM", f"{model_type.title()}Config",
+                         True, True, None)
+    return dataclasses.replace(entry, **changes)
+
+
+def test_generated_entries_name_group_classes_and_probe_results() -> None:
+    catalog = generate_catalog(types=["t5", "llama", "llava", "gpt2"], today=TODAY)
+    assert catalog.generated == "2026-01-02"
+    assert [(e.model_type, e.group) for e in catalog.entries] == [
+        ("gpt2", "decoder"), ("llama", "decoder"), ("t5", "encoder-decoder"), ("llava", "multimodal")]
+    llama = catalog.by_type()["llama"]
+    assert (llama.model_class, llama.config_class, llama.builds, llama.runs, llama.reason) == (
+        "LlamaForCausalLM", "LlamaConfig", True, True, None)
+    assert catalog.by_type()["llava"].runs is None  # multimodal types are built, not run, by the probe
+
+
+def test_reviewed_runs_false_supplies_the_reason() -> None:
+    entry = generate_catalog(types=["gemma4_unified_assistant"]).entries[0]
+    assert (entry.builds, entry.runs) == (True, False)
+    assert entry.reason.startswith("A speculative-decoding assistant")
+
+
+def test_every_causal_lm_type_is_in_the_decoder_group_first() -> None:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    catalog = generate_catalog(probe=False)
+    decoder = [entry.model_type for entry in catalog.group("decoder")]
+    assert decoder == sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    assert [entry.model_type for entry in catalog.entries[: len(decoder)]] == decoder
+    with pytest.raises(KeyError, match="not generative model types of transformers .*: \\['bert_tokenizer'\\]"):
+        generate_catalog(types=["bert_tokenizer"], probe=False)
+
+
+def test_committed_catalog_matches_the_installed_transformers() -> None:
+    import transformers
+
+    catalog = load_catalog()
+    assert catalog.transformers == transformers.__version__, "regenerate: hf-neuron matrix catalog --generate"
+    assert set(catalog.by_type()) == set(generative_types())
+    assert all(entry.builds and entry.runs for entry in catalog.group("decoder") if entry.reason is None)
+
+
+def test_catalog_file_round_trips_one_architecture_per_line(tmp_path: Path) -> None:
+    catalog = Catalog("5.24.0", "2026-01-02", (_entry("alpha"), _entry("beta", runs=False, reason="why")))
+    path = write_catalog(catalog, tmp_path / "catalog.json")
+    assert load_catalog(path) == catalog
+    lines = path.read_text().splitlines()
+    assert lines[:3] == ["{", '  "schema": 1,', '  "transformers": "5.24.0",']
+    assert sum('"model_type"' in line for line in lines) == 2
+    assert lines[-4].startswith('    {"model_type": "alpha"') and lines[-3].startswith('    {"model_type": "beta"')
+
+
+def test_diff_names_new_removed_and_changed_types() -> None:
+    before = Catalog("5.23.0", "2026-01-01", (_entry("alpha"), _entry("beta")))
+    after = Catalog("5.24.0", "2026-01-02", (_entry("beta", runs=False, reason="broke"), _entry("gamma")))
+    diff = diff_catalogs(before, after)
+    assert (diff.added, diff.removed) == (("gamma",), ("alpha",))
+    assert diff.describe() == (
+        "transformers 5.23.0 -> 5.24.0\n+ gamma\n- alpha\n~ beta: runs True -> False\n~ beta: reason None -> 'broke'")
+    same = dataclasses.replace(before, generated="2030-01-01")
+    assert not diff_catalogs(before, same) and diff_catalogs(before, same).describe() == "catalog unchanged"
+
+
+def _catalog_text(rows: Any, **header: Any) -> str:
+    return json.dumps({"schema": 1, "transformers": "5.24.0", "generated": "2026-01-02", **header,
+                       "architectures": rows})
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{", "not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+        (_catalog_text([], schema=2), "schema must be 1, got 2"),
+        (_catalog_text({}), "'architectures' must be a list"),
+        (_catalog_text([{"model_type": "a", "group": "decoder"}]),
+         "architectures[0] misses ['model_class', 'config_class', 'builds', 'runs']"),
+        (_catalog_text([{**dataclasses.asdict(_entry("a")), "group": "vision"}]),
+         "architectures[0] (a) has unknown group 'vision'; groups are decoder, encoder-decoder, multimodal"),
+        (_catalog_text([{**dataclasses.asdict(_entry("a")), "runs": "yes"}]),
+         "architectures[0].runs must be true, false or null, got 'yes'"),
+        (_catalog_text([dataclasses.asdict(_entry("a")), dataclasses.asdict(_entry("a"))]),
+         "duplicate model_type 'a' (architectures[0] and [1])"),
+    ],
+)
+def test_malformed_catalog_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "catalog.json"
+    path.write_text(text)
+    with pytest.raises(CompatFileError) as error:
+        load_catalog(path)
+    assert str(error.value) == f"{path}: {problem}"
+
+
+def test_main_generate_checks_then_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "catalog.json"
+    write_catalog(Catalog("5.0.0", "2026-01-01", (_entry("llama"), _entry("gone"))), path)
+    assert main_generate(path, check=True, probe=False) == 1
+    assert load_catalog(path).transformers == "5.0.0"  # --check writes nothing
+    out = capsys.readouterr().out
+    assert "- gone\n" in out and "+ gpt2\n" in out
+    assert main_generate(path, probe=False) == 0
+    assert main_generate(path, check=True, probe=False) == 0
+    path.write_text("[")
+    assert main_generate(path, check=True, probe=False) == 2
+    assert f"error: {path}: not valid JSON" in capsys.readouterr().err
+
+
+def test_committed_ranking_loads_and_names_known_types() -> None:
+    ranking = load_ranking()
+    assert [entry.rank for entry in ranking] == list(range(1, len(ranking) + 1))
+    assert {entry.model_type for entry in ranking} <= set(generative_types())
+    assert ranking[0].source.startswith(("seed: hand-assembled", "hub "))
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("model_type,rank\nllama,1\n", "the header must be model_type,rank,source, got 'model_type,rank'"),
+        ("model_type,rank,source\nllama,first,x\n", "line 2: rank must be a positive integer, got 'first'"),
+        ("model_type,rank,source\nllama,1,x\nllama,2,x\n", "line 3: model_type 'llama' is empty or listed twice"),
+        ("model_type,rank,source\nllama,1\n", "line 2: expected 3 fields, got 2"),
+        ("model_type,rank,source\nllama,1, \n", "line 2: source must say where the rank comes from"),
+    ],
+)
+def test_malformed_ranking_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "ranking.csv"
+    path.write_text(text)
+    with pytest.raises(CompatFileError) as error:
+        load_ranking(path)
+    assert str(error.value) == f"{path}: {problem}"
+
+
+def _recorded_hub(calls: list[dict[str, Any]]):
+    from huggingface_hub.hf_api import ModelInfo
+
+    def list_models(**kwargs: Any) -> Iterator[ModelInfo]:
+        calls.append(kwargs)
+        rows = json.loads(FIXTURE.read_text())["response"]
+        return iter(ModelInfo(**row) for row in rows[: kwargs["limit"]])
+
+    return list_models
+
+
+def test_refresh_ranks_types_by_downloads_from_a_recorded_hub_answer() -> None:
+    calls: list[dict[str, Any]] = []
+    ranking = refresh_ranking(limit=8, list_models=_recorded_hub(calls), today=TODAY)
+    assert calls == [{"pipeline_tag": "text-generation", "sort": "downloads", "limit": 8,
+                      "expand": ["config", "downloads", "tags"]}]
+    # qwen2 14M > llama 11M > gpt2 6M > mistral 3M (type from tags: no config); chatglm (remote code) and the
+    # GGUF-only repo map to no known type and are left out.
+    assert [(e.model_type, e.rank) for e in ranking] == [("qwen2", 1), ("llama", 2), ("gpt2", 3), ("mistral", 4)]
+    assert ranking[0].source == "hub 2026-01-02: 2 of the top 8 text-generation models, 14000000 downloads"
+
+
+def test_refresh_writes_the_file_and_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "ranking.csv"
+    assert main_refresh(path, limit=8, list_models=_recorded_hub([])) == 0
+    assert [e.model_type for e in load_ranking(path)] == ["qwen2", "llama", "gpt2", "mistral"]
+    entries = [RankEntry("llama", 1, "seed, with a comma")]
+    assert load_ranking(write_ranking(entries, path)) == entries
+
+
+def test_refresh_offline_fails_cleanly_and_keeps_the_file(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "ranking.csv"
+    path.write_text("model_type,rank,source\nllama,1,seed\n")
+    with pytest.raises(HubUnreachable, match="cannot list models on the Hugging Face Hub"):
+        refresh_ranking(limit=3)  # the real client: HF_HUB_OFFLINE=1 in the tests
+    assert main_refresh(path, limit=3) == 2
+    assert capsys.readouterr().err.startswith("error: cannot list models on the Hugging Face Hub (")
+    assert path.read_text() == "model_type,rank,source\nllama,1,seed\n"

@@ -1,0 +1,228 @@
+"""Tiny local models, tokenizer, checkpoints and dataset: built from configs, offline, on the CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from hf_neuron.tiny.checkpoint import STAMP, materialize
+from hf_neuron.tiny.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.dataset import examples, tiny_dataset
+from hf_neuron.tiny.dataset import materialize as materialize_dataset
+from hf_neuron.tiny.models import build_model, probe
+from hf_neuron.tiny.overrides import CompatFileError, load_overrides
+from hf_neuron.tiny.registry import generative_types
+from hf_neuron.tiny.tokenizer import (
+    BOS_TOKEN_ID,
+    EOS_TOKEN_ID,
+    PAD_TOKEN_ID,
+    RESERVED_TOKEN_IDS,
+    VOCAB_SIZE,
+    tiny_tokenizer,
+)
+
+#: Families the fast suite covers: dense rotary decoders, learned positions, GQA/MQA, MoE, sliding/hybrid
+#: attention, MLA, state-space models and an attention/mamba hybrid.
+SLICE = [
+    "llama", "gpt2", "mistral", "qwen2", "qwen3_moe", "mixtral", "gemma2", "gemma3_text", "phi3",
+    "falcon_mamba", "mamba", "jamba", "gpt_neox", "olmo2", "deepseek_v3", "granitemoe",
+]
+MAX_BYTES = 50 * 2**20
+
+
+def _text(config):
+    return config.get_text_config(decoder=True)
+
+
+@pytest.mark.parametrize("model_type", SLICE)
+def test_tiny_config_dimensions_agree(model_type: str) -> None:
+    config = _text(tiny_config(model_type))
+    assert config.vocab_size == VOCAB_SIZE
+    assert config.hidden_size == 64
+    assert 2 <= config.num_hidden_layers <= 4
+    assert config._attn_implementation == "eager"
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = getattr(config, name, None)
+        assert value is None or 0 <= value < VOCAB_SIZE, (name, value)
+    heads = getattr(config, "num_attention_heads", None)
+    if heads and model_type not in ("mamba", "falcon_mamba"):
+        assert heads == 4
+        kv_heads = getattr(config, "num_key_value_heads", None) or heads
+        assert heads % kv_heads == 0
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types is not None:
+        assert len(layer_types) == config.num_hidden_layers
+    if getattr(config, "max_position_embeddings", None) is not None:
+        assert config.max_position_embeddings >= 256
+
+
+@pytest.mark.parametrize("model_type", SLICE)
+def test_tiny_model_forward_and_generate(model_type: str) -> None:
+    model = build_model(model_type, seed=0)
+    assert sum(p.numel() * p.element_size() for p in model.parameters()) < MAX_BYTES
+    input_ids = torch.randint(8, VOCAB_SIZE, (2, 8), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        logits = model(input_ids=input_ids).logits
+        generated = model.generate(input_ids=input_ids, max_new_tokens=4, min_new_tokens=4, do_sample=False)
+    assert logits.shape == (2, 8, VOCAB_SIZE)
+    assert logits.dtype == torch.float32
+    assert torch.isfinite(logits).all()
+    assert generated.shape == (2, 12)
+    assert torch.equal(generated[:, :8], input_ids)
+    assert int(generated.max()) < VOCAB_SIZE
+
+
+def test_weights_are_fixed_by_the_seed() -> None:
+    first, again, other = (build_model("llama", seed=s).state_dict() for s in (0, 0, 1))
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    assert not torch.equal(first["model.embed_tokens.weight"], other["model.embed_tokens.weight"])
+
+
+def test_representative_layers_keep_every_layer_kind() -> None:
+    assert tiny_config("gemma3_text").layer_types == ["sliding_attention", "full_attention"]
+    assert set(tiny_config("jamba").layers_block_type) == {"mamba", "attention"}
+    deepseek = tiny_config("deepseek_v3")
+    assert (deepseek.num_hidden_layers, deepseek.first_k_dense_replace) == (2, 1)  # one dense, one MoE layer
+    assert tiny_config("qwen3_next").layer_types == ["linear_attention", "full_attention"]
+    assert tiny_config("recurrent_gemma").block_types == ["recurrent", "attention"]  # a cyclic pattern
+
+
+def test_attention_kind_and_moe_sizes_are_kept() -> None:
+    mistral, llama, mixtral = tiny_config("mistral"), tiny_config("llama"), tiny_config("mixtral")
+    assert (mistral.num_attention_heads, mistral.num_key_value_heads) == (4, 2)  # GQA stays GQA
+    assert llama.num_key_value_heads == llama.num_attention_heads == 4  # MHA stays MHA
+    assert (mixtral.num_local_experts, mixtral.num_experts_per_tok) == (4, 2)
+    deepseek = tiny_config("deepseek_v3")
+    assert deepseek.qk_head_dim == deepseek.qk_nope_head_dim + deepseek.qk_rope_head_dim
+
+
+def test_special_token_ids_move_inside_the_vocabulary() -> None:
+    gpt2 = tiny_config("gpt2")
+    assert (gpt2.bos_token_id, gpt2.eos_token_id) == (BOS_TOKEN_ID, EOS_TOKEN_ID)
+    gemma3 = tiny_config("gemma3")
+    assert gemma3.image_token_id in RESERVED_TOKEN_IDS
+    assert gemma3.boi_token_index in RESERVED_TOKEN_IDS and gemma3.boi_token_index != gemma3.image_token_id
+
+
+def test_only_changed_fields_are_passed() -> None:
+    kwargs = tiny_config_kwargs("gpt2")
+    assert kwargs == {"vocab_size": VOCAB_SIZE, "n_positions": 512, "n_embd": 64, "n_layer": 2, "n_head": 4,
+                      "bos_token_id": BOS_TOKEN_ID, "eos_token_id": EOS_TOKEN_ID, "pad_token_id": PAD_TOKEN_ID}
+
+
+def test_reviewed_and_explicit_overrides_apply() -> None:
+    assert load_overrides()["dory"].config["n_input_layers"] == 1
+    assert tiny_config("dory").n_input_layers == 1
+    assert tiny_config("llama", {"num_hidden_layers": 3}).num_hidden_layers == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[llama]\nconfig = { num_hidden_layers = 3 }\n", "[llama] needs a non-empty 'reason' string"),
+        ('[llama]\nreason = "x"\nbuilds = false\n', "[llama] has unknown keys ['builds']; allowed: ['config', 'reason', 'runs']"),
+        ('[llama]\nreason = "x"\nruns = "no"\n', "[llama] 'runs' must be true or false"),
+        ("[llama\n", "not valid TOML"),
+    ],
+)
+def test_malformed_overrides_name_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "tiny_overrides.toml"
+    path.write_text(text)
+    with pytest.raises(CompatFileError) as error:
+        load_overrides(path)
+    assert str(error.value).startswith(f"{path}: {problem}")
+
+
+def test_tokenizer_round_trips_text_and_has_the_special_tokens() -> None:
+    tokenizer = tiny_tokenizer()
+    text = "Hello, world! Ünïcödé 🙂 and code: x = torch.randn(2, 3)\n"
+    assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+    assert len(tokenizer) == VOCAB_SIZE
+    assert (tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id) == (
+        PAD_TOKEN_ID, BOS_TOKEN_ID, EOS_TOKEN_ID)
+    assert tiny_tokenizer().get_vocab() == tokenizer.get_vocab()
+
+
+def test_chat_template_renders_and_masks_the_assistant_turn() -> None:
+    tokenizer = tiny_tokenizer()
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert tokenizer.apply_chat_template(messages, tokenize=False) == (
+        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello<|im_end|>\n")
+    assert tokenizer.apply_chat_template(messages[:1], tokenize=False, add_generation_prompt=True).endswith(
+        "<|im_start|>assistant\n")
+    encoded = tokenizer.apply_chat_template(messages, return_dict=True, return_assistant_tokens_mask=True)
+    masked = [i for i, m in zip(encoded["input_ids"], encoded["assistant_masks"], strict=True) if m]
+    assert tokenizer.decode(masked) == "hello<|im_end|>"
+
+
+def test_checkpoint_loads_offline_with_identical_weights(tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    directory = materialize("qwen2", tmp_path / "qwen2")
+    loaded = AutoModelForCausalLM.from_pretrained(directory).state_dict()
+    expected = build_model("qwen2", seed=0).state_dict()
+    assert loaded.keys() == expected.keys()
+    assert all(torch.equal(loaded[k], expected[k]) for k in expected)
+    tokenizer = AutoTokenizer.from_pretrained(directory)
+    assert len(tokenizer) == VOCAB_SIZE and tokenizer.chat_template is not None
+    generation = GenerationConfig.from_pretrained(directory)
+    assert (generation.pad_token_id, generation.eos_token_id) == (PAD_TOKEN_ID, EOS_TOKEN_ID)
+    assert json.loads((directory / STAMP).read_text())["model_type"] == "qwen2"
+
+
+def test_checkpoint_is_reused_when_its_content_key_matches(tmp_path: Path) -> None:
+    directory = materialize("gpt2", tmp_path / "gpt2")
+    weights = directory / "model.safetensors"
+    before = weights.stat().st_mtime_ns
+    assert materialize("gpt2", directory) == directory
+    assert weights.stat().st_mtime_ns == before
+    materialize("gpt2", directory, seed=1)
+    assert weights.stat().st_mtime_ns != before
+    assert json.loads((directory / STAMP).read_text())["seed"] == 1
+
+
+def test_composite_decoder_checkpoint_loads_through_the_auto_class(tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    directory = materialize("emu3", tmp_path / "emu3")
+    assert json.loads((directory / "config.json").read_text())["model_type"] == "emu3"
+    model = AutoModelForCausalLM.from_pretrained(directory)
+    assert type(model).__name__ == "Emu3ForCausalLM"
+
+
+def test_dataset_files_load_with_datasets(tmp_path: Path) -> None:
+    import datasets
+
+    directory = materialize_dataset(tmp_path / "data")
+    chats = datasets.load_dataset(str(directory))
+    text = datasets.load_dataset(str(directory), "text")
+    assert set(chats) == {"train", "test"} and chats["train"].column_names == ["messages"]
+    assert chats["train"].num_rows + chats["test"].num_rows == len(examples()) >= 36
+    assert text["train"]["text"][0] == "Question: What is the capital of France?\nAnswer: The capital of France is Paris."
+    assert chats["train"].to_list() == tiny_dataset()["train"].to_list()
+
+
+def test_every_chat_example_fits_the_chat_template() -> None:
+    tokenizer = tiny_tokenizer()
+    for row in examples("messages"):
+        rendered = tokenizer.apply_chat_template(row["messages"], tokenize=False)
+        assert rendered.count("<|im_end|>") == 3 and row["messages"][-1]["content"] in rendered
+    with pytest.raises(ValueError, match="unknown dataset format 'csv'; choose one of messages, text"):
+        examples("csv")  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_every_causal_lm_type_builds_forwards_and_generates() -> None:
+    reviewed = load_overrides()
+    types = [t for t, (group, _) in generative_types().items() if group == "decoder"]
+    failures = {}
+    for model_type in types:
+        result = probe(model_type)
+        expected_to_fail = model_type in reviewed and not reviewed[model_type].runs
+        if result.ok == expected_to_fail:
+            failures[model_type] = f"{result.stage}: {result.error}"
+        assert result.parameters * 4 < MAX_BYTES, model_type
+    assert failures == {}
