@@ -1,0 +1,96 @@
+"""``hf-neuron report build``: the static compatibility site of one matrix run.
+
+Bad record lines are skipped: each is printed as ``file:line: what is wrong`` and the site counts them. The exit
+code is 0 when the site was built, 1 when an input made it impossible (the message says which and why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["register"]
+
+DEFAULT_BASELINE = Path("compat/baselines/optimum-neuron-0.4.5.json")
+DEFAULT_CATALOG = Path("compat/catalog.json")
+DEFAULT_RANKING = Path("compat/ranking.csv")
+_SHOWN_PROBLEMS = 20
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``report`` and its ``build`` sub-command."""
+    report = subparsers.add_parser("report", help="the compatibility report site", description=__doc__)
+    commands = report.add_subparsers(dest="report_command", metavar="SUBCOMMAND", required=True)
+    build = commands.add_parser(
+        "build",
+        help="build the static site of one run from its records",
+        description="Build the static site (index, one page per architecture, downloads) of one matrix run.",
+    )
+    build.add_argument(
+        "--results", type=Path, nargs="+", required=True, metavar="DIR",
+        help="directories of *.jsonl records (the shards of one run), or record files",
+    )
+    build.add_argument("--out", type=Path, required=True, metavar="DIR", help="site directory to write")
+    build.add_argument(
+        "--history", type=Path, metavar="DIR",
+        help="run summaries: read for the trend and the diff; this run's summary is added",
+    )
+    build.add_argument(
+        "--baseline", type=Path, default=DEFAULT_BASELINE, metavar="FILE",
+        help=f"baseline file (default: {DEFAULT_BASELINE})",
+    )
+    build.add_argument(
+        "--catalog", type=Path, metavar="FILE",
+        help=f"architecture catalog: groups, families, rows not run (default: {DEFAULT_CATALOG} if present)",
+    )
+    build.add_argument(
+        "--ranking", type=Path, metavar="FILE",
+        help=f"ranking CSV with columns model_type,rank,source (default: {DEFAULT_RANKING} if present)",
+    )
+    build.add_argument("--top", type=int, default=100, metavar="N", help="size of the top-N view (default: 100)")
+    build.set_defaults(func=_build)
+
+
+def _optional(given: Path | None, default: Path) -> Path | None:
+    """The file to read: the one given, else the default when it exists."""
+    return given if given is not None else (default if default.is_file() else None)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from hf_neuron.report.compat import load_baseline, load_catalog, load_ranking
+    from hf_neuron.report.load import ReportInputError
+    from hf_neuron.report.site import build_site
+
+    if args.top < 1:
+        print("hf-neuron report build: --top must be at least 1", file=sys.stderr)
+        return 1
+    started = time.perf_counter()
+    try:
+        catalog_path = _optional(args.catalog, DEFAULT_CATALOG)
+        ranking_path = _optional(args.ranking, DEFAULT_RANKING)
+        catalog = load_catalog(catalog_path) if catalog_path else None
+        result = build_site(
+            args.results,
+            args.out,
+            baseline=load_baseline(args.baseline),
+            catalog=catalog,
+            ranking=load_ranking(ranking_path) if ranking_path else None,
+            history_dir=args.history,
+            top_n=args.top,
+            arch_configs={m: e["config"] for m, e in (catalog or {}).items() if isinstance(e.get("config"), dict)},
+        )
+    except ReportInputError as exc:
+        print(f"hf-neuron report build: {exc}", file=sys.stderr)
+        return 1
+    for problem in result.problems[:_SHOWN_PROBLEMS]:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    if len(result.problems) > _SHOWN_PROBLEMS:
+        print(f"warning: ... and {len(result.problems) - _SHOWN_PROBLEMS} more skipped lines", file=sys.stderr)
+    compared = f", compared with run {result.previous_run_id}" if result.previous_run_id else ""
+    print(
+        f"built {result.index} from {result.records} records ({result.architectures} architectures) of run "
+        f"{result.run_id}{compared} in {time.perf_counter() - started:.1f} s"
+    )
+    return 0

@@ -1,0 +1,106 @@
+"""Past runs as data: one small JSON summary per run, so the trend and the diff survive without old sites.
+
+A summary holds the run's headline counts, per-scenario counts and every case's status (a few tens of kB for a
+full run). Files are named after the run id; rebuilding a run replaces its summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hf_neuron.report.load import ReportInputError, parse_time
+from hf_neuron.report.tables import Headline, RunInfo, Statuses
+
+__all__ = ["HISTORY_SCHEMA", "RunSummary", "previous_run", "read_history", "summarize", "with_run", "write_summary"]
+
+HISTORY_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What later builds need to know about a run."""
+
+    run_id: str
+    started_at: str
+    finished_at: str
+    backend: str
+    architectures: int
+    runs_unmodified: int
+    #: ``{scenario: {"passed": n, "failing": n}}``
+    scenarios: Mapping[str, Mapping[str, int]]
+    statuses: Statuses
+
+    def rate(self, scenario: str) -> float | None:
+        """Pass rate of ``scenario`` (passed / (passed + failing)), or None when nothing counted."""
+        counts = self.scenarios.get(scenario, {})
+        counted = counts.get("passed", 0) + counts.get("failing", 0)
+        return counts.get("passed", 0) / counted if counted else None
+
+    @property
+    def unmodified_rate(self) -> float | None:
+        """Share of the run's architectures that run unmodified."""
+        return self.runs_unmodified / self.architectures if self.architectures else None
+
+
+def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statuses) -> RunSummary:
+    """The summary of the run being built."""
+    return RunSummary(
+        run_id=run.run_id,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        backend=run.backend,
+        architectures=head.architectures,
+        runs_unmodified=head.runs_unmodified,
+        scenarios={s: {"passed": int(row.passed), "failing": int(row.failing)} for s, row in rates.iterrows()},
+        statuses=statuses,
+    )
+
+
+def _file_name(run_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id) + ".json"
+
+
+def write_summary(directory: Path, summary: RunSummary) -> Path:
+    """Write ``summary`` into ``directory`` (created if needed); return its path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / _file_name(summary.run_id)
+    path.write_text(json.dumps({"schema": HISTORY_SCHEMA, **asdict(summary)}, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def _read_summary(path: Path) -> RunSummary:
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        if data.pop("schema") != HISTORY_SCHEMA:
+            raise ValueError(f"schema is not {HISTORY_SCHEMA}")
+        summary = RunSummary(**data)
+        parse_time(summary.finished_at)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ReportInputError(f"{path}: not a run summary of schema {HISTORY_SCHEMA}: {exc}") from None
+    return summary
+
+
+def read_history(directory: Path) -> list[RunSummary]:
+    """Every summary in ``directory`` (none if it does not exist), oldest first."""
+    summaries = [_read_summary(p) for p in sorted(directory.glob("*.json"))] if directory.is_dir() else []
+    return sorted(summaries, key=lambda s: parse_time(s.finished_at))
+
+
+def with_run(history: Sequence[RunSummary], summary: RunSummary) -> list[RunSummary]:
+    """``history`` with ``summary`` in it (replacing an earlier summary of the same run), oldest first."""
+    others = [s for s in history if s.run_id != summary.run_id]
+    return sorted([*others, summary], key=lambda s: parse_time(s.finished_at))
+
+
+def previous_run(history: Sequence[RunSummary], run: RunInfo) -> RunSummary | None:
+    """The latest other run of ``history`` (oldest first) that finished before ``run``, if any."""
+    finished = parse_time(run.finished_at)
+    earlier = [s for s in history if s.run_id != run.run_id and parse_time(s.finished_at) < finished]
+    return earlier[-1] if earlier else None

@@ -1,0 +1,171 @@
+"""HTML from the report's tables: Jinja2 templates, autoescaped, and the static assets. Pure: tables in, files out.
+
+Every text that comes from a record reaches the page through an autoescaped template, so an exception message
+holding markup shows as text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from hf_neuron.report.chart import TrendChart
+from hf_neuron.report.downloads import Download
+from hf_neuron.report.history import RunSummary
+from hf_neuron.report.load import RecordProblem, parse_time
+from hf_neuron.report.status import CORE_SCENARIOS, STATUS_LABELS, STATUSES
+from hf_neuron.report.tables import Change, Headline, RunInfo, frame_rows, scenario_columns
+
+__all__ = ["ArchPage", "IndexPage", "reproduce_command", "render_site", "trim_traceback"]
+
+#: Lines of a traceback shown on an architecture page (the last ones, nearest the error).
+TRACEBACK_LINES = 40
+
+_BACKENDS = {
+    "reference": "Reference device: neuron emulated on the CPU, not Trainium hardware",
+    "real": "Real Trainium (TorchNeuron)",
+}
+_ASSETS = ("report.css", "report.js")
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    """Everything the index shows."""
+
+    run: RunInfo
+    headline: Headline
+    rates: pd.DataFrame
+    table: pd.DataFrame
+    changes: Sequence[Change]
+    previous: RunSummary | None
+    chart: TrendChart
+    downloads: Sequence[Download]
+    problems: Sequence[RecordProblem]
+    ranking_source: str | None
+
+
+@dataclass(frozen=True)
+class ArchPage:
+    """Everything an architecture's page shows: its row of the matrix table and its cases by scenario (rows as
+    :func:`~hf_neuron.report.tables.frame_rows` gives them), its statuses in the previous run (None when there
+    is no previous run), and its config and catalog entry when known."""
+
+    model_type: str
+    row: Mapping[str, Any]
+    cases: Mapping[str, Mapping[str, Any]]
+    previous: Mapping[str, str] | None = None
+    config: Mapping[str, Any] | None = None
+    catalog_entry: Mapping[str, Any] | None = None
+
+
+def reproduce_command(model_type: str, scenario: str) -> str:
+    """The shell command that runs one case locally."""
+    return f"hf-neuron matrix run --arch {shlex.quote(model_type)} --scenario {shlex.quote(scenario)}"
+
+
+def trim_traceback(text: str, lines: int = TRACEBACK_LINES) -> tuple[str, int]:
+    """The last ``lines`` lines of a traceback, and how many earlier lines were left out."""
+    all_lines = text.rstrip("\n").splitlines()
+    return "\n".join(all_lines[-lines:]), max(0, len(all_lines) - lines)
+
+
+def _size(value: int | None) -> str:
+    if value is None:
+        return "—"
+    exponent = min((value.bit_length() - 1) // 10, len(_UNITS) - 1) if value else 0
+    return f"{value / 1024**exponent:.1f} {_UNITS[exponent]}" if exponent else f"{value} B"
+
+
+def _utc(timestamp: str) -> str:
+    return parse_time(timestamp).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
+def _backend(backend: str) -> tuple[str, str]:
+    """The CSS kind and the label of a run's backend: ``reference``, ``real``, or anything else, flagged."""
+    if backend in _BACKENDS:
+        return backend, _BACKENDS[backend]
+    if "," in backend:
+        return "other", f"Several backends in one run: {backend}"
+    return "other", f"“{backend}”: neither the reference device nor real Trainium"
+
+
+def _percent(rate: float | None) -> str:
+    return "—" if rate is None or math.isnan(rate) else f"{rate:.0%}"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("hf_neuron.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        size=_size, percent=_percent, utc=_utc, pretty_json=_pretty_json, trim_traceback=trim_traceback
+    )
+    env.globals.update(
+        STATUS_LABELS=STATUS_LABELS,
+        STATUS_RANK={status: index for index, status in enumerate(STATUSES)},
+        STATUSES=STATUSES,
+        CORE_SCENARIOS=CORE_SCENARIOS,
+        backend=_backend,
+        reproduce_command=reproduce_command,
+    )
+    return env
+
+
+def render_site(index: IndexPage, archs: Iterable[ArchPage], out: Path) -> None:
+    """Write ``index.html``, one ``arch/<model_type>.html`` per architecture, and ``assets/`` under ``out``."""
+    env = _environment()
+    scenarios = scenario_columns(index.table)
+    (out / "arch").mkdir(parents=True, exist_ok=True)
+    (out / "assets").mkdir(exist_ok=True)
+    for asset in _ASSETS:
+        with resources.as_file(resources.files("hf_neuron.report") / "static" / asset) as source:
+            shutil.copyfile(source, out / "assets" / asset)
+    rows = frame_rows(index.table)
+    (out / "index.html").write_text(
+        env.get_template("index.html.j2").render(
+            page=index,
+            run=index.run,
+            scenarios=scenarios,
+            rows=rows,
+            rates=frame_rows(index.rates),
+            pages={r["model_type"] for r in rows},
+            families=sorted({r["family"] for r in rows if r["family"]}),
+            groups=sorted({r["group"] for r in rows if r["group"]}),
+            root="",
+        ),
+        encoding="utf-8",
+    )
+    template = env.get_template("arch.html.j2")
+    for arch in archs:
+        (out / "arch" / f"{arch.model_type}.html").write_text(
+            template.render(
+                page=arch,
+                run=index.run,
+                baseline_name=index.headline.baseline_name,
+                scenarios=scenarios,
+                row=arch.row,
+                cases=arch.cases,
+                root="../",
+            ),
+            encoding="utf-8",
+        )

@@ -1,0 +1,128 @@
+"""Build the report site of one run: load records, compute the tables, render, write downloads and history."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_neuron.report.chart import trend_chart
+from hf_neuron.report.compat import Baseline, Ranking
+from hf_neuron.report.downloads import write_downloads
+from hf_neuron.report.history import previous_run, read_history, summarize, with_run, write_summary
+from hf_neuron.report.load import RecordProblem, ReportInputError, is_name, load_records
+from hf_neuron.report.render import ArchPage, IndexPage, render_site
+from hf_neuron.report.tables import (
+    case_frame,
+    case_statuses,
+    diff_runs,
+    frame_rows,
+    headline,
+    matrix_table,
+    run_info,
+    scenario_rates,
+)
+
+__all__ = ["BuildResult", "build_site"]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build produced."""
+
+    index: Path
+    run_id: str
+    records: int
+    architectures: int
+    previous_run_id: str | None
+    problems: list[RecordProblem] = field(default_factory=list)
+
+
+def build_site(
+    results: Sequence[Path],
+    out: Path,
+    *,
+    baseline: Baseline,
+    catalog: Mapping[str, Mapping[str, Any]] | None = None,
+    ranking: Ranking | None = None,
+    history_dir: Path | None = None,
+    top_n: int = 100,
+    arch_configs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> BuildResult:
+    """Build the site of the run whose records are in ``results`` (directories or ``*.jsonl`` files) into ``out``.
+
+    ``catalog`` maps model types to entries with optional ``group`` and ``family``; its architectures without
+    records are listed as not run. ``arch_configs`` maps model types to the config each was built from. With
+    ``history_dir``, the previous run's summary there gives the diff, all summaries the trend, and this run's
+    summary is added to it. Raises :class:`ReportInputError` when no valid record is found or several runs mix.
+    """
+    catalog = catalog or {}
+    if bad := sorted(m for m in catalog if not is_name(m)):
+        raise ReportInputError(f"catalog model types must be names of letters, digits, '_', '.' or '-': {bad}")
+    loaded = load_records(results)
+    if not loaded.records:
+        raise ReportInputError(f"no valid record in {', '.join(map(str, results))}")
+    if len(run_ids := sorted({r["run_id"] for r in loaded.records})) > 1:
+        raise ReportInputError(f"the results hold {len(run_ids)} runs ({', '.join(run_ids)}): build one run at a time")
+
+    run = run_info(loaded.records)
+    cases = case_frame(loaded.records)
+    statuses = case_statuses(cases)
+    history = read_history(history_dir) if history_dir else []
+    previous = previous_run(history, run)
+    changes = diff_runs(previous.statuses, statuses) if previous else []
+    table = matrix_table(
+        cases,
+        baseline=baseline,
+        catalog=catalog,
+        ranking=ranking,
+        top_n=top_n,
+        changed=frozenset(c.model_type for c in changes),
+    )
+    position = {model_type: index for index, model_type in enumerate(table.index)}
+    changes.sort(key=lambda change: position.get(change.model_type, len(position)))  # table order: by rank
+    head = headline(table, baseline)
+    rates = scenario_rates(table, baseline)
+    summary = summarize(run, head, rates, statuses)
+
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in (out / "arch").glob("*.html"):
+        stale.unlink()
+    index = IndexPage(
+        run=run,
+        headline=head,
+        rates=rates,
+        table=table,
+        changes=changes,
+        previous=previous,
+        chart=trend_chart(with_run(history, summary)),
+        downloads=write_downloads(out, loaded.records, table),
+        problems=loaded.problems,
+        ranking_source=ranking.source if ranking else None,
+    )
+    by_arch: dict[str, dict[str, dict[str, Any]]] = {}
+    for case in frame_rows(cases):
+        by_arch.setdefault(case["model_type"], {})[case["scenario"]] = case
+    archs = (
+        ArchPage(
+            model_type=row["model_type"],
+            row=row,
+            cases=by_arch.get(row["model_type"], {}),
+            previous=previous.statuses.get(row["model_type"], {}) if previous else None,
+            config=(arch_configs or {}).get(row["model_type"]),
+            catalog_entry=catalog.get(row["model_type"]),
+        )
+        for row in frame_rows(table)
+    )
+    render_site(index, archs, out)
+    if history_dir:
+        write_summary(history_dir, summary)
+    return BuildResult(
+        index=out / "index.html",
+        run_id=run.run_id,
+        records=len(loaded.records),
+        architectures=head.architectures,
+        previous_run_id=previous.run_id if previous else None,
+        problems=loaded.problems,
+    )

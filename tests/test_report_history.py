@@ -1,0 +1,78 @@
+"""Run summaries: written once per run, read back for the trend and the diff."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.report.history import RunSummary, previous_run, read_history, with_run, write_summary
+from hf_neuron.report.load import ReportInputError
+from hf_neuron.report.tables import RunInfo
+
+
+def _summary(run_id: str, finished_at: str, passed: int = 3) -> RunSummary:
+    return RunSummary(
+        run_id=run_id,
+        started_at=finished_at,
+        finished_at=finished_at,
+        backend="reference",
+        architectures=4,
+        runs_unmodified=passed,
+        scenarios={"load": {"passed": passed, "failing": 4 - passed}, "ddp": {"passed": 0, "failing": 0}},
+        statuses={"llama": {"load": "passed"}},
+    )
+
+
+def _info(summary: RunSummary) -> RunInfo:
+    return RunInfo(summary.run_id, summary.started_at, summary.finished_at, "reference", {"backend": "reference"})
+
+
+def test_a_summary_round_trips_through_its_file(tmp_path: Path) -> None:
+    summary = _summary("nightly/2026-11-28", "2026-11-28T03:00:00+00:00")
+    path = write_summary(tmp_path / "history", summary)
+    assert path.name == "nightly_2026-11-28.json"
+    assert json.loads(path.read_text())["schema"] == 1
+    assert read_history(tmp_path / "history") == [summary]
+
+
+def test_history_is_ordered_by_finish_time_not_by_file_name(tmp_path: Path) -> None:
+    late, early = _summary("a", "2026-11-28T03:00:00+00:00"), _summary("b", "2026-11-27T03:00:00+00:00")
+    for summary in (late, early):
+        write_summary(tmp_path, summary)
+    assert [s.run_id for s in read_history(tmp_path)] == ["b", "a"]
+
+
+def test_no_history_directory_means_no_history(tmp_path: Path) -> None:
+    assert read_history(tmp_path / "absent") == []
+
+
+def test_a_bad_summary_is_named(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text('{"schema": 1, "run_id": "x"}')
+    with pytest.raises(ReportInputError, match=r"x.json: not a run summary of schema 1"):
+        read_history(tmp_path)
+
+
+def test_rates() -> None:
+    summary = _summary("a", "2026-11-28T03:00:00+00:00", passed=1)
+    assert summary.rate("load") == 0.25
+    assert summary.rate("ddp") is None
+    assert summary.rate("unknown") is None
+    assert summary.unmodified_rate == 0.25
+
+
+def test_previous_run_is_the_latest_other_run_that_finished_before() -> None:
+    history = [_summary(f"r{d}", f"2026-11-{d}T03:00:00+00:00") for d in (25, 26, 28)]
+    current = _summary("r27", "2026-11-27T03:00:00+00:00")
+    assert previous_run(history, _info(current)).run_id == "r26"
+    assert previous_run(history, _info(history[0])) is None
+    rebuilt = replace(history[2], runs_unmodified=1)
+    assert previous_run(history, _info(rebuilt)).run_id == "r26"
+
+
+def test_with_run_replaces_an_earlier_summary_of_the_same_run() -> None:
+    history = [_summary("r1", "2026-11-25T03:00:00+00:00"), _summary("r2", "2026-11-26T03:00:00+00:00")]
+    rebuilt = replace(history[0], runs_unmodified=1)
+    assert with_run(history, rebuilt) == [rebuilt, history[1]]

@@ -1,0 +1,86 @@
+"""Reading records: shards merge, bad lines are skipped with file:line and what is wrong, duplicates resolve."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.report.load import ReportInputError, load_records, validate_record
+
+RECORDS = Path(__file__).parent / "fixtures" / "records"
+
+
+def _valid() -> dict:
+    return json.loads((RECORDS / "run-1" / "results.jsonl").read_text().splitlines()[0])
+
+
+def test_shards_of_one_run_merge() -> None:
+    loaded = load_records([RECORDS / "run-2"])
+    assert loaded.problems == []
+    assert len(loaded.records) == 40
+    assert len({r["case_id"] for r in loaded.records}) == 40
+
+
+def test_files_can_be_given_instead_of_directories() -> None:
+    loaded = load_records([RECORDS / "run-2" / "shard-0.jsonl", RECORDS / "run-2" / "shard-1.jsonl"])
+    assert len(loaded.records) == 40
+
+
+def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
+    path = RECORDS / "malformed" / "results.jsonl"
+    loaded = load_records([path])
+    assert sorted(r["case_id"] for r in loaded.records) == ["gpt2::load", "llama::load"]
+    problems = {p.line: p.message for p in loaded.problems}
+    assert sorted(problems) == [2, 3, 4, 5, 6, 7]  # line 8 is blank: ignored
+    assert problems[2].startswith("not valid JSON: ")
+    assert problems[3] == "expected a JSON object, got list"
+    assert problems[4].startswith("'outcome' must be one of passed, failed, error, timeout, crashed, skipped, known-failure")
+    assert '(got "pass")' in problems[4]
+    assert problems[5] == "missing field 'duration_s'"
+    assert problems[6] == "'case_id' is 'llama::forward', expected 'llama::train'"
+    assert problems[7] == "outcome 'skipped' needs a 'reason'"
+    assert str(loaded.problems[0]) == f"{path}:2: {problems[2]}"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"schema": 2}, "'schema' must be one of 1 (got 2)"),
+        ({"duration_s": -1}, "'duration_s' must be >= 0 (got -1)"),
+        ({"duration_s": float("nan")}, "'duration_s' must be a finite number (got NaN)"),
+        ({"peak_memory_bytes": 1.5}, "'peak_memory_bytes' must be a whole number >= 0 (got 1.5)"),
+        ({"model_type": "../etc"}, "'model_type' must be a name of letters, digits"),
+        ({"env": {"backend": ""}}, "'env.backend' must be a non-empty string (got \"\")"),
+        ({"parity": {"metric": "max_abs_diff", "value": "small"}}, "'parity.value' must be a finite number"),
+        ({"parity": [1]}, "'parity' must be an object (got [1])"),
+        ({"failure": {"type": "E"}}, "missing field 'failure.message'"),
+        ({"cpu_outcome": "ok"}, "'cpu_outcome' must be one of passed"),
+        ({"finished_at": "yesterday"}, "'finished_at' must be an ISO-8601 timestamp"),
+    ],
+)
+def test_validation_says_what_is_wrong(change: dict, message: str) -> None:
+    record = {**_valid(), **change}
+    problems = validate_record(record)
+    assert any(message in p for p in problems), problems
+
+
+def test_unknown_fields_are_allowed() -> None:
+    assert validate_record({**_valid(), "config": {"num_hidden_layers": 2}}) == []
+
+
+def test_a_duplicate_case_keeps_the_record_that_finished_last(tmp_path: Path) -> None:
+    first, later = _valid(), {**_valid(), "outcome": "error", "finished_at": "2026-11-27T05:00:00+00:00"}
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(later) + "\n" + json.dumps(first) + "\n")
+    loaded = load_records([tmp_path])
+    assert [r["outcome"] for r in loaded.records] == ["error"]
+    [problem] = loaded.problems
+    assert (problem.path, problem.line) == (path, 2)
+    assert problem.message == f"duplicate of case 'llama::load': kept {path}:1, which finished last"
+
+
+def test_a_missing_results_directory_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(ReportInputError, match="no-such: no such results directory or file"):
+        load_records([tmp_path / "no-such"])
