@@ -1,0 +1,125 @@
+"""``hf-neuron matrix run | list | merge | catalog``: the compatibility matrix from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.matrix.options import MatrixConfig, add_options
+
+__all__ = ["register"]
+
+_RUN_EPILOG = """\
+exit status: 0 every case recorded, none failing on the device; 1 some fail on the device;
+2 bad input; 3 the run did not finish (continue it with --resume).
+examples:
+  hf-neuron matrix run --slice ci -n 2
+  hf-neuron matrix run --arch llama gpt2 --scenario forward generate --timeout 120
+  hf-neuron matrix run --shard 2/4 --run-id nightly-42 --results results/shard-2
+  hf-neuron matrix run --resume --results results/shard-2 --shard 2/4 --run-id nightly-42
+"""
+
+
+def _reporting_input_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    @functools.wraps(command)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except MatrixInputError as exc:
+            print(f"hf-neuron matrix: error: {exc}", file=sys.stderr)
+            return 2
+
+    return wrapper
+
+
+@_reporting_input_errors
+def _run(args: argparse.Namespace) -> int:
+    from hf_neuron.matrix.runner import run
+
+    return run(vars(args), args.workers)
+
+
+@_reporting_input_errors
+def _list(args: argparse.Namespace) -> int:
+    cases = MatrixConfig.from_values(vars(args)).cases()
+    for case in cases:
+        print(case.case_id)
+    print(f"{len(cases)} cases", file=sys.stderr)
+    return 0
+
+
+@_reporting_input_errors
+def _merge(args: argparse.Namespace) -> int:
+    from hf_neuron.matrix.merge import merge, write_merged
+
+    merged = merge(args.dirs, args.on_conflict)
+    write_merged(merged, args.out)
+    print(f"merged {len(merged.records)} records of run {merged.manifest.run_id} from {len(args.dirs)} "
+          f"directories into {args.out} ({merged.duplicates} duplicates dropped)", file=sys.stderr)
+    for conflict in merged.conflicts:
+        print(f"conflict, kept the latest: {conflict}", file=sys.stderr)
+    if merged.missing_shards:
+        print(f"warning: shards {', '.join(merged.missing_shards)} are missing", file=sys.stderr)
+    return 0
+
+
+@_reporting_input_errors
+def _catalog(args: argparse.Namespace) -> int:
+    if args.refresh_ranking:
+        if args.check:
+            raise MatrixInputError("--check goes with --generate, not with --refresh-ranking")
+        from hf_neuron.matrix.ranking import main_refresh
+
+        return main_refresh()
+    from hf_neuron.matrix.catalog import main_generate
+
+    return main_generate(check=args.check)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``hf-neuron matrix`` and its actions."""
+    from hf_neuron.matrix.merge import CONFLICT_POLICIES
+
+    parser = subparsers.add_parser(
+        "matrix", help="the compatibility matrix: run it, list its cases, merge shards",
+        description="Every generative architecture x scenario on the neuron device, one JSON record per case.",
+    )
+    actions = parser.add_subparsers(dest="matrix_action", metavar="ACTION", required=True)
+
+    run = actions.add_parser(
+        "run", help="run the selected cases (pytest matrix underneath, isolated workers)",
+        description="Run the selected cases in isolated worker processes; records go to --results as they finish.",
+        epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_options(run.add_argument, "cli", ("select", "run"))
+    run.add_argument("-n", "--workers", type=int, default=1, metavar="N",
+                     help="worker processes running cases in parallel (default 1)")
+    run.set_defaults(func=_run)
+
+    listing = actions.add_parser("list", help="print the case ids a selection holds, one per line",
+                                 description="Print the cases `matrix run` would run with the same selection.")
+    add_options(listing.add_argument, "cli", ("select",))
+    listing.set_defaults(func=_list)
+
+    merging = actions.add_parser("merge", help="merge the results directories of one run's shards",
+                                 description="Merge shard results (same --run-id) into one results directory.")
+    merging.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="results directories of the shards")
+    merging.add_argument("--out", required=True, type=Path, metavar="DIR", help="new results directory to write")
+    merging.add_argument("--on-conflict", choices=CONFLICT_POLICIES, default="error",
+                         help="when two records of a case disagree: fail (default) or keep the latest")
+    merging.set_defaults(func=_merge)
+
+    catalog = actions.add_parser("catalog", help="regenerate compat/catalog.json or the ranking",
+                                 description="Maintain the reviewed catalog of architectures in compat/.")
+    job = catalog.add_mutually_exclusive_group(required=True)
+    job.add_argument("--generate", action="store_true",
+                     help="regenerate compat/catalog.json from the installed transformers and print what changed")
+    job.add_argument("--refresh-ranking", action="store_true",
+                     help="rewrite compat/ranking.csv from the Hub's most-downloaded text-generation models")
+    catalog.add_argument("--check", action="store_true",
+                         help="with --generate: write nothing, exit 1 if the committed catalog is out of date")
+    catalog.set_defaults(func=_catalog)

@@ -1,0 +1,170 @@
+"""The options of a matrix run, declared once for ``hf-neuron matrix run|list`` and for ``pytest matrix``.
+
+:data:`OPTIONS` is the table; :func:`add_options` puts it on an argparse parser or a pytest option group,
+:func:`pytest_args` turns parsed CLI values into the ``pytest matrix`` command line, and :class:`MatrixConfig`
+is what both sides work from, validated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.matrix.paths import KNOWN_FAILURES_FILE, SLICES_FILE
+from hf_neuron.matrix.scenarios import DEFAULT_SCENARIO_MODULE, load_scenarios
+from hf_neuron.matrix.selection import Case, Selection, Shard, read_catalog, select
+
+__all__ = ["DEFAULT_TIMEOUT_S", "OPTIONS", "MatrixConfig", "Option", "add_options", "pytest_args"]
+
+OptionKind = Literal["value", "list", "flag"]
+#: ``select`` options say which cases; ``run`` options say how to run them (``matrix list`` takes only the former).
+Scope = Literal["select", "run"]
+Surface = Literal["cli", "pytest"]
+
+DEFAULT_TIMEOUT_S = 300.0
+_DEVICE = re.compile(r"^[a-z][a-z0-9_]*(?::\d+)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option: its attribute name, its flag on each surface, and how argparse reads it."""
+
+    dest: str
+    cli: str
+    pytest: str
+    scope: Scope
+    help: str
+    kind: OptionKind = "value"
+    metavar: str | None = None
+    default: Any = None
+    type: Callable[[str], Any] = str
+
+    def flag(self, surface: Surface) -> str:
+        return self.cli if surface == "cli" else self.pytest
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        if self.kind == "flag":
+            return {"dest": self.dest, "action": "store_true", "help": self.help}
+        kwargs: dict[str, Any] = {"dest": self.dest, "metavar": self.metavar, "type": self.type, "help": self.help}
+        if self.kind == "list":
+            return {**kwargs, "action": "extend", "nargs": "+", "default": []}
+        return {**kwargs, "default": self.default}
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("matrix_arch", "--arch", "--arch", "select", "architecture (transformers model_type) to run; repeatable",
+           kind="list", metavar="ARCH"),
+    Option("matrix_group", "--group", "--group", "select", "only this catalog group (e.g. decoder)", metavar="GROUP"),
+    Option("matrix_scenario", "--scenario", "--scenario", "select", "scenario to run (e.g. forward); repeatable",
+           kind="list", metavar="SCENARIO"),
+    Option("matrix_slice", "--slice", "--slice", "select",
+           "a named slice of compat/slices.toml (e.g. ci, the fixed CI selection)", metavar="NAME"),
+    Option("matrix_shard", "--shard", "--shard", "select",
+           "run only shard i of N (deterministic; shards 1/N..N/N partition the selection)", metavar="i/N"),
+    Option("matrix_catalog", "--catalog", "--catalog", "select",
+           "catalog JSON to walk instead of compat/catalog.json", metavar="FILE", type=Path),
+    Option("matrix_scenario_module", "--scenario-module", "--scenario-module", "select",
+           "scenario set: a module defining SCENARIOS (dotted name or .py path)", metavar="MODULE",
+           default=DEFAULT_SCENARIO_MODULE),
+    Option("matrix_results", "--results", "--results", "run",
+           "directory of the run's records, one JSON line per case (default ./results)", metavar="DIR",
+           default=Path("results"), type=Path),
+    Option("matrix_resume", "--resume", "--resume", "run",
+           "continue the run already in --results: cases with a record are not run again", kind="flag"),
+    Option("matrix_run_id", "--run-id", "--run-id", "run",
+           "id of the run (give every shard of one run the same id); new by default", metavar="ID"),
+    Option("matrix_timeout", "--timeout", "--case-timeout", "run",
+           f"seconds one case may take before it is recorded as timeout (default {DEFAULT_TIMEOUT_S:g})",
+           metavar="SECONDS", default=DEFAULT_TIMEOUT_S, type=float),
+    Option("matrix_device", "--device", "--device", "run", "the device under test (default neuron)",
+           metavar="DEVICE", default="neuron"),
+    Option("matrix_known_failures", "--known-failures", "--known-failures", "run",
+           "known-failures file instead of compat/known_failures.toml", metavar="FILE", type=Path),
+)
+
+
+def add_options(add_argument: Callable[..., Any], surface: Surface, scopes: tuple[Scope, ...]) -> None:
+    """Declare the options of ``scopes`` with ``add_argument`` (argparse's, or a pytest group's ``addoption``)."""
+    for option in OPTIONS:
+        if option.scope in scopes:
+            add_argument(option.flag(surface), **option.argparse_kwargs())
+
+
+def pytest_args(values: Mapping[str, Any]) -> list[str]:
+    """The ``pytest matrix`` flags for parsed CLI ``values`` (options left at their default are omitted).
+
+    Values are attached with ``=``: pytest reads the command line before it knows these options, takes a separate
+    value for a path to collect, and would load the ``conftest.py`` files above it (``tests/conftest.py`` for a
+    fixture catalog, say).
+    """
+    args: list[str] = []
+    for option in OPTIONS:
+        value = values.get(option.dest)
+        if value is None or value is False or value == [] or value == option.default:
+            continue
+        if option.kind == "flag":
+            args.append(option.pytest)
+        else:
+            args += [f"{option.pytest}={item}" for item in (value if option.kind == "list" else [value])]
+    return args
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixConfig:
+    """A validated matrix run configuration."""
+
+    selection: Selection
+    catalog: Path | None
+    scenario_module: str
+    results: Path
+    resume: bool
+    run_id: str | None
+    timeout_s: float
+    device: str
+    known_failures: Path
+    known_failures_required: bool
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> MatrixConfig:
+        """Build from parsed options (argparse namespace or pytest ``config.option`` as a mapping)."""
+
+        def get(dest: str) -> Any:
+            option = next(o for o in OPTIONS if o.dest == dest)
+            value = values.get(dest)
+            return option.default if value is None else value
+
+        timeout = get("matrix_timeout")
+        if not timeout > 0:
+            raise MatrixInputError(f"--timeout {timeout:g}: give a positive number of seconds per case")
+        device = get("matrix_device")
+        if not _DEVICE.match(device):
+            raise MatrixInputError(f"--device {device!r} is not a device: write e.g. neuron, neuron:1 or cpu")
+        shard = get("matrix_shard")
+        known = get("matrix_known_failures")
+        return cls(
+            selection=Selection(
+                archs=tuple(get("matrix_arch") or ()),
+                group=get("matrix_group"),
+                scenarios=tuple(get("matrix_scenario") or ()),
+                slice=get("matrix_slice"),
+                shard=None if shard is None else Shard.parse(shard),
+            ),
+            catalog=get("matrix_catalog"),
+            scenario_module=get("matrix_scenario_module"),
+            results=get("matrix_results"),
+            resume=bool(get("matrix_resume")),
+            run_id=get("matrix_run_id"),
+            timeout_s=float(timeout),
+            device=device,
+            known_failures=KNOWN_FAILURES_FILE if known is None else known,
+            known_failures_required=known is not None,
+        )
+
+    def cases(self) -> list[Case]:
+        """The selected cases, in run order (reads the catalog and imports the scenario set)."""
+        names = list(load_scenarios(self.scenario_module))
+        return select(read_catalog(self.catalog), names, self.selection, SLICES_FILE)

@@ -1,0 +1,16 @@
+"""Where the matrix finds the parts that live in the source tree rather than in the package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["COMPAT_DIR", "KNOWN_FAILURES_FILE", "REPO_ROOT", "SLICES_FILE", "SUITE_DIR"]
+
+#: The checkout that holds ``hf_neuron/``, ``compat/`` and ``matrix/``.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Reviewed data files (catalog, slices, known failures, baselines).
+COMPAT_DIR = REPO_ROOT / "compat"
+#: The matrix as a pytest suite.
+SUITE_DIR = REPO_ROOT / "matrix"
+KNOWN_FAILURES_FILE = COMPAT_DIR / "known_failures.toml"
+SLICES_FILE = COMPAT_DIR / "slices.toml"

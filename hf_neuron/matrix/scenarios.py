@@ -1,0 +1,194 @@
+"""The scenario contract: what a scenario receives, what it returns, and how scenario sets are loaded.
+
+A scenario is a function ``def forward(ctx: CaseContext) -> ScenarioResult`` with one job. It runs its computation
+on ``ctx.device`` and compares it with the same computation on the CPU, with the tolerance of
+:data:`TOLERANCES` for the dtype (use :func:`compare`). It returns :meth:`ScenarioResult.passed`,
+:meth:`~ScenarioResult.failed` (its check did not hold) or :meth:`~ScenarioResult.skipped` (not applicable, with a
+reason); anything it raises is recorded as ``error`` with a fingerprint. The runner times it out, survives its
+crashes, and, when it does not pass on the device, calls it again with ``ctx.device == "cpu"`` to learn whether
+the architecture fails on the CPU alone (``cpu_outcome``): a scenario must therefore also work when ``ctx.device`` is
+``"cpu"``.
+
+A *scenario set* is a module with a ``SCENARIOS`` mapping, scenario name -> function, in run order; the default
+is :mod:`hf_neuron.matrix.builtin_scenarios`, and ``--scenario-module`` names another (dotted name or ``.py``
+file). Scenario modules are imported by the pytest controller too, to list the cases: import torch and
+transformers inside the functions, not at module level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.matrix.records import Parity
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "DEFAULT_SCENARIO_MODULE",
+    "SCENARIO_NAMES",
+    "TOLERANCES",
+    "CaseContext",
+    "Scenario",
+    "ScenarioName",
+    "ScenarioResult",
+    "Tolerance",
+    "compare",
+    "load_scenarios",
+]
+
+ScenarioName = Literal["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp"]
+#: Every scenario name the matrix knows, in the order the report shows them.
+SCENARIO_NAMES: tuple[ScenarioName, ...] = get_args(ScenarioName)
+
+DEFAULT_SCENARIO_MODULE = "hf_neuron.matrix.builtin_scenarios"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """Largest accepted ``max |actual - expected|`` is ``atol + rtol * max |expected|``."""
+
+    atol: float
+    rtol: float
+
+    def bound(self, expected_scale: float) -> float:
+        return self.atol + self.rtol * expected_scale
+
+
+#: Parity tolerances, per dtype name, written down once. The reference device runs the CPU's kernels, so it
+#: matches the CPU far more closely; these bounds are for the real device's different kernels and reductions.
+TOLERANCES: Mapping[str, Tolerance] = {
+    "float32": Tolerance(atol=1e-4, rtol=1e-4),
+    "float16": Tolerance(atol=1e-2, rtol=1e-2),
+    "bfloat16": Tolerance(atol=5e-2, rtol=2e-2),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseContext:
+    """What a scenario gets: the architecture, the device to run on, and where its tiny checkpoint is built."""
+
+    model_type: str
+    group: str
+    scenario: str
+    device: str
+    workdir: Path
+    seed: int = 0
+
+    @property
+    def checkpoint(self) -> Path:
+        """The architecture's tiny checkpoint directory, built on first use and shared by the run's workers."""
+        from hf_neuron.matrix.checkpoints import checkpoint_dir
+
+        return checkpoint_dir(self.model_type, self.workdir / "checkpoints", seed=self.seed)
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        """The tolerance for ``dtype`` (``"float32"``, ``"bfloat16"``, ...)."""
+        try:
+            return TOLERANCES[dtype]
+        except KeyError:
+            raise KeyError(f"no tolerance for dtype {dtype!r}; known: {', '.join(TOLERANCES)}") from None
+
+    def on(self, device: str) -> CaseContext:
+        """The same case on another device (the runner's CPU re-run uses ``ctx.on("cpu")``)."""
+        return dataclasses.replace(self, device=device)
+
+
+ResultOutcome = Literal["passed", "failed", "skipped"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScenarioResult:
+    """What a scenario returns: its outcome, a parity measurement if it made one, and a message saying why."""
+
+    outcome: ResultOutcome
+    message: str | None = None
+    parity: Parity | None = None
+
+    @classmethod
+    def passed(cls, parity: Parity | None = None) -> ScenarioResult:
+        return cls("passed", None, parity)
+
+    @classmethod
+    def failed(cls, message: str, parity: Parity | None = None) -> ScenarioResult:
+        """The scenario ran and its check did not hold; ``message`` says which check and by how much."""
+        return cls("failed", message, parity)
+
+    @classmethod
+    def skipped(cls, reason: str) -> ScenarioResult:
+        return cls("skipped", reason, None)
+
+    @property
+    def parity_missed(self) -> bool:
+        return self.parity is not None and not self.parity["value"] <= self.parity["tolerance"]
+
+
+Scenario = Callable[[CaseContext], ScenarioResult]
+
+
+def compare(actual: torch.Tensor, expected: torch.Tensor, what: str) -> ScenarioResult:
+    """Passed when ``actual`` (any device) is within :data:`TOLERANCES` of ``expected`` (its dtype's row)."""
+    import torch
+
+    dtype = str(expected.dtype).removeprefix("torch.")
+    tolerance = TOLERANCES[dtype]
+    reference = expected.detach().to("cpu", torch.float64)
+    diff = (actual.detach().to("cpu", torch.float64) - reference).abs().max().item()
+    scale = reference.abs().max().item() if reference.numel() else 0.0
+    parity = Parity(metric="max_abs_diff", value=float(diff), tolerance=tolerance.bound(scale))
+    result = ScenarioResult.passed(parity)
+    if result.parity_missed:
+        return ScenarioResult.failed(
+            f"{what} differ from the CPU's: max abs diff {diff:.3g} > tolerance {parity['tolerance']:.3g} ({dtype})",
+            parity,
+        )
+    return result
+
+
+def _import(spec: str) -> Any:
+    if spec.endswith(".py"):
+        path = Path(spec).resolve()
+        if not path.is_file():
+            raise MatrixInputError(f"scenario module {spec!r}: no such file")
+        name = f"hf_neuron_matrix_scenarios_{path.stem}"
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise MatrixInputError(f"scenario module {spec!r}: cannot be imported as a Python file")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module
+        loader_spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and spec.startswith(exc.name):
+            raise MatrixInputError(
+                f"scenario module {spec!r} not found: give a dotted module name or a path ending in .py"
+            ) from exc
+        raise
+
+
+def load_scenarios(spec: str = DEFAULT_SCENARIO_MODULE) -> dict[str, Scenario]:
+    """Import the scenario set ``spec`` (dotted module name or ``.py`` path) and return its ``SCENARIOS``."""
+    module = _import(spec)
+    scenarios = getattr(module, "SCENARIOS", None)
+    if not isinstance(scenarios, Mapping) or not scenarios:
+        raise MatrixInputError(
+            f"scenario module {spec!r} must define SCENARIOS, a non-empty mapping of scenario name -> function"
+        )
+    for name, function in scenarios.items():
+        if name not in SCENARIO_NAMES:
+            raise MatrixInputError(
+                f"scenario module {spec!r} defines {name!r}, which is not a scenario name; "
+                f"use one of: {', '.join(SCENARIO_NAMES)}"
+            )
+        if not callable(function):
+            raise MatrixInputError(f"scenario module {spec!r}: SCENARIOS[{name!r}] is not a function")
+    return dict(scenarios)

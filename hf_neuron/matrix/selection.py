@@ -1,0 +1,164 @@
+"""Which cases a run has: catalog architectures x scenarios, narrowed by name, group, slice and shard.
+
+The order is deterministic (catalog order, then scenario order), and so is sharding: case ``k`` of that order
+belongs to shard ``k mod N + 1``. Shards of one run therefore partition it exactly, whatever machine computes
+them, and are balanced to within one case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.matrix.slices import load_slices
+
+__all__ = ["Architecture", "Case", "Selection", "Shard", "read_catalog", "select"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    """What the runner needs of a catalog entry (:class:`hf_neuron.matrix.catalog.CatalogEntry`)."""
+
+    model_type: str
+    group: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One (architecture, scenario) pair: one test, one record."""
+
+    model_type: str
+    group: str
+    scenario: str
+
+    @property
+    def case_id(self) -> str:
+        """The record's ``case_id``: ``"llama::forward"``."""
+        return f"{self.model_type}::{self.scenario}"
+
+    @property
+    def test_id(self) -> str:
+        """The pytest parameter id: ``"llama/forward"`` (``::`` would split a pytest node id)."""
+        return f"{self.model_type}/{self.scenario}"
+
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count`` (1-based), as written ``--shard 2/3``."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        match = _SHARD.match(text)
+        if match is None:
+            raise MatrixInputError(f"--shard {text!r} is not i/N: write e.g. --shard 2/3 for the second of three")
+        index, count = int(match[1]), int(match[2])
+        if count < 1 or not 1 <= index <= count:
+            raise MatrixInputError(
+                f"--shard {text}: i must be between 1 and N (N >= 1), as in 1/{max(count, 1)} ... "
+                f"{max(count, 1)}/{max(count, 1)}"
+            )
+        return cls(index, count)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The user's choice of cases; empty fields do not narrow."""
+
+    archs: tuple[str, ...] = ()
+    group: str | None = None
+    scenarios: tuple[str, ...] = ()
+    slice: str | None = None
+    shard: Shard | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """Plain JSON, as a run manifest stores it."""
+        return {
+            "archs": list(self.archs),
+            "group": self.group,
+            "scenarios": list(self.scenarios),
+            "slice": self.slice,
+            "shard": None if self.shard is None else str(self.shard),
+        }
+
+
+def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
+    """The architectures of the catalog ``path`` (default ``compat/catalog.json``), in catalog order."""
+    from hf_neuron.matrix.catalog import load_catalog
+
+    try:
+        catalog = load_catalog(path)
+    except ValueError as exc:  # CompatFileError: names the file and what is wrong with it
+        raise MatrixInputError(str(exc)) from exc
+    return tuple(Architecture(entry.model_type, entry.group) for entry in catalog.entries)
+
+
+def _check_known(kind: str, option: str, names: Iterable[str], valid: Sequence[str]) -> None:
+    unknown = [name for name in names if name not in valid]
+    if not unknown:
+        return
+    hints = [
+        f"{name!r} (did you mean {', '.join(map(repr, close))}?)" if (close := difflib.get_close_matches(name, valid))
+        else repr(name)
+        for name in unknown
+    ]
+    raise MatrixInputError(
+        f"{option}: unknown {kind} {', '.join(hints)}; valid ({len(valid)}): {', '.join(valid)}"
+    )
+
+
+def select(
+    catalog: Sequence[Architecture],
+    scenario_names: Sequence[str],
+    selection: Selection,
+    slices_file: Path,
+) -> list[Case]:
+    """The cases of ``selection``, in run order; unknown names and an empty result raise MatrixInputError."""
+    model_types = [entry.model_type for entry in catalog]
+    groups = list(dict.fromkeys(entry.group for entry in catalog))
+    _check_known("architecture", "--arch", selection.archs, model_types)
+    _check_known("scenario", "--scenario", selection.scenarios, scenario_names)
+    if selection.group is not None:
+        _check_known("group", "--group", [selection.group], groups)
+    wanted = set(selection.archs) if selection.archs else set(model_types)
+    if selection.slice is not None:
+        slices = load_slices(slices_file)
+        _check_known("slice", "--slice", [selection.slice], list(slices))
+        members = slices[selection.slice].architectures
+        missing = [name for name in members if name not in model_types]
+        if missing:
+            raise MatrixInputError(
+                f"{slices_file}: slice {selection.slice!r} lists {', '.join(missing)}, which the catalog does not "
+                "have: fix the slice or the catalog"
+            )
+        wanted &= set(members)
+    scenarios = [name for name in scenario_names if not selection.scenarios or name in selection.scenarios]
+    cases = [
+        Case(entry.model_type, entry.group, scenario)
+        for entry in catalog
+        if entry.model_type in wanted and selection.group in (None, entry.group)
+        for scenario in scenarios
+    ]
+    if selection.shard is not None:
+        shard = selection.shard
+        cases = cases[shard.index - 1 :: shard.count]
+    if not cases:
+        raise MatrixInputError(
+            f"the selection is empty: {json.dumps(selection.as_json())} matches no case; "
+            "`hf-neuron matrix list` shows what a selection holds"
+        )
+    return cases

@@ -1,0 +1,49 @@
+"""Shared helpers of the matrix runner tests: the fake catalog and scenarios, running the CLI, reading records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FAKE", "FIXTURES", "SLOW", "case_counts", "cli", "cli_process", "raw_records"]
+
+FIXTURES = Path(__file__).parent / "fixtures" / "matrix"
+#: Options selecting the fake catalog (alpha, beta, segfault, hang, stuck, ...) and its fake scenarios.
+FAKE = ["--catalog", str(FIXTURES / "catalog.json"), "--scenario-module", str(FIXTURES / "fake_scenarios.py")]
+#: The same scenarios over eight architectures that take 0.3 s per case.
+SLOW = ["--catalog", str(FIXTURES / "slow_catalog.json"), "--scenario-module", str(FIXTURES / "fake_scenarios.py")]
+
+_COMMAND = [sys.executable, "-m", "hf_neuron.cli", "matrix"]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_NEURON_", "PYTEST_"))}
+    return {**env, "HF_HUB_OFFLINE": "1"}
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``hf-neuron matrix ARGS`` to completion."""
+    return subprocess.run([*_COMMAND, *args], capture_output=True, text=True, timeout=timeout, env=_env())
+
+
+def cli_process(*args: str) -> subprocess.Popen[str]:
+    """Start ``hf-neuron matrix ARGS`` (output discarded)."""
+    return subprocess.Popen(
+        [*_COMMAND, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=_env()
+    )
+
+
+def raw_records(results: Path) -> list[dict[str, Any]]:
+    """Every complete line of every record file, parsed (no deduplication, unlike the store)."""
+    lines = [line for path in sorted(results.glob("*.jsonl")) for line in path.read_text().splitlines(keepends=True)]
+    return [json.loads(line) for line in lines if line.endswith("\n")]
+
+
+def case_counts(results: Path) -> Counter[str]:
+    """How many records each case has."""
+    return Counter(record["case_id"] for record in raw_records(results))

@@ -1,0 +1,112 @@
+"""Known failures: the reviewed file is validated entry by entry, matched per case, and a listed case that
+passes is reported as such."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.matrix.fingerprint import FailureInfo
+from hf_neuron.matrix.known_failures import load_known_failures
+from hf_neuron.matrix.paths import KNOWN_FAILURES_FILE
+from hf_neuron.matrix.selection import Case
+from hf_neuron.matrix.verdict import Attempt, to_record
+
+ENTRY = """
+[[known_failure]]
+model_type = "mamba"
+scenario = "{scenario}"
+reason = "conv1d has no neuron kernel"
+upstream = "https://github.com/example/issues/1"
+{extra}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "known_failures.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_project_file_is_valid() -> None:
+    load_known_failures(KNOWN_FAILURES_FILE, required=True)
+
+
+def test_a_missing_file_is_empty_unless_asked_for(tmp_path: Path) -> None:
+    assert load_known_failures(tmp_path / "none.toml").entries == ()
+    with pytest.raises(MatrixInputError, match="none.toml does not exist"):
+        load_known_failures(tmp_path / "none.toml", required=True)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "extra", "message"),
+    [
+        ("forward", 'message = "("', r"#1 \(model_type='mamba', scenario='forward'\): message is not a valid regular"),
+        ("forwards", "", r"#1 \(model_type='mamba', scenario='forwards'\): scenario must be one of load, forward"),
+        ("forward", 'owner = "me"', r"#1 .*: unknown key\(s\) owner; allowed: model_type, scenario, reason"),
+        ("forward", 'message = ""', "message must be a non-empty string"),
+    ],
+)
+def test_a_malformed_entry_is_named_with_what_is_wrong(
+    tmp_path: Path, scenario: str, extra: str, message: str
+) -> None:
+    path = _write(tmp_path, ENTRY.format(scenario=scenario, extra=extra))
+    with pytest.raises(MatrixInputError, match=message) as error:
+        load_known_failures(path)
+    assert str(error.value).startswith(f"{path}: [[known_failure]] #1")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[known_failure]]\nmodel_type = 'x'\nscenario = '*'\nreason = 'r'\n", "missing upstream"),
+        ("[[known_failure]]\nmodel_type = 'x'\nscenario = '*'\nreason = 'r'\nupstream = 'issue 12'\n",
+         "upstream must be a link"),
+        ("[[known_failure]\n", "not valid TOML"),
+        ("known_failure = 'x'\n", "must be an array of tables"),
+        ("[known]\n", "unknown top-level key"),
+        (ENTRY.format(scenario="*", extra="") * 2, r"#2 \(model_type='mamba', scenario='\*'\) repeats #1"),
+    ],
+)
+def test_a_malformed_file_is_named_with_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(MatrixInputError, match=message):
+        load_known_failures(_write(tmp_path, text))
+
+
+def test_matching_prefers_the_scenario_and_honours_the_message(tmp_path: Path) -> None:
+    text = ENTRY.format(scenario="*", extra="") + ENTRY.format(scenario="compile", extra='message = "graph break"')
+    known = load_known_failures(_write(tmp_path, text))
+    assert known.match("mamba", "compile", "Unsupported: graph break in conv1d").scenario == "compile"
+    assert known.match("mamba", "compile", "RuntimeError: other").scenario == "*"
+    assert known.match("mamba", "compile", None).scenario == "compile"
+    assert known.match("llama", "compile", "graph break") is None
+
+
+def _record(tmp_path: Path, attempt: Attempt) -> dict[str, object]:
+    known = load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra='message = "aten::conv"')))
+    return to_record(  # type: ignore[return-value]
+        Case("mamba", "decoder", "forward"), attempt, cpu_outcome="passed", known=known, run_id="r", env={},
+        started_at="t0", finished_at="t1", duration_s=1.0, peak_memory_bytes=None,
+    )
+
+
+def test_a_matching_failure_becomes_a_known_failure_with_its_entry(tmp_path: Path) -> None:
+    failure = FailureInfo("NotImplementedError", "Could not run 'aten::convolution'", "conv.py:forward", "")
+    record = _record(tmp_path, Attempt("error", failure=failure))
+    assert record["outcome"] == "known-failure" and record["reason"] == "conv1d has no neuron kernel"
+    assert record["known_failure"]["upstream"] == "https://github.com/example/issues/1"  # type: ignore[index]
+    assert record["failure"]["failure_class"] == "op-missing"  # type: ignore[index]
+
+
+def test_another_failure_of_a_listed_case_stays_a_failure(tmp_path: Path) -> None:
+    failure = FailureInfo("ValueError", "bad config", "config.py:__init__", "")
+    record = _record(tmp_path, Attempt("error", failure=failure))
+    assert record["outcome"] == "error" and record["known_failure"] is None
+
+
+def test_a_listed_case_that_passes_keeps_passed_and_carries_its_entry(tmp_path: Path) -> None:
+    record = _record(tmp_path, Attempt("passed"))
+    assert record["outcome"] == "passed" and record["reason"] is None
+    assert record["known_failure"]["reason"] == "conv1d has no neuron kernel"  # type: ignore[index]

@@ -1,0 +1,105 @@
+"""Isolation pieces: the per-case time limit (interrupt, then end a stuck process after recording it), reading a
+crashed worker's fatal-error dump, and describing how a worker died."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.matrix.isolation import STUCK_EXIT_CODE, CaseTimeout, TimeLimit, describe_exit, read_fatal_error
+
+
+def _never_stuck(frame: object) -> None:
+    raise AssertionError("the watchdog should not act")
+
+
+def test_a_slow_block_is_interrupted_where_it_was() -> None:
+    start = time.monotonic()
+    with pytest.raises(CaseTimeout) as caught, TimeLimit(0.2, _never_stuck):
+        time.sleep(5)
+    assert 0.2 <= time.monotonic() - start < 1.0
+    assert caught.value.frame is not None
+    assert caught.value.frame.f_code.co_name == "test_a_slow_block_is_interrupted_where_it_was"
+
+
+def test_a_quick_block_leaves_no_alarm_behind() -> None:
+    previous = signal.getsignal(signal.SIGALRM)
+    with TimeLimit(0.2, _never_stuck):
+        pass
+    time.sleep(0.4)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) is previous
+
+
+def test_except_exception_in_a_scenario_cannot_swallow_the_timeout() -> None:
+    with pytest.raises(CaseTimeout), TimeLimit(0.1, _never_stuck):
+        try:
+            time.sleep(5)
+        except Exception:  # what careless scenario code does
+            print("swallowed")
+
+
+STUCK = textwrap.dedent(
+    """
+    import signal, sys, time
+    from hf_neuron.matrix.isolation import TimeLimit
+
+    def on_stuck(frame):
+        print("stuck in", frame.f_code.co_name, flush=True)
+
+    def native_wait():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # as if inside a C call
+        time.sleep(30)
+
+    with TimeLimit(0.2, on_stuck):
+        native_wait()
+    print("not reached")
+    """
+)
+
+
+def test_a_stuck_block_is_reported_then_its_process_ends() -> None:
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", STUCK], capture_output=True, text=True, timeout=30)
+    assert done.returncode == STUCK_EXIT_CODE
+    assert done.stdout == "stuck in native_wait\n"
+    assert time.monotonic() - start < 10
+
+
+ABORT = textwrap.dedent(
+    """
+    import faulthandler, os, sys
+    faulthandler.enable(file=open(sys.argv[1], "w"), all_threads=True)
+
+    def load_weights():
+        os.abort()
+
+    load_weights()
+    """
+)
+
+
+def test_a_fatal_error_dump_gives_message_and_crashing_frame(tmp_path: Path) -> None:
+    log = tmp_path / "gw0.log"
+    done = subprocess.run([sys.executable, "-c", ABORT, str(log)], capture_output=True, timeout=30)
+    assert done.returncode == -signal.SIGABRT
+    info = read_fatal_error(log)
+    assert info is not None
+    assert (info.type, info.frame) == ("WorkerCrash", "<string>:load_weights")
+    assert info.message == "Fatal Python error: Aborted"
+    assert info.traceback.startswith("Fatal Python error: Aborted\nCurrent thread")
+    assert read_fatal_error(tmp_path / "missing.log") is None
+
+
+@pytest.mark.parametrize(
+    ("returncode", "words"),
+    [(-6, "killed by signal SIGABRT"), (-11, "killed by signal SIGSEGV"), (3, "exited with status 3"),
+     (-9, "killed by signal SIGKILL (the kernel's out-of-memory killer sends it)"), (None, "exit status unknown")],
+)
+def test_describe_exit(returncode: int | None, words: str) -> None:
+    assert describe_exit(returncode) == words

@@ -1,0 +1,97 @@
+"""Selection: catalog x scenarios narrowed by name, group, slice; unknown names and empty selections are errors
+that say what is valid; `hf-neuron matrix list` prints what a run would run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from _helpers_matrix import FAKE, FIXTURES, cli
+from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.matrix.paths import SLICES_FILE
+from hf_neuron.matrix.scenarios import load_scenarios
+from hf_neuron.matrix.selection import Architecture, Selection, read_catalog, select
+from hf_neuron.matrix.slices import load_slices
+
+CATALOG = [Architecture("llama", "decoder"), Architecture("gpt2", "decoder"), Architecture("t5", "encoder-decoder")]
+SCENARIOS = ["load", "forward"]
+
+
+def _ids(selection: Selection, slices: Path = SLICES_FILE) -> list[str]:
+    return [case.case_id for case in select(CATALOG, SCENARIOS, selection, slices)]
+
+
+def test_order_is_catalog_then_scenario_and_filters_intersect() -> None:
+    assert _ids(Selection()) == ["llama::load", "llama::forward", "gpt2::load", "gpt2::forward", "t5::load",
+                                 "t5::forward"]
+    assert _ids(Selection(archs=("t5", "llama"), scenarios=("forward",))) == ["llama::forward", "t5::forward"]
+    assert _ids(Selection(group="encoder-decoder")) == ["t5::load", "t5::forward"]
+
+
+@pytest.mark.parametrize(
+    ("selection", "message"),
+    [
+        (Selection(archs=("lama",)), r"--arch: unknown architecture 'lama' \(did you mean 'llama'\?\); "
+                                     r"valid \(3\): llama, gpt2, t5"),
+        (Selection(scenarios=("train",)), r"--scenario: unknown scenario 'train'; valid \(2\): load, forward"),
+        (Selection(group="diffusion"), r"--group: unknown group 'diffusion'; valid \(2\): decoder, encoder-decoder"),
+        (Selection(archs=("t5",), group="decoder"), "the selection is empty: .* matches no case"),
+    ],
+)
+def test_bad_selections_say_what_is_valid(selection: Selection, message: str) -> None:
+    with pytest.raises(MatrixInputError, match=message):
+        _ids(selection)
+
+
+def test_slices(tmp_path: Path) -> None:
+    slices = tmp_path / "slices.toml"
+    slices.write_text('[small]\ndescription = "two"\narchitectures = ["gpt2", "t5"]\n'
+                      '[broken]\ndescription = "x"\narchitectures = ["llama", "mamba"]\n')
+    assert _ids(Selection(slice="small", scenarios=("load",)), slices) == ["gpt2::load", "t5::load"]
+    with pytest.raises(MatrixInputError, match=r"--slice: unknown slice 'ci'; valid \(2\): small, broken"):
+        _ids(Selection(slice="ci"), slices)
+    with pytest.raises(MatrixInputError, match="slice 'broken' lists mamba, which the catalog does not have"):
+        _ids(Selection(slice="broken"), slices)
+    slices.write_text('[small]\narchitectures = ["gpt2"]\n')
+    with pytest.raises(MatrixInputError, match=r"\[small\] must have exactly the keys description, architectures"):
+        load_slices(slices)
+
+
+def test_the_ci_slice_is_a_dozen_causal_lm_architectures_across_families() -> None:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    (ci,) = [s for name, s in load_slices(SLICES_FILE).items() if name == "ci"]
+    assert len(ci.architectures) == 12
+    assert set(ci.architectures) <= set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def test_catalog_files_are_checked(tmp_path: Path) -> None:
+    assert read_catalog(FIXTURES / "catalog.json")[-1] == Architecture("delta", "encoder-decoder")
+    bad = tmp_path / "catalog.json"
+    for text, message in [("{", "not valid JSON"), ('{"schema": 7}', "schema must be 1")]:
+        bad.write_text(text)
+        with pytest.raises(MatrixInputError, match=f"^{bad}: {message}"):
+            read_catalog(bad)
+
+
+def test_scenario_modules_are_checked(tmp_path: Path) -> None:
+    assert list(load_scenarios(str(FIXTURES / "fake_scenarios.py"))) == ["load", "forward"]
+    module = tmp_path / "mine.py"
+    module.write_text("SCENARIOS = {'warp': print}\n")
+    with pytest.raises(MatrixInputError, match="defines 'warp', which is not a scenario name; use one of: load"):
+        load_scenarios(str(module))
+    module.write_text("RUN = {}\n")
+    with pytest.raises(MatrixInputError, match="must define SCENARIOS"):
+        load_scenarios(str(module))
+    with pytest.raises(MatrixInputError, match=r"scenario module 'no\.such\.module' not found"):
+        load_scenarios("no.such.module")
+
+
+def test_list_prints_case_ids_and_errors_exit_2() -> None:
+    listed = cli("list", *FAKE, "--arch", "delta", "alpha", "--scenario", "forward")
+    assert listed.returncode == 0 and listed.stdout.split() == ["alpha::forward", "delta::forward"]
+    assert "2 cases" in listed.stderr
+    wrong = cli("list", *FAKE, "--arch", "alpah")
+    assert wrong.returncode == 2
+    assert wrong.stderr.startswith("hf-neuron matrix: error: --arch: unknown architecture 'alpah' (did you mean")
