@@ -17,6 +17,7 @@ def activate(emulator: EmulatorSettings) -> None:
     """Build (first use) or load the runtime and register it as the ``neuron`` device."""
     import torch
 
+    from hf_neuron import distributed
     from hf_neuron.device import build, compile, module, topology
 
     runtime = build.load()
@@ -33,3 +34,4 @@ def activate(emulator: EmulatorSettings) -> None:
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
     compile.register_when_dynamo_loads()
+    distributed.register()

@@ -35,6 +35,19 @@ py::dict memory_stats(int index) {
   return out;
 }
 
+// A CPU tensor over the memory of neuron tensor `t` (zero copy; it keeps `t`'s storage alive). The `neuron` c10d
+// backend hands these to gloo, which refuses PrivateUse1 tensors.
+at::Tensor cpu_alias(const at::Tensor& t) {
+  TORCH_CHECK(t.device().type() == hf_neuron::kNeuron, "cpu_alias expects a neuron tensor, got one on ", t.device());
+  c10::Storage storage = t.storage();
+  return at::for_blob(storage.mutable_data(), t.sizes())
+      .strides(t.strides())
+      .storage_offset(t.storage_offset())
+      .deleter([storage](void* /*data*/) {})
+      .options(t.options().device(c10::kCPU))
+      .make_tensor();
+}
+
 py::object default_generator(int index) {
   const auto& generator = hf_neuron::default_generator(static_cast<c10::DeviceIndex>(index));
   return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(generator));
@@ -53,6 +66,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("reset_peak", [](int index) { hf_neuron::reset_peak(static_cast<c10::DeviceIndex>(index)); });
   m.def("capacity", [] { return hf_neuron::settings().capacity_bytes; });
   m.def("default_generator", &default_generator);
+  m.def("cpu_alias", &cpu_alias);
   m.def("executed_ops", &hf_neuron::executed_ops);
   m.def("clear_op_log", &hf_neuron::clear_op_log);
   m.def("in_bad_fork", &hf_neuron::in_bad_fork);

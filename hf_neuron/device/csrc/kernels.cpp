@@ -7,6 +7,8 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_fused_sdp_choice_cpu_dispatch.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
@@ -506,6 +508,14 @@ void refuse_layout(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) 
 
 } // namespace
 
+// scaled_dot_product_attention asks a per-device stub which kernel to use and falls back to the math
+// decomposition for a device without one. Make the CPU's choice, so attention runs the CPU's fused kernels.
+int64_t fused_sdp_choice(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const std::optional<at::Tensor>& mask,
+    double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa) {
+  return at::cpu::_fused_sdp_choice(query, key, value, mask, dropout_p, is_causal, scale, enable_gqa);
+}
+
 int route_cpu_kernels() {
   // A composite kernel wins over a backend fallback, so an op with both a dedicated CPU kernel and a composite
   // one would not run its CPU kernel here: CompositeExplicitAutograd ones are decompositions (different
@@ -590,3 +600,7 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 
 } // namespace hf_neuron
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &hf_neuron::fused_sdp_choice)
+} // namespace at::native

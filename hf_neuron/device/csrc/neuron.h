@@ -75,6 +75,10 @@ at::Generator cpu_generator_of(const at::Generator& generator);
 // ---- kernels ------------------------------------------------------------------------------------
 // Makes every aten op that has both a CPU kernel and a composite kernel run the CPU kernel; returns how many.
 int route_cpu_kernels();
+// scaled_dot_product_attention's kernel choice for the device: the CPU's.
+int64_t fused_sdp_choice(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const std::optional<at::Tensor>& mask,
+    double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa);
 
 // ---- operator log ----------------------------------------------------------------------------
 void record_op(const c10::OperatorHandle& op);

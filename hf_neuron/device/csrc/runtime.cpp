@@ -40,7 +40,6 @@ void on_fork_child() {
 
 void mark_initialized() {
   if (!g_initialized.load(std::memory_order_relaxed)) {
-    check_not_forked();
     g_initialized.store(true);
   }
 }
@@ -99,6 +98,7 @@ void free_block(void* context) {
 struct DeviceAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t nbytes) override {
     const c10::DeviceIndex index = current_device();
+    check_not_forked();
     mark_initialized();
     account(index, nbytes);
     void* data = nullptr;
@@ -378,6 +378,7 @@ c10::DeviceIndex current_device() {
 }
 
 void set_current_device(c10::DeviceIndex index) {
+  check_not_forked();
   tls_device = check_index(index);
   mark_initialized();
 }
@@ -483,7 +484,10 @@ void record_op(const c10::OperatorHandle& op) {
   std::lock_guard<std::mutex> lock(g_op_mutex);
   g_executed[name] += 1;
   if (g_settings.warn_fallback && g_trainium_fallback_ops.count(name) && g_warned.insert(name).second) {
-    TORCH_WARN("Operator '", name, "' would fall back to CPU on Trainium (hf-neuron reference device)");
+    c10::warn(c10::Warning(
+        c10::UserWarning(), {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+        "Operator '" + name + "' would fall back to CPU on Trainium (hf-neuron reference device)",
+        /*verbatim=*/true));
   }
 }
 

@@ -1,0 +1,93 @@
+"""Fidelity switches: the real backend's 64-bit behaviour, memory formats, the op log, copy-instead-of-alias."""
+
+from __future__ import annotations
+
+from conftest import run_python
+
+
+def test_64bit_types_are_computed_in_32_bits_when_narrow() -> None:
+    code = """
+        import torch
+        x = torch.tensor([1.0 + 1e-12, 3.0], dtype=torch.float64)
+        print(repr((x.to("neuron") * 1).cpu()[0].item() == 1.0), (x.to("neuron") * 1).dtype)
+        big = torch.tensor([2**40 + 1], dtype=torch.int64)
+        print(repr((big.to("neuron") + 0).cpu().item()))
+        """
+    exact = run_python(code)
+    narrow = run_python(code, {"HF_NEURON_EMULATOR_64BIT": "narrow"})
+    assert exact.returncode == narrow.returncode == 0, exact.stderr + narrow.stderr
+    assert exact.stdout.split() == ["False", "torch.float64", str(2**40 + 1)]
+    assert narrow.stdout.split() == ["True", "torch.float64", "1"], "values round through float32 / int32"
+
+
+def test_strict_memory_formats_refuse_channels_last() -> None:
+    code = """
+        import torch
+        x = torch.randn(1, 3, 4, 4, device="neuron")
+        print(x.contiguous(memory_format=torch.contiguous_format).is_contiguous())
+        try:
+            x.contiguous(memory_format=torch.channels_last)
+            print("allowed")
+        except RuntimeError as error:
+            print("refused:", error)
+        """
+    assert run_python(code).stdout.splitlines()[-1] == "allowed"
+    strict = run_python(code, {"HF_NEURON_EMULATOR_MEMORY_FORMATS": "strict"})
+    assert strict.stdout.splitlines() == [
+        "True", "refused: Neuron tensors only support contiguous or preserve memory format"]
+
+
+def test_op_log_records_what_ran() -> None:
+    result = run_python(
+        """
+        import torch
+        torch.neuron.reset_op_log()
+        x = torch.randn(4, 4, device="neuron")
+        (x @ x).relu().sum()
+        torch.nonzero(x)
+        ops = torch.neuron.get_executed_ops()
+        print(sorted(op for op in ("aten::mm", "aten::relu", "aten::sum", "aten::nonzero") if op in ops))
+        print(torch.neuron.get_fallback_ops())
+        """,
+        {"HF_NEURON_EMULATOR_OP_LOG": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["['aten::mm', 'aten::nonzero', 'aten::relu', 'aten::sum']",
+                                          "{'aten::nonzero': 1}"]
+
+
+def test_would_fall_back_warning_once_per_op() -> None:
+    result = run_python(
+        """
+        import warnings, torch
+        x = torch.randn(8, device="neuron")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                torch.nonzero(x > 0)
+                torch.fft.rfft(x)
+        for warning in caught:
+            print(warning.message)
+        """,
+        {"HF_NEURON_EMULATOR_WARN_FALLBACK": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        "Operator 'aten::_fft_r2c' would fall back to CPU on Trainium (hf-neuron reference device)",
+        "Operator 'aten::nonzero' would fall back to CPU on Trainium (hf-neuron reference device)",
+    ]
+
+
+def test_copy_aliasing_mode_computes_the_same_but_views_are_copies() -> None:
+    code = """
+        import torch
+        a = torch.arange(12.0).reshape(3, 4)
+        x = a.to("neuron")
+        x.add_(1).mul_(2)
+        print(torch.equal(x.cpu(), (a + 1) * 2))
+        y = torch.zeros(4, 4, device="neuron")
+        y.unfold(1, 2, 2).fill_(5)      # unfold has no device kernel: its view is made by a CPU kernel
+        print(y.cpu().sum().item())
+        """
+    assert run_python(code).stdout.split() == ["True", "80.0"]
+    assert run_python(code, {"HF_NEURON_EMULATOR_ALIASING": "copy"}).stdout.split() == ["True", "0.0"]
