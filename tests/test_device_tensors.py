@@ -137,3 +137,9 @@ def test_sparse_layouts_are_refused_clearly() -> None:
         torch.eye(3, device="neuron").to_sparse()
     with pytest.raises(RuntimeError, match="dense strided tensors only"):
         torch.empty(2, 2, device="neuron", layout=torch.sparse_coo)
+
+
+def test_record_stream_is_accepted() -> None:
+    t = torch.ones(4, device="neuron")
+    t.record_stream(torch.neuron.Stream())  # FSDP1 and DDP call it; work is synchronous, so it is a no-op
+    assert t.cpu().sum().item() == 4.0

@@ -3,7 +3,8 @@
 :func:`activate` registers it exactly as a vendor backend does: the C++ runtime (allocator, device guard,
 hooks, generators, kernels, zero-copy CPU fallback, autocast policies), then ``rename_privateuse1_backend``,
 ``_register_device_module`` and ``generate_methods_for_privateuse1_backend``, then the ``neuron`` dynamo
-backend. Called by the autoload when ``HF_NEURON_EMULATOR=1``; never when the real backend is installed.
+backend and the ``neuron`` c10d backend (:mod:`hf_neuron.distributed`). Called by the autoload when
+``HF_NEURON_EMULATOR=1``; never when the real backend is installed.
 """
 
 from __future__ import annotations

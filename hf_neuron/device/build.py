@@ -99,7 +99,14 @@ def _build(directory: Path, verbose: bool) -> None:
 
 
 def _remove_stale_builds(current: Path) -> None:
-    """Delete builds of older sources for this torch and Python (a loaded library survives its file's removal)."""
+    """Delete builds of other sources for this torch and Python, except one being built right now (its lock is
+    held). A loaded library survives the removal of its file."""
     for other in current.parent.glob(f"{EXTENSION_NAME}-*"):
-        if other != current and other.is_dir():
+        if other == current or not other.is_dir():
+            continue
+        with open(other / "hf-neuron.lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # another process is building these sources
             shutil.rmtree(other, ignore_errors=True)

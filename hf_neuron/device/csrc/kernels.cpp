@@ -203,6 +203,21 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   return cpu_view(self).item();
 }
 
+void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {
+  // Work on the device is synchronous: memory is never in use by another stream when freed.
+}
+
+// Dropout as CUDA runs it, so that its mask draws from the device's generator. The CPU kernel would draw from
+// the CPU's default generator internally, where torch.neuron.manual_seed and get_rng_state cannot reach it.
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+  if (input.numel() == 0 || (train.has_value() && !*train)) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(c10::kBool))};
+  }
+  const double keep = 1.0 - p;
+  const at::Tensor mask = at::empty_like(input, input.options().dtype(c10::kBool)).bernoulli_(keep);
+  return {input.mul(mask).mul_(keep == 0.0 ? 0.0 : 1.0 / keep), mask};
+}
+
 // An allocator of no memory, for efficient zero tensors (as the CPU's `_efficientzerotensor` does).
 struct NoMemoryAllocator final : c10::Allocator {
   explicit NoMemoryAllocator(c10::Device device) : device(device) {}
@@ -557,6 +572,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("_efficientzerotensor", efficient_zero_tensor);
+  m.impl("record_stream", record_stream);
+  m.impl("native_dropout", native_dropout);
 }
 
 // Our copies honour the conjugate and negative bits themselves (the CPU copy resolves them); the generic

@@ -1,0 +1,47 @@
+"""The matrix `ddp` scenario: 2 processes' gradients against one process on the whole batch, skip below 2 devices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import run
+from hf_neuron.matrix.scenario_ddp import ddp
+from hf_neuron.matrix.scenarios import CaseContext
+
+
+@pytest.mark.distributed
+def test_ddp_passes_on_a_tiny_llama_with_its_gradient_parity(tmp_path: Path) -> None:
+    result = ddp(CaseContext("llama", "decoder", "ddp", "neuron", tmp_path))
+    assert result.outcome == "passed", result.message
+    assert result.parity is not None and result.parity["metric"] == "max_abs_diff"
+    assert result.parity["value"] <= 1e-6  # the same kernels; only the order of a 2-term sum differs
+    assert result.parity["tolerance"] > 1e-5
+    assert sorted(path.name for path in (tmp_path / "ddp" / "llama-neuron").iterdir()) == ["rank0.pt", "rank1.pt"]
+
+
+def test_ddp_is_skipped_with_a_reason_below_two_devices(tmp_path: Path) -> None:
+    result = run(
+        f"""
+        from pathlib import Path
+        from hf_neuron.matrix.scenario_ddp import ddp
+        from hf_neuron.matrix.scenarios import CaseContext
+        result = ddp(CaseContext("llama", "decoder", "ddp", "neuron", Path({str(tmp_path)!r})))
+        print(result.outcome, "|", result.message)
+        """,
+        {"HF_NEURON_EMULATOR_DEVICES": "1"},
+    )
+    assert result.stdout.strip() == (
+        "skipped | ddp needs 2 neuron devices, this process sees 1 (the reference device: set "
+        "HF_NEURON_EMULATOR_DEVICES=2)"), result.stderr
+    assert not (tmp_path / "checkpoints").exists()  # skipped before building anything
+
+
+@pytest.mark.distributed
+def test_a_failing_run_raises_with_the_ranks_error(tmp_path: Path) -> None:
+    mismatched = CaseContext("llama", "encoder-decoder", "ddp", "neuron", tmp_path)  # a causal LM as seq2seq
+    with pytest.raises(RuntimeError) as failure:
+        ddp(mismatched)
+    assert str(failure.value).startswith("the 2-process DDP run failed (exit 1): ValueError: Unrecognized "
+                                         "configuration class <class 'transformers.models.llama.configuration_llama.")
