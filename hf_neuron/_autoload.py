@@ -43,7 +43,10 @@ def autoload() -> None:
         else:
             _status = f"HF_NEURON_EMULATOR=1 ignored: {reason}"
             print(f"hf-neuron: {_status}", file=sys.stderr)
-    # (the patch hooks are installed here once hf_neuron.patches lands)
+    if settings.read("HF_NEURON_PATCHES"):
+        from hf_neuron import patches
+
+        patches.install()
 
 
 def reference_device_active() -> bool:

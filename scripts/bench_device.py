@@ -14,7 +14,6 @@ import argparse
 import copy
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -77,31 +76,6 @@ def _train_ratio(model: torch.nn.Module, seq: int, repeats: int) -> tuple[float,
     return _paired_medians(stepper(model, ids), stepper(on_device, ids.to("neuron")), repeats)
 
 
-# Hides hf-neuron's entry point from torch's autoload: `import torch` as if hf-neuron were not installed.
-_WITHOUT_HF_NEURON = """
-import importlib.metadata as metadata
-_entry_points = metadata.entry_points
-def entry_points(**selection):
-    found = _entry_points(**selection)
-    if selection.get("group") == "torch.backends":
-        return metadata.EntryPoints(ep for ep in found if ep.name != "hf_neuron")
-    return found
-metadata.entry_points = entry_points
-"""
-_TIMED_IMPORT = "import time; t = time.perf_counter(); import torch; print(time.perf_counter() - t)"
-
-
-def _import_seconds(env: dict[str, str], repeats: int, prelude: str = "") -> float:
-    """Fastest of ``repeats`` fresh-process ``import torch`` times (the minimum is least disturbed by load)."""
-    samples = []
-    for _ in range(repeats):
-        out = subprocess.run(
-            [sys.executable, "-c", prelude + _TIMED_IMPORT], env=env, capture_output=True, text=True, check=True
-        )
-        samples.append(float(out.stdout.strip().splitlines()[-1]))
-    return min(samples)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=10)
@@ -125,14 +99,11 @@ def main() -> int:
     for name, cpu_s, neuron_s, target in rows:
         print(f"{name:56} {cpu_s * 1e3:9.2f} {neuron_s * 1e3:10.2f} {neuron_s / cpu_s:7.2f}  {target}")
 
-    base = {k: v for k, v in os.environ.items() if not k.startswith("HF_NEURON")}
-    imports = max(5, args.repeats)
-    without = _import_seconds(base, imports, prelude=_WITHOUT_HF_NEURON)
-    off = _import_seconds(base, imports)
-    on = _import_seconds({**base, "HF_NEURON_EMULATOR": "1"}, imports)
-    print(f"\nimport torch: {without * 1e3:.0f} ms without hf-neuron installed (its entry point hidden)")
-    print(f"  device off: +{(off - without) * 1e3:.0f} ms ({off / without:.3f}x)   target <= +30 ms")
-    print(f"  device on (built): +{(on - without) * 1e3:.0f} ms ({on / without:.3f}x)")
+    print()
+    import bench_import  # beside this script
+
+    runs = max(5, args.repeats)
+    bench_import.report(bench_import.measure(runs), runs)
     return 0
 
 

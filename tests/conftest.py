@@ -2,7 +2,7 @@
 
 The environment is set before anything imports torch, so the autoload registers the reference device in
 the test process. Tests that need other settings (fidelity switches, bad values, no device) run their code
-in a fresh interpreter through :func:`run_python`.
+in a fresh interpreter through :func:`run`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import pytest
 
@@ -23,19 +24,22 @@ os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 
-def run_python(
-    code: str, env: Mapping[str, str | None] | None = None, timeout: float = 300
+def run(
+    args: list[str] | str, env: Mapping[str, str | None] | None = None, *, cwd: Path | None = None,
+    timeout: float = 900,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter with this environment updated by ``env`` (None removes a key)."""
+    """Run a command, or Python code given as a string, in a fresh process.
+
+    The environment is this one (reference device on, hub off) updated by ``env``, where None removes a key.
+    """
+    command = [sys.executable, "-c", textwrap.dedent(args)] if isinstance(args, str) else args
     environ = dict(os.environ)
     for key, value in (env or {}).items():
         if value is None:
             environ.pop(key, None)
         else:
             environ[key] = value
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], env=environ, capture_output=True, text=True, timeout=timeout
-    )
+    return subprocess.run(command, env=environ, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +49,29 @@ def neuron() -> object:
 
     assert hasattr(torch, "neuron"), "the neuron device is not registered: is hf-neuron installed?"
     return torch.neuron
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny llama checkpoint directory: config, safetensors weights, a local tokenizer with a chat template."""
+    from hf_neuron.tiny.checkpoint import materialize
+
+    return materialize("llama", tmp_path_factory.mktemp("tiny") / "llama")
+
+
+@pytest.fixture(scope="session")
+def chat_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny local chat dataset, loadable with ``datasets.load_dataset(directory)``."""
+    from hf_neuron.tiny.dataset import materialize
+
+    return materialize(tmp_path_factory.mktemp("tiny") / "chat")
+
+
+@pytest.fixture(autouse=True)
+def fresh_accelerate_state() -> Iterator[None]:
+    """Reset accelerate's process-wide state after each test, so a state one test made cannot leak into the next."""
+    yield
+    if "accelerate" in sys.modules:
+        from accelerate.state import AcceleratorState
+
+        AcceleratorState._reset_state(reset_partial_state=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import run_python
+from conftest import run
 
 
 def test_64bit_types_are_computed_in_32_bits_when_narrow() -> None:
@@ -13,8 +13,8 @@ def test_64bit_types_are_computed_in_32_bits_when_narrow() -> None:
         big = torch.tensor([2**40 + 1], dtype=torch.int64)
         print(repr((big.to("neuron") + 0).cpu().item()))
         """
-    exact = run_python(code)
-    narrow = run_python(code, {"HF_NEURON_EMULATOR_64BIT": "narrow"})
+    exact = run(code)
+    narrow = run(code, {"HF_NEURON_EMULATOR_64BIT": "narrow"})
     assert exact.returncode == narrow.returncode == 0, exact.stderr + narrow.stderr
     assert exact.stdout.split() == ["False", "torch.float64", str(2**40 + 1)]
     assert narrow.stdout.split() == ["True", "torch.float64", "1"], "values round through float32 / int32"
@@ -31,14 +31,14 @@ def test_strict_memory_formats_refuse_channels_last() -> None:
         except RuntimeError as error:
             print("refused:", error)
         """
-    assert run_python(code).stdout.splitlines()[-1] == "allowed"
-    strict = run_python(code, {"HF_NEURON_EMULATOR_MEMORY_FORMATS": "strict"})
+    assert run(code).stdout.splitlines()[-1] == "allowed"
+    strict = run(code, {"HF_NEURON_EMULATOR_MEMORY_FORMATS": "strict"})
     assert strict.stdout.splitlines() == [
         "True", "refused: Neuron tensors only support contiguous or preserve memory format"]
 
 
 def test_op_log_records_what_ran() -> None:
-    result = run_python(
+    result = run(
         """
         import torch
         torch.neuron.reset_op_log()
@@ -57,7 +57,7 @@ def test_op_log_records_what_ran() -> None:
 
 
 def test_would_fall_back_warning_once_per_op() -> None:
-    result = run_python(
+    result = run(
         """
         import warnings, torch
         x = torch.randn(8, device="neuron")
@@ -89,5 +89,5 @@ def test_copy_aliasing_mode_computes_the_same_but_views_are_copies() -> None:
         y.unfold(1, 2, 2).fill_(5)      # unfold has no device kernel: its view is made by a CPU kernel
         print(y.cpu().sum().item())
         """
-    assert run_python(code).stdout.split() == ["True", "80.0"]
-    assert run_python(code, {"HF_NEURON_EMULATOR_ALIASING": "copy"}).stdout.split() == ["True", "0.0"]
+    assert run(code).stdout.split() == ["True", "80.0"]
+    assert run(code, {"HF_NEURON_EMULATOR_ALIASING": "copy"}).stdout.split() == ["True", "0.0"]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from conftest import run_python
+from conftest import run
 
 
 def test_forked_child_touching_the_device_is_told_to_use_spawn() -> None:
-    result = run_python(
+    result = run(
         """
         import multiprocessing as mp, torch
 
@@ -38,7 +38,7 @@ def test_forked_child_touching_the_device_is_told_to_use_spawn() -> None:
 
 
 def test_fork_before_using_the_device_is_fine() -> None:
-    result = run_python(
+    result = run(
         """
         import multiprocessing as mp, torch
         def child(queue):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from _helpers_patches import require_neuron, run, tiny_llama  # noqa: F401 (fixture)
+from _helpers_patches import require_neuron, run
 
 pytestmark = pytest.mark.usefixtures("_device")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from conftest import run_python
+from conftest import run
 
 
 def test_accounting_is_per_device() -> None:
@@ -28,7 +28,7 @@ def test_results_of_cpu_kernels_are_accounted() -> None:
 
 
 def test_capacity_raises_a_device_out_of_memory_error() -> None:
-    result = run_python(
+    result = run(
         """
         import torch
         kept = torch.empty(2**20, dtype=torch.uint8, device="neuron")       # 1 MiB

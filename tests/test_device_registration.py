@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 import hf_neuron
-from conftest import run_python
+from conftest import run
 
 
 def test_backend_reports_the_reference_device() -> None:
@@ -52,7 +52,7 @@ def test_generated_methods() -> None:
 
 
 def test_off_by_default() -> None:
-    result = run_python(
+    result = run(
         "import torch, hf_neuron; print(hasattr(torch, 'neuron'), hf_neuron.backend().kind, "
         "torch._C._get_privateuse1_backend_name())",
         {"HF_NEURON_EMULATOR": None},
@@ -65,7 +65,7 @@ def test_not_registered_when_the_real_backend_is_installed(tmp_path: Path) -> No
     fake = tmp_path / "torch_neuronx"
     fake.mkdir()
     (fake / "__init__.py").write_text("raise ImportError('the real package must not be imported by hf-neuron')\n")
-    result = run_python(
+    result = run(
         "import torch, hf_neuron; print(hasattr(torch, 'neuron'), hf_neuron.backend().kind)",
         {"PYTHONPATH": f"{tmp_path}:{':'.join(sys.path)}"},
     )
@@ -76,7 +76,7 @@ def test_not_registered_when_the_real_backend_is_installed(tmp_path: Path) -> No
 
 
 def test_not_registered_when_privateuse1_is_taken() -> None:
-    result = run_python(
+    result = run(
         """
         import torch
         torch.utils.rename_privateuse1_backend("other")
@@ -94,12 +94,12 @@ def test_not_registered_when_privateuse1_is_taken() -> None:
 
 def test_compile_backend_only_while_the_device_is_active() -> None:
     code = "import torch._dynamo as d; print('neuron' in d.list_backends(exclude_tags=()))"
-    assert run_python(code, {"HF_NEURON_EMULATOR": None}).stdout.strip() == "False"
-    assert run_python(code).stdout.strip() == "True"
+    assert run(code, {"HF_NEURON_EMULATOR": None}).stdout.strip() == "False"
+    assert run(code).stdout.strip() == "True"
 
 
 def test_autoload_does_not_import_heavy_modules_when_off() -> None:
-    result = run_python(
+    result = run(
         "import sys, torch; print(sorted(m for m in ('torch._dynamo', 'transformers', 'accelerate', "
         "'hf_neuron.device') if m in sys.modules))",
         {"HF_NEURON_EMULATOR": None},

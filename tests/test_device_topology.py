@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_python
+from conftest import run
 from hf_neuron.device.topology import Topology, parse_core_list, topology
 from hf_neuron.settings import SettingError
 
@@ -28,7 +28,7 @@ def test_topology_rules() -> None:
 
 
 def test_torchrun_rank_sees_its_core_in_a_real_process() -> None:
-    result = run_python(
+    result = run(
         "import torch; print(torch.neuron.device_count(), torch.neuron.current_device(), "
         "torch.ones(1, device='neuron').device)",
         {"LOCAL_WORLD_SIZE": "2", "LOCAL_RANK": "1", "HF_NEURON_EMULATOR_DEVICES": "4"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_python
+from conftest import run
 from hf_neuron import settings
 from hf_neuron.settings import SettingError
 
@@ -48,14 +48,14 @@ def test_bad_values_name_the_variable_and_the_fix(name: str, value: str, message
 
 
 def test_device_settings_are_only_read_when_the_device_is_on() -> None:
-    result = run_python("import torch; print(hasattr(torch, 'neuron'))",
+    result = run("import torch; print(hasattr(torch, 'neuron'))",
                         {"HF_NEURON_EMULATOR": None, "HF_NEURON_EMULATOR_DEVICES": "lots"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
 
 def test_bad_value_fails_import_torch_with_the_reason() -> None:
-    result = run_python("import torch", {"HF_NEURON_EMULATOR_DEVICES": "0"})
+    result = run("import torch", {"HF_NEURON_EMULATOR_DEVICES": "0"})
     assert result.returncode != 0
     assert "Failed to load the backend extension: hf_neuron" in result.stderr
     assert "HF_NEURON_EMULATOR_DEVICES='0' is not a device count" in result.stderr

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hf_neuron.patches.hooks import PostImportFinder
+from hf_neuron.import_hooks import PostImportFinder
 
 if TYPE_CHECKING:
     from types import TracebackType

@@ -1,0 +1,120 @@
+"""``hf-neuron doctor``: which backend owns ``neuron``, its devices, and where every patch stands.
+
+It imports the patched modules of every installed library so that each patch is evaluated (applied, or skipped
+with its reason), then prints a report (``--json`` for a machine-readable one). The exit code is 1 when something a
+user needs is broken: no ``neuron`` device (or HF_NEURON_EMULATOR=1 asked for one that did not register), a bad
+hf-neuron setting, a patch that failed, whose target is missing, or whose library version is outside its range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron import settings
+
+if TYPE_CHECKING:
+    from hf_neuron.patches.registry import Patch
+
+__all__ = ["diagnose", "register", "run"]
+
+_BROKEN = ("failed", "target-missing", "version-out-of-range")
+_NO_AUTOLOAD = "the torch backend autoload did not run (TORCH_DEVICE_BACKEND_AUTOLOAD=0?)"
+_NO_DEVICE = "no neuron device: install torch-neuronx on Trainium, or set HF_NEURON_EMULATOR=1 for the reference device"
+
+
+def _backend(problems: list[str]) -> dict[str, Any]:
+    import torch
+
+    from hf_neuron import _autoload
+    from hf_neuron.backends import backend
+
+    info = backend()
+    devices = []
+    if info.kind != "none":
+        devices = [{"device": torch.neuron.get_device_name(index),
+                    "name": torch.neuron.get_device_properties(index).name} for index in range(info.device_count)]
+    elif settings.read("HF_NEURON_EMULATOR"):
+        why = _NO_AUTOLOAD if os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0" else _autoload.status()
+        problems.append(f"HF_NEURON_EMULATOR=1 but no neuron device is registered: {why}")
+    else:
+        problems.append(_NO_DEVICE)
+    return {"kind": info.kind, "version": info.version, "summary": str(info), "devices": devices}
+
+
+def _row(patch: Patch, status: str, text: str, detail: str) -> dict[str, Any]:
+    return {"id": patch.id, "library": patch.library, "target": patch.target, "versions": patch.versions,
+            "status": status, "text": text, "detail": detail, "reason": patch.reason}
+
+
+def _patches(problems: list[str]) -> tuple[bool, bool, list[dict[str, Any]]]:
+    from hf_neuron import patches
+    from hf_neuron.patches.registry import installed_version
+
+    installation = patches.installation()
+    if installation is None:
+        if settings.read("HF_NEURON_PATCHES"):
+            problems.append(f"HF_NEURON_PATCHES=1 but the patches are not installed: {_NO_AUTOLOAD}")
+        return False, False, [_row(patch, "off", "not installed", "") for patch in patches.default_registry().patches()]
+    rows = []
+    for registry in installation.registries:
+        for patch in registry.patches():
+            if installed_version(patch.library) is not None:
+                try:
+                    importlib.import_module(patch.module)
+                except Exception as error:  # report it; the other patches still deserve a verdict
+                    problems.append(f"importing {patch.module} failed: {type(error).__name__}: {error}")
+        for state in registry.states():
+            rows.append(_row(state.patch, state.status, state.text, state.detail))
+            if state.status in _BROKEN:
+                problems.append(f"patch {state.patch.id} {state.text}: {state.detail}")
+    return True, bool(installation.extra), rows
+
+
+def diagnose() -> dict[str, Any]:
+    """The doctor's findings as one JSON-ready dict; ``problems`` lists what is broken."""
+    problems: list[str] = []
+    report: dict[str, Any] = {}
+    try:
+        report["backend"] = _backend(problems)
+        report["patches_installed"], report["cuda_redirect"], report["patches"] = _patches(problems)
+    except (settings.SettingError, ImportError, RuntimeError) as error:
+        problems.append(f"{type(error).__name__}: {error}")
+    report["problems"] = problems
+    return report
+
+
+def _text(report: dict[str, Any]) -> str:
+    lines = ["hf-neuron doctor"]
+    backend = report.get("backend")
+    if backend:
+        lines.append(f"  backend: {backend['summary']}")
+        lines += [f"  {device['device']}: {device['name']}" for device in backend["devices"]]
+    if "patches" in report:
+        lines.append(f"  cuda redirect: {'on' if report['cuda_redirect'] else 'off'}")
+        lines.append(f"  patches: {'installed' if report['patches_installed'] else 'not installed'}")
+        width = max((len(row["id"]) for row in report["patches"]), default=0)
+        for row in report["patches"]:
+            detail = f" ({row['detail']})" if row["detail"] else ""
+            lines.append(f"    {row['id']:<{width}}  {row['text']}{detail}")
+    lines.append("problems:" if report["problems"] else "no problems found")
+    lines += [f"  - {problem}" for problem in report["problems"]]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the report; 1 when there are problems."""
+    report = diagnose()
+    print(json.dumps(report, indent=2, default=str) if args.json else _text(report))
+    return 1 if report["problems"] else 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``doctor`` command."""
+    parser = subparsers.add_parser("doctor", help="Check the neuron backend, its devices and the patches.",
+                                   description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+    parser.set_defaults(func=run)

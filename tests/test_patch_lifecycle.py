@@ -1,0 +1,231 @@
+"""Every patch applies, has its effect, and reverting restores the original everywhere; out-of-range versions skip."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from _helpers_patches import fake_distribution, reinstalled, require_neuron, run
+from hf_neuron.patches import LIBRARIES, default_registry, installation
+from hf_neuron.patches.bindings import modules_in
+
+Probe = Callable[[Path, Path], Any]
+
+
+def _error(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except Exception as error:
+        return type(error).__name__
+
+
+def _safetensors(model: Path, tmp: Path) -> Any:
+    from safetensors.torch import load_file
+
+    return _error(lambda: str(load_file(model / "model.safetensors", device="neuron:1")["lm_head.weight"].device))
+
+
+def _accelerate_detects(model: Path, tmp: Path) -> Any:
+    from accelerate.utils import is_neuron_available
+
+    return is_neuron_available()
+
+
+def _launch_option(model: Path, tmp: Path) -> Any:
+    from accelerate.commands.launch import launch_command_parser
+
+    known, _unknown = launch_command_parser().parse_known_args(["--device", "cpu", "train.py"])
+    return getattr(known, "device", None)
+
+
+def _launch_forcing(model: Path, tmp: Path) -> Any:
+    from accelerate.commands.launch import launch_command
+
+    args = argparse.Namespace(device="cpu", cpu=False, num_processes=None)  # too few fields: stops right after
+    _error(lambda: launch_command(args))
+    return args.cpu, args.num_processes
+
+
+def _on_neuron(call: Callable[[Any], Any]) -> Any:
+    """``call(accelerator)`` with an Accelerator forced onto neuron (as `--device neuron` does)."""
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+    from accelerate.utils import patch_environment
+
+    AcceleratorState._reset_state(reset_partial_state=True)  # a probe before may have left a CPU state
+    with patch_environment(ACCELERATE_TORCH_DEVICE="neuron"):
+        return _error(lambda: call(Accelerator))
+
+
+def _fp16(model: Path, tmp: Path) -> Any:
+    return _on_neuron(lambda accelerator: type(accelerator(mixed_precision="fp16").scaler).__name__)
+
+
+def _scaler(model: Path, tmp: Path) -> Any:
+    from accelerate.utils import get_grad_scaler
+
+    scaler = get_grad_scaler()
+    return scaler._device, scaler.is_enabled()
+
+
+def _max_memory(model: Path, tmp: Path) -> Any:
+    from accelerate.utils import get_max_memory
+
+    return sorted(key for key in get_max_memory() if key != "cpu")
+
+
+def _transformers_detects(model: Path, tmp: Path) -> Any:
+    from transformers.utils import is_torch_neuron_available
+
+    return is_torch_neuron_available()
+
+
+def _available_devices(model: Path, tmp: Path) -> Any:
+    from transformers.utils import get_available_devices
+
+    return "neuron" in get_available_devices()
+
+
+def _pipeline(model: Path, tmp: Path) -> Any:
+    from transformers import pipeline
+
+    return str(pipeline("text-generation", model=str(model)).device)
+
+
+def _trainer(model: Path, tmp: Path) -> Any:
+    from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+    return Trainer(model=AutoModelForCausalLM.from_pretrained(model), args=TrainingArguments(tmp, report_to=[]))
+
+
+def _saves_rng(model: Path, tmp: Path) -> Any:
+    _trainer(model, tmp)._save_rng_state(str(tmp / "checkpoint"))
+    return "neuron" in torch.load(tmp / "checkpoint" / "rng_state.pth", weights_only=False)
+
+
+def _restores_rng(model: Path, tmp: Path) -> Any:
+    trainer = _trainer(model, tmp)
+    torch.neuron.manual_seed(1234)
+    states = {"python": __import__("random").getstate(), "numpy": __import__("numpy").random.get_state(),
+              "cpu": torch.random.get_rng_state(), "neuron": torch.neuron.get_rng_state()}
+    (tmp / "checkpoint").mkdir()
+    torch.save(states, tmp / "checkpoint" / "rng_state.pth")
+    torch.neuron.manual_seed(99)
+    trainer._load_rng_state(str(tmp / "checkpoint"))
+    return torch.equal(torch.neuron.get_rng_state(), states["neuron"])
+
+
+def _peft(model: Path, tmp: Path) -> Any:
+    from peft.utils import infer_device
+
+    return infer_device()
+
+
+def _trl(model: Path, tmp: Path) -> Any:
+    from trl.trainer.utils import get_peak_flops_per_device
+
+    return _on_neuron(lambda accelerator: get_peak_flops_per_device(accelerator(), "bfloat16"))
+
+
+class _DeviceMapOf:
+    """An architecture whose `from_pretrained` returns the `device_map` it was asked for."""
+
+    @staticmethod
+    def from_pretrained(model_id: str, **kwargs: Any) -> Any:
+        return kwargs["device_map"]
+
+
+def _trl_device_map(model: Path, tmp: Path) -> Any:
+    from trl.trainer.utils import create_model_from_path
+
+    return _on_neuron(lambda accelerator: create_model_from_path(str(model), _DeviceMapOf))
+
+
+def _diffusers(model: Path, tmp: Path) -> Any:
+    from diffusers.utils import is_torch_neuronx_available
+
+    return is_torch_neuronx_available()
+
+
+#: patch id -> (probe, its answer with the patch, its answer without)
+EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
+    "safetensors.open-on-neuron": (_safetensors, "neuron:1", "SafetensorError"),
+    "accelerate.detect-neuron-by-device": (_accelerate_detects, True, False),
+    "accelerate.launch-device-option": (_launch_option, "cpu", None),
+    "accelerate.launch-forces-device": (_launch_forcing, (True, 1), (False, None)),
+    "accelerate.fp16-on-neuron": (_fp16, "GradScaler", "ValueError"),
+    "accelerate.grad-scaler-on-neuron": (_scaler, ("neuron", True), ("cuda", False)),
+    "accelerate.max-memory-on-neuron": (_max_memory, [0, 1], []),
+    "transformers.detect-neuron-by-device": (_transformers_detects, True, False),
+    "transformers.available-devices-include-neuron": (_available_devices, True, False),
+    "transformers.pipeline-places-on-neuron": (_pipeline, "neuron:0", "cpu"),
+    "transformers.trainer-saves-neuron-rng": (_saves_rng, True, False),
+    "transformers.trainer-restores-neuron-rng": (_restores_rng, True, False),
+    "peft.infer-device-neuron": (_peft, "neuron", "cpu"),
+    "trl.loads-model-on-the-process-device": (_trl_device_map, None, "auto"),
+    "trl.peak-flops-by-device": (_trl, None, "AssertionError"),
+    "diffusers.detect-neuron-by-device": (_diffusers, True, False),
+}
+
+
+def test_every_patch_has_an_effect_probe() -> None:
+    assert list(EFFECTS) == [patch.id for patch in default_registry().patches()]
+
+
+def _binding(patch_id: str) -> tuple[Any, str]:
+    patch = next(p for p in default_registry().patches() if p.id == patch_id)
+    *path, name = patch.attribute.split(".")
+    owner: Any = importlib.import_module(patch.module)
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, name
+
+
+@pytest.mark.parametrize("patch_id", list(EFFECTS))
+@pytest.mark.filterwarnings("ignore:torch.cuda.amp.GradScaler is enabled, but CUDA is not available")
+def test_patch_applies_has_its_effect_and_reverts_everywhere(patch_id: str, tiny_llama: Path, tmp_path: Path) -> None:
+    require_neuron()
+    probe, patched, unpatched = EFFECTS[patch_id]
+    owner, name = _binding(patch_id)
+    registry = installation().finder.registry  # type: ignore[union-attr]
+    assert registry.state(patch_id).status == "applied"
+    original, replacement = registry.objects(patch_id)
+    assert getattr(owner, name) is replacement
+    holders = [(module, key) for module in modules_in(LIBRARIES) for key, value in vars(module).items()
+               if value is replacement]
+    assert probe(tiny_llama, tmp_path / "patched") == patched
+    with reinstalled():
+        assert getattr(owner, name) is original
+        assert all(vars(module)[key] is original for module, key in holders)
+        assert probe(tiny_llama, tmp_path / "reverted") == unpatched
+    assert installation().finder.registry.state(patch_id).status == "applied"  # type: ignore[union-attr]
+    assert getattr(owner, name) is not original
+
+
+def _targets(library: str) -> list[str]:
+    return sorted({patch.module for patch in default_registry().patches() if patch.library == library})
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_library_version_outside_the_range_is_skipped_and_still_imports(library: str, tmp_path: Path) -> None:
+    code = f"""
+        import importlib, json
+        import torch  # the autoload installs the patches
+        from hf_neuron.patches import installation
+        modules = [importlib.import_module(name) for name in {_targets(library)!r}]
+        states = installation().finder.registry.states()
+        print(json.dumps([[s.patch.id, s.status, s.detail] for s in states if s.patch.library == {library!r}]))
+    """
+    path = os.pathsep.join([str(fake_distribution(tmp_path, library, "0.0.1")), os.environ.get("PYTHONPATH", "")])
+    result = run(code, env={"PYTHONPATH": path})
+    states = json.loads(result.stdout.splitlines()[-1])
+    assert states and all(status == "version-out-of-range" for _id, status, _detail in states)
+    assert all(detail.startswith(f"{library} 0.0.1 is not in >=") for _id, _status, detail in states)

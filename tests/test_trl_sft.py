@@ -1,0 +1,73 @@
+"""`trl sft` trains on neuron without a device flag (bf16, LoRA, with `--device neuron`); trl names the device."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from _helpers_patches import SCRIPTS, require_neuron, run
+
+
+def _sft(command: list[str], model: Path, dataset: Path, out: Path, *extra: str, lr: str = "3e-3",
+         env: dict[str, str] | None = None) -> dict[str, Any]:
+    run([*command, "--model_name_or_path", str(model), "--dataset_name", str(dataset), "--output_dir", str(out),
+         "--max_steps", "5", "--learning_rate", lr, "--logging_steps", "1", "--report_to", "none", *extra],
+        cwd=out.parent, env=env)
+    require_neuron()  # unpickling the arguments needs the device type
+    args = torch.load(out / "training_args.bin", weights_only=False)
+    state = json.loads((out / "checkpoint-5" / "trainer_state.json").read_text())
+    return {"device": args.__dict__["_setup_devices"], "bf16": args.bf16, "pad": args.pad_to_multiple_of,
+            "losses": [entry["loss"] for entry in state["log_history"] if "loss" in entry]}
+
+
+def _assert_trained_on_neuron(result: dict[str, Any]) -> None:
+    assert result["device"] == torch.device("neuron:0")
+    assert result["bf16"] is True and result["pad"] == 128  # trl pads to 128 on neuron
+    losses = result["losses"]
+    assert len(losses) == 5 and losses[-1] < losses[0], losses
+
+
+@pytest.mark.slow
+def test_trl_sft_trains_on_neuron(tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
+    result = _sft([str(SCRIPTS / "trl"), "sft"], tiny_llama, chat_dataset, tmp_path / "out")
+    _assert_trained_on_neuron(result)
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_trl_sft_in_one_process_on_a_two_device_machine(tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
+    result = _sft([str(SCRIPTS / "trl"), "sft", "--num_processes", "1"], tiny_llama, chat_dataset, tmp_path / "out",
+                  env={"HF_NEURON_EMULATOR_DEVICES": "2"})
+    _assert_trained_on_neuron(result)  # the whole model on neuron:0, not split over both devices
+
+
+@pytest.mark.slow
+def test_trl_sft_with_lora_trains_on_neuron(tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
+    result = _sft([str(SCRIPTS / "trl"), "sft"], tiny_llama, chat_dataset, tmp_path / "out", "--use_peft",
+                  "--lora_r", "8", lr="3e-2")
+    _assert_trained_on_neuron(result)
+    assert json.loads((tmp_path / "out" / "adapter_config.json").read_text())["r"] == 8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [
+    ["trl", "sft", "--device", "neuron"],  # trl passes the option on to `accelerate launch`
+    ["accelerate", "launch", "--device", "neuron", "-m", "trl.scripts.sft"],  # trl 1.16 has no `-m trl.cli`
+], ids=["trl-sft-device", "accelerate-launch-device"])
+def test_trl_sft_with_device_neuron(command: list[str], tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
+    command = [str(SCRIPTS / command[0]), *command[1:]]
+    _assert_trained_on_neuron(_sft(command, tiny_llama, chat_dataset, tmp_path / "out"))
+
+
+def test_trl_peak_flops_lookup_names_the_neuron_device() -> None:
+    require_neuron()
+    from accelerate import Accelerator
+    from trl.trainer.utils import get_peak_flops_per_device
+
+    accelerator = Accelerator()
+    assert accelerator.device.type == "neuron"
+    assert get_peak_flops_per_device(accelerator, "bfloat16") is None  # an unknown chip, not a crash
