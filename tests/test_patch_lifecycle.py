@@ -123,6 +123,20 @@ def _restores_rng(model: Path, tmp: Path) -> Any:
     return torch.equal(torch.neuron.get_rng_state(), states["neuron"])
 
 
+def _moe(model: Path, tmp: Path) -> Any:
+    """A tiny MoE model's logits on neuron equal the CPU's (patched), or the error its forward raises."""
+    from hf_neuron.tiny.models import build_model
+
+    cpu = build_model("qwen3_moe", seed=0).eval()
+    ids = torch.randint(4, 500, (2, 8))
+    try:
+        with torch.no_grad():
+            on_neuron = cpu.to("neuron")(ids.to("neuron")).logits.cpu()
+            return torch.equal(on_neuron, cpu.to("cpu")(ids).logits)
+    except RuntimeError as error:
+        return str(error).split(" not implemented")[0]
+
+
 def _peft(model: Path, tmp: Path) -> Any:
     from peft.utils import infer_device
 
@@ -169,6 +183,7 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.pipeline-places-on-neuron": (_pipeline, "neuron:0", "cpu"),
     "transformers.trainer-saves-neuron-rng": (_saves_rng, True, False),
     "transformers.trainer-restores-neuron-rng": (_restores_rng, True, False),
+    "transformers.moe-experts-run-on-neuron": (_moe, True, '"histogram_cpu"'),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),
     "trl.loads-model-on-the-process-device": (_trl_device_map, None, "auto"),
     "trl.peak-flops-by-device": (_trl, None, "AssertionError"),

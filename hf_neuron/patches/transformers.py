@@ -1,4 +1,5 @@
-"""transformers: detect ``neuron`` by device, list it, place pipelines on it, keep its RNG in Trainer checkpoints."""
+"""transformers: detect ``neuron`` by device, list it, place pipelines on it, keep its RNG in Trainer checkpoints,
+run MoE experts on it."""
 
 from __future__ import annotations
 
@@ -95,6 +96,34 @@ def _restores_neuron_rng(original: Callable[[Any, str | None], None]) -> Callabl
     return _load_rng_state
 
 
+def _integer_histc_as_float() -> Any:
+    """A torch-function mode computing ``torch.histc`` of an integer tensor on a float copy (the CPU has no integer
+    histogram kernel; the result is the same for the small integers MoE routing counts)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class IntegerHistcAsFloat(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+            if func is torch.histc and not args[0].is_floating_point():
+                args = (args[0].float(), *args[1:])
+            return func(*args, **(kwargs or {}))
+
+    return IntegerHistcAsFloat()
+
+
+def _experts_count_tokens_in_float(original: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    grouped = original["grouped_mm"]
+
+    @functools.wraps(grouped)
+    def grouped_mm_experts_forward(self: Any, hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
+        if hidden_states.device.type != probe.DEVICE:
+            return grouped(self, hidden_states, *args, **kwargs)
+        with _integer_histc_as_float():
+            return grouped(self, hidden_states, *args, **kwargs)
+
+    return {**original, "grouped_mm": grouped_mm_experts_forward}
+
+
 PATCHES: list[Patch] = [
     Patch(
         id="transformers.detect-neuron-by-device",
@@ -157,5 +186,22 @@ PATCHES: list[Patch] = [
         "restores the 'neuron' entry written by `transformers.trainer-saves-neuron-rng`.",
         replace=_restores_neuron_rng,
         upstream_fix="A neuron branch in `_load_rng_state()` (`set_rng_state_for_device('NEURON', ...)`).",
+    ),
+    Patch(
+        id="transformers.moe-experts-run-on-neuron",
+        library="transformers",
+        module="transformers.integrations.moe",
+        attribute="ExpertsInterface._global_mapping",
+        versions=VERSIONS,
+        reason="transformers/integrations/moe.py `grouped_mm_experts_forward()`, the default experts implementation "
+        "of every MoE model, counts tokens per expert with `torch.histc` on an int tensor on every device but cpu "
+        "and mps; `histc` has no integer CPU kernel, which is where neuron runs it (the reference device, and the "
+        "real one when the op falls back), so every MoE forward fails with \"histogram_cpu\" not implemented for "
+        "'Int'. The replacement maps 'grouped_mm' to a wrapper that, on neuron only, computes that histogram on a "
+        "float copy as the cpu branch does. Models look the implementation up in this class-level mapping at call "
+        "time, so replacing the mapping reaches every MoE model.",
+        replace=_experts_count_tokens_in_float,
+        upstream_fix="`expert_ids_g.int() if device.type == 'cuda' else expert_ids_g.float()`: only CUDA needs the "
+        "integer input.",
     ),
 ]
