@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,23 @@ SLOW = ["--catalog", str(FIXTURES / "slow_catalog.json"), "--scenario-module", s
 _COMMAND = [sys.executable, "-m", "hf_neuron.cli", "matrix"]
 
 
-def _env() -> dict[str, str]:
+def _env(changes: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The runner's environment: no settings leaking from the test process, the reference device's switch on (the
+    fake scenarios never import torch, so it only lets a neuron run start); ``changes`` (None removes)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_NEURON_", "PYTEST_"))}
-    return {**env, "HF_HUB_OFFLINE": "1"}
+    env.update(HF_HUB_OFFLINE="1", HF_NEURON_EMULATOR="1")
+    for key, value in (changes or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
 
 
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``hf-neuron matrix ARGS`` to completion."""
-    return subprocess.run([*_COMMAND, *args], capture_output=True, text=True, timeout=timeout, env=_env())
+def cli(*args: str, timeout: float = 120, env: Mapping[str, str | None] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    """Run ``hf-neuron matrix ARGS`` to completion (``env``: changes to the runner's environment)."""
+    return subprocess.run([*_COMMAND, *args], capture_output=True, text=True, timeout=timeout, env=_env(env))
 
 
 def cli_process(*args: str) -> subprocess.Popen[str]:

@@ -74,8 +74,22 @@ def test_committed_catalog_matches_the_installed_transformers() -> None:
 
     catalog = load_catalog()
     assert catalog.transformers == transformers.__version__, "regenerate: hf-neuron matrix catalog --generate"
-    assert set(catalog.by_type()) == set(generative_types())
+    assert {e.model_type for e in catalog.entries if e.group != "diffusion"} == set(generative_types())
     assert all(entry.builds and entry.runs for entry in catalog.group("decoder") if entry.reason is None)
+
+
+def test_the_diffusion_group_is_every_denoiser_backbone_diffusers_exports() -> None:
+    from hf_neuron.matrix.diffusion_models import backbone_names
+
+    catalog = generate_catalog(probe=False)
+    diffusion = catalog.group("diffusion")
+    assert [entry.model_type for entry in diffusion] == list(backbone_names())
+    assert catalog.entries[-len(diffusion):] == tuple(diffusion)  # after the transformers groups
+    assert {"UNet2DConditionModel", "UNet2DModel", "SD3Transformer2DModel", "FluxTransformer2DModel",
+            "PixArtTransformer2DModel", "DiTTransformer2DModel"} <= set(backbone_names())
+    assert not {"AutoencoderKL", "ControlNetModel", "MotionAdapter"} & set(backbone_names())
+    committed = load_catalog()
+    assert [e.model_type for e in committed.group("diffusion")] == list(backbone_names())
 
 
 def test_catalog_file_round_trips_one_architecture_per_line(tmp_path: Path) -> None:
@@ -113,7 +127,7 @@ def _catalog_text(rows: Any, **header: Any) -> str:
         (_catalog_text([{"model_type": "a", "group": "decoder"}]),
          "architectures[0] misses ['model_class', 'config_class', 'builds', 'runs']"),
         (_catalog_text([{**dataclasses.asdict(_entry("a")), "group": "vision"}]),
-         "architectures[0] (a) has unknown group 'vision'; groups are decoder, encoder-decoder, multimodal"),
+         "architectures[0] (a) has unknown group 'vision'; groups are decoder, encoder-decoder, multimodal, diffusion"),
         (_catalog_text([{**dataclasses.asdict(_entry("a")), "runs": "yes"}]),
          "architectures[0].runs must be true, false or null, got 'yes'"),
         (_catalog_text([dataclasses.asdict(_entry("a")), dataclasses.asdict(_entry("a"))]),

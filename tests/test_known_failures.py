@@ -78,9 +78,9 @@ def test_a_malformed_file_is_named_with_what_is_wrong(tmp_path: Path, text: str,
 def test_matching_prefers_the_scenario_and_honours_the_message(tmp_path: Path) -> None:
     text = ENTRY.format(scenario="*", extra="") + ENTRY.format(scenario="compile", extra='message = "graph break"')
     known = load_known_failures(_write(tmp_path, text))
-    assert known.match("mamba", "compile", "Unsupported: graph break in conv1d").scenario == "compile"
-    assert known.match("mamba", "compile", "RuntimeError: other").scenario == "*"
-    assert known.match("mamba", "compile", None).scenario == "compile"
+    assert known.match("mamba", "compile", "Unsupported: graph break in conv1d").scenarios == ("compile",)
+    assert known.match("mamba", "compile", "RuntimeError: other").scenarios == ("*",)
+    assert known.match("mamba", "compile", None).scenarios == ("compile",)
     assert known.match("llama", "compile", "graph break") is None
 
 
@@ -110,3 +110,22 @@ def test_a_listed_case_that_passes_keeps_passed_and_carries_its_entry(tmp_path: 
     record = _record(tmp_path, Attempt("passed"))
     assert record["outcome"] == "passed" and record["reason"] is None
     assert record["known_failure"]["reason"] == "conv1d has no neuron kernel"  # type: ignore[index]
+
+
+def test_one_entry_can_list_the_architectures_and_scenarios_that_fail_the_same_way(tmp_path: Path) -> None:
+    text = ENTRY.format(scenario="*", extra='message = "histogram_cpu"').replace(
+        'model_type = "mamba"', 'model_type = ["mamba", "jamba"]').replace('scenario = "*"',
+                                                                          'scenario = ["forward", "train"]')
+    known = load_known_failures(_write(tmp_path, text))
+    assert known.match("jamba", "train", 'NotImplementedError: "histogram_cpu" not implemented') is not None
+    assert known.match("jamba", "load", None) is None  # a passing load is not reported as "now passes"
+    assert known.match("jamba", "train", "RuntimeError: something else") is None
+    assert known.match("llama", "train", 'NotImplementedError: "histogram_cpu"') is None
+    assert known.entries[0].as_dict()["model_type"] == ["mamba", "jamba"]
+    assert known.entries[0].as_dict()["scenario"] == ["forward", "train"]
+    for bad in ('model_type = []', 'model_type = ["a", "a"]', 'model_type = [1]'):
+        with pytest.raises(MatrixInputError, match="model_type must be a non-empty string or a list of distinct"):
+            load_known_failures(_write(tmp_path, text.replace('model_type = ["mamba", "jamba"]', bad)))
+    for bad in ('scenario = []', 'scenario = ["train", "train"]', 'scenario = ["trains"]'):
+        with pytest.raises(MatrixInputError, match=r"scenario must be one of load, .* or a list of distinct"):
+            load_known_failures(_write(tmp_path, text.replace('scenario = ["forward", "train"]', bad)))

@@ -4,12 +4,13 @@ recorded for what it did and the others pass; known failures apply; the exit sta
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from _helpers_matrix import FAKE, case_counts, cli, raw_records
+from _helpers_matrix import FAKE, FIXTURES, case_counts, cli, raw_records
 from hf_neuron.matrix.records import OUTCOMES, Record
 
 pytestmark = pytest.mark.slow
@@ -120,7 +121,8 @@ def test_records_follow_the_schema(run: Run) -> None:
     for record in records.values():
         assert set(record) == set(Record.__annotations__)
         assert record["outcome"] in OUTCOMES and record["schema"] == 1
-        assert record["env"]["torch"] and record["env"]["backend"] == "none"  # no HF_NEURON_EMULATOR in the test
+        assert record["env"]["torch"] and record["env"]["backend"] == "reference"
+        assert record["env"]["patches"] is True  # the default: the run measures the stack as hf-neuron patches it
         assert record["group"] == ("encoder-decoder" if record["model_type"] == "delta" else "decoder")
 
 
@@ -154,3 +156,32 @@ def test_an_empty_selection_exits_nonzero_with_a_message(tmp_path: Path) -> None
 def test_without_workers_is_refused(tmp_path: Path) -> None:
     done = cli("run", *FAKE, "-n", "0", "--results", str(tmp_path))
     assert done.returncode == 2 and "use -n 1 or more" in done.stderr
+
+
+def test_a_neuron_run_without_a_neuron_backend_is_refused(tmp_path: Path) -> None:
+    done = cli("run", *FAKE, "--arch", "alpha", "--results", str(tmp_path / "r"), env={"HF_NEURON_EMULATOR": None})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("hf-neuron matrix: error: no neuron device: install torch-neuronx on Trainium, or set "
+            "HF_NEURON_EMULATOR=1 for the reference device") in done.stderr
+    assert not (tmp_path / "r").exists()
+    baseline = cli("run", *FAKE, "--arch", "alpha", "--device", "cpu", "--results", str(tmp_path / "cpu"),
+                   env={"HF_NEURON_EMULATOR": None})
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    assert {r["env"]["backend"] for r in raw_records(tmp_path / "cpu")} == {"none"}
+
+
+def test_an_architecture_that_does_not_build_is_recorded_as_skipped(tmp_path: Path) -> None:
+    catalog = json.loads((FIXTURES / "catalog.json").read_text())
+    catalog["architectures"][0].update(builds=False, runs=False, reason="build: TypeError: bad tiny config")
+    (tmp_path / "catalog.json").write_text(json.dumps(catalog))
+    fake = [FAKE[0], str(tmp_path / "catalog.json"), *FAKE[2:]]
+    done = cli("run", *fake, "--arch", "alpha", "beta", "--results", str(tmp_path / "r"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = {r["case_id"]: r for r in raw_records(tmp_path / "r")}
+    assert sorted(records) == ["alpha::forward", "alpha::load", "beta::forward", "beta::load"]
+    for case_id in ("alpha::load", "alpha::forward"):
+        assert records[case_id]["outcome"] == "skipped"
+        assert records[case_id]["reason"] == (
+            "the tiny model does not build on the CPU: build: TypeError: bad tiny config")
+        assert records[case_id]["cpu_outcome"] is None and records[case_id]["failure"] is None
+    assert "4 cases: 2 passed, 2 skipped" in done.stdout

@@ -1,5 +1,6 @@
 """The scenario contract: parity against the CPU with the per-dtype tolerance, the shared tiny checkpoint, and
-the built-in scenarios on a tiny Llama (on the CPU: the runner's CPU re-run calls them the same way)."""
+the built-in text scenarios on a tiny Llama, on the CPU (the runner's CPU re-run calls them the same way) and on
+the reference device (which computes what the CPU does, exactly)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,19 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.matrix.builtin_scenarios import SCENARIOS
-from hf_neuron.matrix.scenarios import SCENARIO_NAMES, TOLERANCES, CaseContext, compare
+from hf_neuron.matrix.scenarios import (
+    EXACT,
+    SCENARIO_NAMES,
+    TOLERANCES,
+    CaseContext,
+    PerGroup,
+    ScenarioResult,
+    compare,
+    compare_named,
+    scenario_for,
+)
+from hf_neuron.matrix.scenarios_text import _agree
+from hf_neuron.matrix.text_models import Greedy, disable_dropout
 
 torch = pytest.importorskip("torch")
 
@@ -24,6 +37,70 @@ def test_compare_uses_the_dtype_tolerance() -> None:
     assert missed.message.startswith("logits differ from the CPU's: max abs diff 0.01 > tolerance")
     halves = expected.to(torch.bfloat16)
     assert compare(halves + 0.03, halves, "logits").outcome == "passed"
+
+
+def test_compare_named_reports_the_worst_tensor_by_name() -> None:
+    expected = {"a": torch.ones(3), "b": torch.ones(3) * 100}
+    close = {"a": torch.ones(3) + 1e-6, "b": torch.ones(3) * 100 + 1e-3}
+    result = compare_named(close, expected, "gradient of")
+    assert result.outcome == "passed" and result.parity["value"] == pytest.approx(1e-3, rel=1e-3)
+    off = {"a": torch.ones(3) + 1e-2, "b": expected["b"]}
+    failed = compare_named(off, expected, "gradient of")
+    assert failed.outcome == "failed" and failed.message.startswith("gradient of a differ from the CPU's")
+    missing = compare_named({"a": expected["a"]}, expected, "gradient of")
+    assert missing.outcome == "failed" and "1 missing on the device, e.g. b" in missing.message
+    extra = compare_named({**expected, "c": torch.ones(1)}, expected, "gradient of")
+    assert extra.outcome == "failed" and "1 on the device only, e.g. c" in extra.message
+    shape = compare(torch.ones(2), torch.ones(3), "logits")
+    assert shape.outcome == "failed" and shape.message == "logits have shape (2,), the CPU's (3,)"
+
+
+def test_exact_tolerates_nothing_and_names_its_reference() -> None:
+    expected = torch.tensor([1.0, 2.0])
+    assert compare(expected.clone(), expected, "logits", EXACT).outcome == "passed"
+    result = compare(expected + 1e-7, expected, "logits", EXACT, reference="the saved model's")
+    assert result.outcome == "failed"
+    assert result.message.startswith("logits differ from the saved model's: max abs diff")
+    assert "(exact)" in result.message
+
+
+def _greedy(tokens: list[list[int]], scores: list[list[list[float]]]) -> Greedy:
+    return Greedy(torch.tensor(tokens), torch.tensor(scores))
+
+
+def test_greedy_tokens_agree_unless_the_device_leaves_a_clear_choice() -> None:
+    # two rows, two steps, a vocabulary of three; the CPU picked token 0 then 1 in both rows
+    scores = [[[5.0, 1.0, 0.0], [5.0, 1.0, 0.0]], [[0.0, 3.0, 3.0], [0.0, 3.0, 1.0]]]
+    cpu = _greedy([[0, 1], [0, 1]], scores)
+    assert _agree(_greedy([[0, 1], [0, 1]], scores), cpu, TOLERANCES["float32"], "tokens").outcome == "passed"
+    tie = _agree(_greedy([[0, 2], [0, 1]], scores), cpu, TOLERANCES["float32"], "tokens")  # row 0 step 1: a tie
+    assert tie.outcome == "passed" and tie.parity["value"] == 0
+    wrong = _agree(_greedy([[0, 1], [0, 2]], scores), cpu, TOLERANCES["float32"], "tokens")
+    assert wrong.outcome == "failed" and wrong.parity["value"] == 1
+    assert "row 1 step 1: token 2, the CPU's 1 (CPU score margin 2" in wrong.message
+
+
+def test_dropout_is_switched_off_everywhere_for_training() -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=64, n_embd=16, n_layer=1, n_head=2, resid_pdrop=0.5, embd_pdrop=0.5,
+                        attn_pdrop=0.5)
+    model = GPT2LMHeadModel(config).train()
+    disable_dropout(model)
+    ids = torch.randint(0, 64, (2, 8))
+    assert torch.equal(model(ids).logits, model(ids).logits)
+    assert all(m.p == 0 for m in model.modules() if isinstance(m, torch.nn.Dropout))
+    assert (model.config.resid_pdrop, model.config.attn_pdrop) == (0.0, 0.0)
+
+
+def test_a_per_group_scenario_runs_the_group_implementation() -> None:
+    def text(ctx: CaseContext) -> ScenarioResult:
+        return ScenarioResult.skipped(f"text {ctx.model_type}")
+
+    scenario = PerGroup({"decoder": text})
+    assert scenario_for(scenario, "decoder") is text and scenario_for(scenario, "diffusion") is None
+    assert scenario_for(text, "anything") is text
+    assert scenario(CaseContext("llama", "decoder", "load", "cpu", Path("."))).message == "text llama"
 
 
 def test_every_builtin_scenario_has_a_known_name() -> None:
@@ -63,9 +140,9 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_builtin_scenarios_pass_on_the_cpu(tiny_llama: Path, scenario: str) -> None:
-    result = SCENARIOS[scenario](CaseContext("llama", "decoder", scenario, "cpu", tiny_llama))
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
+@pytest.mark.parametrize("scenario", sorted(set(SCENARIOS) - {"ddp"}))  # ddp: tests/test_matrix_ddp.py
+def test_builtin_text_scenarios_pass_with_exact_parity(tiny_llama: Path, scenario: str, device: str) -> None:
+    result = SCENARIOS[scenario](CaseContext("llama", "decoder", scenario, device, tiny_llama))
     assert result.outcome == "passed", result.message
-    if scenario == "forward":
-        assert result.parity is not None and result.parity["value"] == 0.0
+    assert result.parity is not None and result.parity["value"] == 0.0, result.parity

@@ -3,6 +3,7 @@ that say what is valid; `hf-neuron matrix list` prints what a run would run."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,34 @@ def test_list_prints_case_ids_and_errors_exit_2() -> None:
     wrong = cli("list", *FAKE, "--arch", "alpah")
     assert wrong.returncode == 2
     assert wrong.stderr.startswith("hf-neuron matrix: error: --arch: unknown architecture 'alpah' (did you mean")
+
+
+def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:
+    text_only = {"load": {"decoder", "encoder-decoder"}, "forward": {"decoder"}}
+    cases = select(CATALOG, SCENARIOS, Selection(), SLICES_FILE,
+                   applies=lambda scenario, group: group in text_only[scenario])
+    assert [case.case_id for case in cases] == ["llama::load", "llama::forward", "gpt2::load", "gpt2::forward",
+                                                "t5::load"]
+
+
+def test_the_builtin_scenarios_give_text_groups_every_scenario_and_diffusion_forward_and_generate() -> None:
+    from hf_neuron.matrix.builtin_scenarios import SCENARIOS as BUILTIN
+    from hf_neuron.matrix.scenarios import scenario_for
+
+    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "decoder")] == [
+        "load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp"]
+    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "diffusion")] == ["forward", "generate"]
+    assert not [name for name in BUILTIN if scenario_for(BUILTIN[name], "multimodal")]
+
+
+def test_an_entry_that_does_not_build_becomes_cases_to_skip_with_its_reason(tmp_path: Path) -> None:
+    catalog = json.loads((FIXTURES / "catalog.json").read_text())
+    catalog["architectures"][1].update(builds=False, reason="config: ValueError: heads do not divide")
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps(catalog))
+    architectures = {a.model_type: a for a in read_catalog(path)}
+    assert architectures["alpha"].skip_reason is None
+    assert architectures["beta"].skip_reason == (
+        "the tiny model does not build on the CPU: config: ValueError: heads do not divide")
+    [case] = select(list(architectures.values()), ["load"], Selection(archs=("beta",)), SLICES_FILE)
+    assert case.skip_reason == architectures["beta"].skip_reason

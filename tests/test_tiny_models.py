@@ -184,6 +184,45 @@ def test_checkpoint_is_reused_when_its_content_key_matches(tmp_path: Path) -> No
     assert json.loads((directory / STAMP).read_text())["seed"] == 1
 
 
+def test_a_rebuild_leaves_the_checkpoint_a_reader_holds_intact(tmp_path: Path) -> None:
+    directory = materialize("gpt2", tmp_path / "gpt2")
+    held = directory.resolve()  # what a process that opened the checkpoint before the rebuild reads from
+    weights = (held / "model.safetensors").read_bytes()
+    materialize("gpt2", directory, seed=1)
+    assert directory.resolve() != held
+    assert (held / "model.safetensors").read_bytes() == weights
+    assert json.loads((held / STAMP).read_text())["seed"] == 0
+    assert json.loads((directory / STAMP).read_text())["seed"] == 1
+
+
+def test_a_directory_written_by_an_older_version_is_moved_aside(tmp_path: Path) -> None:
+    old = tmp_path / "gpt2"
+    old.mkdir()
+    (old / "config.json").write_text("{}")
+    materialize("gpt2", old)
+    assert old.is_symlink() and (old / STAMP).is_file()
+    [aside] = tmp_path.glob(".gpt2.replaced-*")
+    assert (aside / "config.json").read_text() == "{}"
+
+
+@pytest.mark.slow
+def test_concurrent_builders_of_one_checkpoint_all_succeed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from hf_neuron.tiny.checkpoint import materialize; "
+            "print(materialize('llama', Path(sys.argv[1])).resolve())")
+    builders = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "llama")], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    results = [builder.communicate(timeout=300) for builder in builders]
+    assert [builder.returncode for builder in builders] == [0, 0, 0], [err for _, err in results]
+    assert len({out.strip() for out, _ in results}) == 1
+    assert sorted(p.name for p in tmp_path.iterdir() if "staging" in p.name or "link" in p.name) == []
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(tmp_path / "llama")
+
+
 def test_composite_decoder_checkpoint_loads_through_the_auto_class(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 

@@ -18,6 +18,8 @@ exit status: 0 every case recorded, none failing on the device; 1 some fail on t
 2 bad input; 3 the run did not finish (continue it with --resume).
 examples:
   hf-neuron matrix run --slice ci -n 2
+  hf-neuron matrix run --group diffusion --scenario forward generate
+  hf-neuron matrix run --device cpu --results results/cpu-baseline     (no neuron backend needed)
   hf-neuron matrix run --arch llama gpt2 --scenario forward generate --timeout 120
   hf-neuron matrix run --shard 2/4 --run-id nightly-42 --results results/shard-2
   hf-neuron matrix run --resume --results results/shard-2 --shard 2/4 --run-id nightly-42

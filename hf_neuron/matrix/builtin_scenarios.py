@@ -1,66 +1,38 @@
-"""The scenario set the matrix runs by default (``SCENARIOS``, in run order).
+"""The scenario set the matrix runs by default (``SCENARIOS``, in run order), for every catalog group it covers.
 
-Each scenario follows :mod:`hf_neuron.matrix.scenarios`: one job, the device compared with the CPU, torch and
-transformers imported inside the function. Add a scenario by writing its function and listing it in
-:data:`SCENARIOS` under its name from :data:`~hf_neuron.matrix.scenarios.SCENARIO_NAMES`.
+Each scenario follows :mod:`hf_neuron.matrix.scenarios`: one job, the device compared with the CPU, torch and the
+Hugging Face libraries imported inside the functions. Text models (groups ``decoder`` and ``encoder-decoder``) run
+every scenario (:mod:`~hf_neuron.matrix.scenarios_text`, :mod:`~hf_neuron.matrix.scenarios_training`,
+:mod:`~hf_neuron.matrix.scenario_ddp`); diffusion
+backbones run ``forward`` and ``generate`` (:mod:`~hf_neuron.matrix.scenarios_diffusion`); the ``multimodal`` group
+has no scenario yet, so it has no case. Add a scenario by writing its function and listing it here under its name
+from :data:`~hf_neuron.matrix.scenarios.SCENARIO_NAMES`.
 """
 
 from __future__ import annotations
 
-import itertools
-from typing import TYPE_CHECKING
+from hf_neuron.matrix import scenario_ddp, scenarios_diffusion, scenarios_text, scenarios_training
+from hf_neuron.matrix.scenarios import PerGroup, Scenario
 
-from hf_neuron.matrix.scenarios import CaseContext, Scenario, ScenarioResult, compare
+__all__ = ["SCENARIOS", "TEXT_GROUPS"]
 
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel
-
-__all__ = ["SCENARIOS", "forward", "load"]
+#: Catalog groups the text scenarios take: models that read and write token ids alone.
+TEXT_GROUPS: tuple[str, ...] = ("decoder", "encoder-decoder")
 
 
-def _from_pretrained(ctx: CaseContext, device: str) -> PreTrainedModel:
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(
-        ctx.checkpoint, device_map=device, dtype=torch.float32
-    )
-    model.eval()  # type: ignore[no-untyped-call]
-    return model
+def _text(scenario: Scenario) -> PerGroup:
+    return PerGroup({group: scenario for group in TEXT_GROUPS})
 
 
-def load(ctx: CaseContext) -> ScenarioResult:
-    """``from_pretrained(checkpoint, device_map=device)`` puts every parameter and buffer on the device."""
-    import torch
-
-    model = _from_pretrained(ctx, ctx.device)
-    expected = torch.device(ctx.device).type
-    elsewhere = [
-        f"{name} ({tensor.device})"
-        for name, tensor in itertools.chain(model.named_parameters(), model.named_buffers())
-        if tensor.device.type != expected
-    ]
-    if elsewhere:
-        return ScenarioResult.failed(
-            f"{len(elsewhere)} tensors not on the expected device {ctx.device} after "
-            f"from_pretrained(device_map={ctx.device!r}): {', '.join(elsewhere[:5])}"
-        )
-    return ScenarioResult.passed()
-
-
-def forward(ctx: CaseContext) -> ScenarioResult:
-    """The logits of one forward pass on the device equal the CPU's, within the float32 tolerance."""
-    import torch
-
-    reference = _from_pretrained(ctx, "cpu")
-    model = _from_pretrained(ctx, ctx.device)
-    embeddings: torch.nn.Embedding = reference.get_input_embeddings()  # type: ignore[assignment]
-    vocab = embeddings.num_embeddings
-    input_ids = torch.randint(0, vocab, (2, 8), generator=torch.Generator().manual_seed(ctx.seed))
-    with torch.no_grad():
-        expected = reference(input_ids=input_ids).logits
-        actual = model(input_ids=input_ids.to(ctx.device)).logits
-    return compare(actual, expected, "logits")
-
-
-SCENARIOS: dict[str, Scenario] = {"load": load, "forward": forward}
+SCENARIOS: dict[str, Scenario] = {
+    "load": _text(scenarios_text.load),
+    "forward": PerGroup({**_text(scenarios_text.forward).implementations, "diffusion": scenarios_diffusion.forward}),
+    "generate": PerGroup({**_text(scenarios_text.generate).implementations,
+                          "diffusion": scenarios_diffusion.generate}),
+    "train": _text(scenarios_training.train),
+    "lora": _text(scenarios_training.lora),
+    "bf16": _text(scenarios_text.bf16),
+    "compile": _text(scenarios_text.compile_forward),
+    "save": _text(scenarios_text.save),
+    "ddp": _text(scenario_ddp.ddp),
+}

@@ -36,12 +36,16 @@ __all__ = [
 
 CATALOG_PATH = COMPAT_DIR / "catalog.json"
 SCHEMA_VERSION = 1
-_GROUP_NAMES = tuple(group for group, _ in GROUPS)
+_DIFFUSION = "diffusion"
+_GROUP_NAMES = (*(group for group, _ in GROUPS), _DIFFUSION)
 #: Groups whose tiny models take text alone, so the probe can run them (multimodal ones need images).
 _TEXT_GROUPS = ("decoder", "encoder-decoder")
+#: Groups whose entries say whether the tiny model runs (the diffusion probe calls the denoiser).
+_RUN_GROUPS = (*_TEXT_GROUPS, _DIFFUSION)
 _SOURCE = (
     "hf_neuron.matrix.catalog.generate_catalog: transformers auto mappings (causal LM -> decoder, seq2seq LM -> "
-    "encoder-decoder, image-text-to-text -> multimodal); builds/runs probed with tiny models on the CPU"
+    "encoder-decoder, image-text-to-text -> multimodal) and diffusers' denoiser backbones (-> diffusion); "
+    "builds/runs probed with tiny models on the CPU"
 )
 
 
@@ -113,6 +117,10 @@ def generate_catalog(*, types: Iterable[str] | None = None, probe: bool = True,
             reason = override.reason
         entries.append(CatalogEntry(model_type, group, class_name, config_class(model_type).__name__,
                                     builds, runs, reason))
+    if types is None:
+        from hf_neuron.matrix.diffusion_catalog import diffusion_entries
+
+        entries += diffusion_entries(probe_models=probe)
     return Catalog(
         transformers=transformers.__version__,
         generated=(today or datetime.date.today()).isoformat(),
@@ -241,7 +249,7 @@ def _summary(catalog: Catalog) -> str:
     for group in _GROUP_NAMES:
         entries = catalog.group(group)
         part = f"{group}: {len(entries)} types, {sum(1 for entry in entries if entry.builds)} build"
-        if group in _TEXT_GROUPS:
+        if group in _RUN_GROUPS:
             part += f", {sum(1 for entry in entries if entry.runs)} run"
         parts.append(part)
     return "; ".join(parts)

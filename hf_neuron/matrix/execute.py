@@ -2,7 +2,8 @@
 
 When the scenario does not pass on the device (failed, error or timeout), it runs again with
 ``ctx.device == "cpu"`` and that outcome becomes the record's ``cpu_outcome``: a failure the CPU shares is the
-architecture's, not the device's, and is classified ``fails-on-cpu``.
+architecture's, not the device's, and is classified ``fails-on-cpu``. A case whose architecture does not build
+(``Case.skip_reason``) is recorded ``skipped`` without running.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hf_neuron.matrix.fingerprint import FailureInfo, describe_exception, descri
 from hf_neuron.matrix.isolation import CaseTimeout, TimeLimit
 from hf_neuron.matrix.known_failures import KnownFailures
 from hf_neuron.matrix.records import Record
-from hf_neuron.matrix.scenarios import CaseContext, Scenario, ScenarioResult
+from hf_neuron.matrix.scenarios import CaseContext, Scenario, ScenarioResult, scenario_for
 from hf_neuron.matrix.selection import Case
 from hf_neuron.matrix.store import RecordWriter, now_iso
 from hf_neuron.matrix.verdict import Attempt, AttemptOutcome, to_record
@@ -73,7 +74,9 @@ class CaseRunner:
     def run(self, case: Case) -> Record:
         """Run ``case`` on the device (and on the CPU if it does not pass), record it, return the record."""
         started_at, start = now_iso(), time.monotonic()
-        scenario = self.scenarios[case.scenario]
+        scenario = scenario_for(self.scenarios[case.scenario], case.group)
+        if scenario is None:
+            raise KeyError(f"scenario {case.scenario!r} has no implementation for group {case.group!r}")
         ctx = CaseContext(case.model_type, case.group, case.scenario, self.device, self.workdir)
 
         def record(attempt: Attempt, cpu_outcome: AttemptOutcome | None, peak: int | None) -> Record:
@@ -86,6 +89,10 @@ class CaseRunner:
         def stuck_on_device(frame: FrameType | None) -> None:
             self.writer.write(record(Attempt("timeout", failure=self._timed_out(frame, stuck=True)), None, None))
 
+        if case.skip_reason is not None:
+            skipped = record(Attempt("skipped", reason=case.skip_reason), None, None)
+            self.writer.write(skipped)
+            return skipped
         reset_peak(self.device)
         attempt = self._attempt(scenario, ctx, stuck_on_device)
         peak = peak_bytes(self.device)

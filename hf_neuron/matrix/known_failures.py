@@ -3,8 +3,8 @@
 ``compat/known_failures.toml`` holds ``[[known_failure]]`` tables::
 
     [[known_failure]]
-    model_type = "mamba"
-    scenario = "compile"            # a scenario name, or "*" for every scenario of the architecture
+    model_type = "mamba"            # or a list of model types that fail the same way: ["mamba", "mamba2"]
+    scenario = "compile"            # a scenario name, a list of them, or "*" for every scenario
     reason = "the conv1d of the mixer has no neuron kernel"
     upstream = "https://github.com/pytorch/pytorch/issues/NNNNN"
     message = "Could not run 'aten::convolution_overrideable'"   # optional regex, searched in "Type: message"
@@ -37,23 +37,23 @@ _OPTIONAL = ("message",)
 class KnownFailure:
     """One reviewed entry; ``message`` (a regex) narrows it to one failure of the case."""
 
-    model_type: str
-    scenario: str
+    model_types: tuple[str, ...]
+    scenarios: tuple[str, ...]
     reason: str
     upstream: str
     message: re.Pattern[str] | None = None
 
     def applies_to(self, model_type: str, scenario: str, failure_text: str | None) -> bool:
         """True for this case; ``failure_text`` None (a passing case) ignores the message pattern."""
-        if self.model_type != model_type or self.scenario not in (scenario, ANY_SCENARIO):
+        if model_type not in self.model_types or not {scenario, ANY_SCENARIO} & set(self.scenarios):
             return False
         return failure_text is None or self.message is None or self.message.search(failure_text) is not None
 
     def as_dict(self) -> dict[str, Any]:
         """The entry as a record carries it."""
         return {
-            "model_type": self.model_type,
-            "scenario": self.scenario,
+            "model_type": self.model_types[0] if len(self.model_types) == 1 else list(self.model_types),
+            "scenario": self.scenarios[0] if len(self.scenarios) == 1 else list(self.scenarios),
             "reason": self.reason,
             "upstream": self.upstream,
             "message": None if self.message is None else self.message.pattern,
@@ -68,7 +68,7 @@ class KnownFailures:
 
     def match(self, model_type: str, scenario: str, failure_text: str | None) -> KnownFailure | None:
         candidates = [e for e in self.entries if e.applies_to(model_type, scenario, failure_text)]
-        candidates.sort(key=lambda e: e.scenario == ANY_SCENARIO)
+        candidates.sort(key=lambda e: ANY_SCENARIO in e.scenarios)
         return candidates[0] if candidates else None
 
 
@@ -83,14 +83,22 @@ def _entry(path: Path, index: int, raw: Any) -> KnownFailure:
             f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_REQUIRED + _OPTIONAL)}"
         )
     for key in _REQUIRED + _OPTIONAL:
-        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
+        if key not in ("model_type", "scenario") and key in raw and (
+                not isinstance(raw[key], str) or not raw[key].strip()):
             raise MatrixInputError(f"{where}: {key} must be a non-empty string")
+    model_types = [raw["model_type"]] if isinstance(raw.get("model_type"), str) else raw.get("model_type", [])
+    if "model_type" in raw and (not isinstance(model_types, list) or not model_types or not all(
+            isinstance(m, str) and m.strip() for m in model_types) or len(set(model_types)) != len(model_types)):
+        raise MatrixInputError(f"{where}: model_type must be a non-empty string or a list of distinct ones")
     missing = [key for key in _REQUIRED if key not in raw]
     if missing:
         raise MatrixInputError(f"{where}: missing {', '.join(missing)} (every entry needs {', '.join(_REQUIRED)})")
-    if raw["scenario"] not in (*SCENARIO_NAMES, ANY_SCENARIO):
+    scenarios = [raw["scenario"]] if isinstance(raw["scenario"], str) else raw["scenario"]
+    if (not isinstance(scenarios, list) or not scenarios or len(set(scenarios)) != len(scenarios)
+            or not all(name in (*SCENARIO_NAMES, ANY_SCENARIO) for name in scenarios)):
         raise MatrixInputError(
-            f"{where}: scenario must be one of {', '.join(SCENARIO_NAMES)} or {ANY_SCENARIO!r}"
+            f"{where}: scenario must be one of {', '.join(SCENARIO_NAMES)} or {ANY_SCENARIO!r}, or a list of "
+            "distinct scenario names"
         )
     if not raw["upstream"].startswith(("https://", "http://")):
         raise MatrixInputError(f"{where}: upstream must be a link (https://...) to the issue or patch that fixes it")
@@ -100,7 +108,7 @@ def _entry(path: Path, index: int, raw: Any) -> KnownFailure:
             message = re.compile(raw["message"])
         except re.error as exc:
             raise MatrixInputError(f"{where}: message is not a valid regular expression: {exc}") from exc
-    return KnownFailure(raw["model_type"], raw["scenario"], raw["reason"], raw["upstream"], message)
+    return KnownFailure(tuple(model_types), tuple(scenarios), raw["reason"], raw["upstream"], message)
 
 
 def load_known_failures(path: Path, *, required: bool = False) -> KnownFailures:
@@ -122,11 +130,13 @@ def load_known_failures(path: Path, *, required: bool = False) -> KnownFailures:
     entries = tuple(_entry(path, i, raw) for i, raw in enumerate(raw_entries))
     seen: dict[tuple[str, str, str | None], int] = {}
     for i, entry in enumerate(entries):
-        key = (entry.model_type, entry.scenario, None if entry.message is None else entry.message.pattern)
-        if key in seen:
-            raise MatrixInputError(
-                f"{path}: [[{_TABLE}]] #{i + 1} (model_type={entry.model_type!r}, scenario={entry.scenario!r}) "
-                f"repeats #{seen[key] + 1}: merge them"
-            )
-        seen[key] = i
+        for model_type in entry.model_types:
+            for scenario in entry.scenarios:
+                key = (model_type, scenario, None if entry.message is None else entry.message.pattern)
+                if key in seen:
+                    raise MatrixInputError(
+                        f"{path}: [[{_TABLE}]] #{i + 1} (model_type={model_type!r}, scenario={scenario!r}) "
+                        f"repeats #{seen[key] + 1}: merge them"
+                    )
+                seen[key] = i
     return KnownFailures(entries)

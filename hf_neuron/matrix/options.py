@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from hf_neuron.matrix.errors import MatrixInputError
 from hf_neuron.matrix.paths import KNOWN_FAILURES_FILE, SLICES_FILE
-from hf_neuron.matrix.scenarios import DEFAULT_SCENARIO_MODULE, load_scenarios
+from hf_neuron.matrix.scenarios import DEFAULT_SCENARIO_MODULE, load_scenarios, scenario_for
 from hf_neuron.matrix.selection import Case, Selection, Shard, read_catalog, select
 
 __all__ = ["DEFAULT_TIMEOUT_S", "OPTIONS", "MatrixConfig", "Option", "add_options", "pytest_args"]
@@ -56,9 +56,11 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("matrix_arch", "--arch", "--arch", "select", "architecture (transformers model_type) to run; repeatable",
+    Option("matrix_arch", "--arch", "--arch", "select",
+           "architecture to run (transformers model_type, or diffusers class name); repeatable",
            kind="list", metavar="ARCH"),
-    Option("matrix_group", "--group", "--group", "select", "only this catalog group (e.g. decoder)", metavar="GROUP"),
+    Option("matrix_group", "--group", "--group", "select",
+           "only this catalog group (decoder, encoder-decoder, diffusion)", metavar="GROUP"),
     Option("matrix_scenario", "--scenario", "--scenario", "select", "scenario to run (e.g. forward); repeatable",
            kind="list", metavar="SCENARIO"),
     Option("matrix_slice", "--slice", "--slice", "select",
@@ -166,5 +168,6 @@ class MatrixConfig:
 
     def cases(self) -> list[Case]:
         """The selected cases, in run order (reads the catalog and imports the scenario set)."""
-        names = list(load_scenarios(self.scenario_module))
-        return select(read_catalog(self.catalog), names, self.selection, SLICES_FILE)
+        scenarios = load_scenarios(self.scenario_module)
+        return select(read_catalog(self.catalog), list(scenarios), self.selection, SLICES_FILE,
+                      applies=lambda name, group: scenario_for(scenarios[name], group) is not None)

@@ -99,6 +99,8 @@ def _runner(config: MatrixConfig, run: _Run, process: str) -> CaseRunner:
 
 def _start_controller(pytest_config: pytest.Config, config: MatrixConfig, cases: list[Case]) -> _Run:
     known = load_known_failures(config.known_failures, required=config.known_failures_required)
+    env = environment.collect()
+    environment.require_backend(config.device, env)
     if pytest_config.option.collectonly:
         run_id, done = "collect-only", set[str]()
     else:
@@ -110,7 +112,7 @@ def _start_controller(pytest_config: pytest.Config, config: MatrixConfig, cases:
     pending = [case for case in cases if case.case_id not in done]
     if not pending:
         pytest.exit(f"all {len(cases)} selected cases already have records in {config.results}: nothing to run", 0)
-    run = _Run(config, cases, pending, run_id, environment.collect(), create_workdir(), known)
+    run = _Run(config, cases, pending, run_id, env, create_workdir(), known)
     if not _distributed(pytest_config) and not pytest_config.option.collectonly:
         run.runner = _runner(config, run, "main")
     controller = _Controller(run, done, collecting=pytest_config.option.collectonly)

@@ -19,9 +19,12 @@ Fields (``schema`` 1):
 ``parity``              ``{"metric": "max_abs_diff", "value": float, "tolerance": float}`` or null
 ``cpu_outcome``         outcome of the same scenario run on the CPU alone (``passed``/``failed``/...), or null
 ``failure``             null, or ``{"type", "message", "frame", "fingerprint", "traceback", "failure_class"}``
-``known_failure``       the matching entry of ``compat/known_failures`` (dict) or null
-``env``                 ``{"backend": "reference"|"real", "backend_version", "device_count", "python", "torch",
-                        "transformers", "accelerate", "peft", "diffusers", "hf_neuron", "host"}``
+``known_failure``       the matching entry of ``compat/known_failures.toml`` (dict; its ``model_type`` and
+                        ``scenario`` may be lists) or null
+``env``                 ``{"backend": "reference"|"real"|"none", "backend_version", "device_count", "python",
+                        "torch", "transformers", "accelerate", "peft", "diffusers", "hf_neuron", "host",
+                        "patches"}`` (``none`` only in a ``--device cpu`` baseline run: a neuron run refuses to
+                        start without a backend)
 ``started_at``          ISO-8601 UTC
 ``finished_at``         ISO-8601 UTC
 ======================  =============================================================================

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import pytest
 
+from hf_neuron.matrix import environment
 from hf_neuron.matrix.errors import MatrixInputError
 from hf_neuron.matrix.options import MatrixConfig, pytest_args
 from hf_neuron.matrix.paths import REPO_ROOT, SUITE_DIR
@@ -64,6 +65,7 @@ def run(values: Mapping[str, Any], workers: int, out: IO[str] | None = None) -> 
         )
     config = MatrixConfig.from_values(values)
     cases = config.cases()
+    environment.require_backend(config.device, environment.collect())
     _share_cores(workers)
     code = pytest.main(pytest_command(values, workers, len(cases)))
     if code == pytest.ExitCode.USAGE_ERROR:

@@ -9,7 +9,11 @@ crashes, and, when it does not pass on the device, calls it again with ``ctx.dev
 the architecture fails on the CPU alone (``cpu_outcome``): a scenario must therefore also work when ``ctx.device`` is
 ``"cpu"``.
 
-A *scenario set* is a module with a ``SCENARIOS`` mapping, scenario name -> function, in run order; the default
+A scenario that is implemented differently for different catalog groups (text models, diffusion models) is a
+:class:`PerGroup`: it names one function per group, and a group it does not name has no case of that scenario
+(:func:`scenario_for`). A plain function applies to every group.
+
+A *scenario set* is a module with a ``SCENARIOS`` mapping, scenario name -> scenario, in run order; the default
 is :mod:`hf_neuron.matrix.builtin_scenarios`, and ``--scenario-module`` names another (dotted name or ``.py``
 file). Scenario modules are imported by the pytest controller too, to list the cases: import torch and
 transformers inside the functions, not at module level.
@@ -33,15 +37,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SCENARIO_MODULE",
+    "EXACT",
     "SCENARIO_NAMES",
     "TOLERANCES",
     "CaseContext",
+    "PerGroup",
     "Scenario",
     "ScenarioName",
     "ScenarioResult",
     "Tolerance",
     "compare",
+    "compare_named",
     "load_scenarios",
+    "scenario_for",
+    "tolerance_for",
 ]
 
 ScenarioName = Literal["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp"]
@@ -61,6 +70,9 @@ class Tolerance:
     def bound(self, expected_scale: float) -> float:
         return self.atol + self.rtol * expected_scale
 
+
+#: For results that must not change at all (a model saved and loaded again on the same device).
+EXACT = Tolerance(atol=0.0, rtol=0.0)
 
 #: Parity tolerances, per dtype name, written down once. The reference device runs the CPU's kernels, so it
 #: matches the CPU far more closely; these bounds are for the real device's different kernels and reductions.
@@ -87,14 +99,11 @@ class CaseContext:
         """The architecture's tiny checkpoint directory, built on first use and shared by the run's workers."""
         from hf_neuron.matrix.checkpoints import checkpoint_dir
 
-        return checkpoint_dir(self.model_type, self.workdir / "checkpoints", seed=self.seed)
+        return checkpoint_dir(self.model_type, self.workdir / "checkpoints", group=self.group, seed=self.seed)
 
     def tolerance(self, dtype: str) -> Tolerance:
         """The tolerance for ``dtype`` (``"float32"``, ``"bfloat16"``, ...)."""
-        try:
-            return TOLERANCES[dtype]
-        except KeyError:
-            raise KeyError(f"no tolerance for dtype {dtype!r}; known: {', '.join(TOLERANCES)}") from None
+        return tolerance_for(dtype)
 
     def on(self, device: str) -> CaseContext:
         """The same case on another device (the runner's CPU re-run uses ``ctx.on("cpu")``)."""
@@ -130,26 +139,98 @@ class ScenarioResult:
         return self.parity is not None and not self.parity["value"] <= self.parity["tolerance"]
 
 
+def tolerance_for(dtype: str) -> Tolerance:
+    """The :data:`TOLERANCES` row of ``dtype`` (``"float32"``, ``"bfloat16"``, ...)."""
+    try:
+        return TOLERANCES[dtype]
+    except KeyError:
+        raise KeyError(f"no tolerance for dtype {dtype!r}; known: {', '.join(TOLERANCES)}") from None
+
+
 Scenario = Callable[[CaseContext], ScenarioResult]
 
 
-def compare(actual: torch.Tensor, expected: torch.Tensor, what: str) -> ScenarioResult:
-    """Passed when ``actual`` (any device) is within :data:`TOLERANCES` of ``expected`` (its dtype's row)."""
+@dataclasses.dataclass(frozen=True)
+class PerGroup:
+    """One scenario implemented per catalog group: ``PerGroup({"decoder": text_forward, "diffusion": ...})``."""
+
+    implementations: Mapping[str, Scenario]
+
+    def __call__(self, ctx: CaseContext) -> ScenarioResult:
+        return self.implementations[ctx.group](ctx)
+
+
+def scenario_for(scenario: Scenario, group: str) -> Scenario | None:
+    """The function that runs ``scenario`` for an architecture of ``group``, or None when it has no such case."""
+    if isinstance(scenario, PerGroup):
+        return scenario.implementations.get(group)
+    return scenario
+
+
+def _measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Parity:
     import torch
 
-    dtype = str(expected.dtype).removeprefix("torch.")
-    tolerance = TOLERANCES[dtype]
     reference = expected.detach().to("cpu", torch.float64)
-    diff = (actual.detach().to("cpu", torch.float64) - reference).abs().max().item()
+    diff = (actual.detach().to("cpu", torch.float64) - reference).abs().max().item() if reference.numel() else 0.0
     scale = reference.abs().max().item() if reference.numel() else 0.0
-    parity = Parity(metric="max_abs_diff", value=float(diff), tolerance=tolerance.bound(scale))
+    return Parity(metric="max_abs_diff", value=float(diff), tolerance=tolerance.bound(scale))
+
+
+def _tolerance_of(expected: torch.Tensor, tolerance: Tolerance | None) -> tuple[Tolerance, str]:
+    """The bound to apply and its name: ``tolerance`` if given, else exact for integers and booleans, else the
+    :data:`TOLERANCES` row of the dtype."""
+    dtype = str(expected.dtype).removeprefix("torch.")
+    if tolerance is None and not (expected.is_floating_point() or expected.is_complex()):
+        tolerance = EXACT
+    if tolerance is not None:
+        return tolerance, "exact" if tolerance == EXACT else "given tolerance"
+    return tolerance_for(dtype), dtype
+
+
+def compare(
+    actual: torch.Tensor, expected: torch.Tensor, what: str, tolerance: Tolerance | None = None,
+    reference: str = "the CPU's",
+) -> ScenarioResult:
+    """Passed when ``actual`` (any device) is within ``tolerance`` (default: the :data:`TOLERANCES` row of
+    ``expected``'s dtype; exact for integer and boolean tensors) of ``expected``; the parity is the max abs
+    difference. ``reference`` names where ``expected`` comes from, for the message."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        return ScenarioResult.failed(f"{what} have shape {tuple(actual.shape)}, {reference} {tuple(expected.shape)}")
+    bound, name = _tolerance_of(expected, tolerance)
+    parity = _measure(actual, expected, bound)
     result = ScenarioResult.passed(parity)
     if result.parity_missed:
         return ScenarioResult.failed(
-            f"{what} differ from the CPU's: max abs diff {diff:.3g} > tolerance {parity['tolerance']:.3g} ({dtype})",
+            f"{what} differ from {reference}: max abs diff {parity['value']:.3g} > tolerance "
+            f"{parity['tolerance']:.3g} ({name})",
             parity,
         )
     return result
+
+
+def compare_named(
+    actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], what: str,
+    tolerance: Tolerance | None = None, reference: str = "the CPU's",
+) -> ScenarioResult:
+    """:func:`compare` for each name of ``expected``; the result of the worst one (by difference / tolerance),
+    named in the message. A name in only one of the two fails."""
+    missing, extra = sorted(set(expected) - set(actual)), sorted(set(actual) - set(expected))
+    if missing:
+        return ScenarioResult.failed(f"{what}: {len(missing)} missing on the device, e.g. {', '.join(missing[:3])}")
+    if extra:
+        return ScenarioResult.failed(f"{what}: {len(extra)} on the device only, e.g. {', '.join(extra[:3])}")
+    results = {name: compare(actual[name], expected[name], f"{what} {name}", tolerance, reference)
+               for name in expected}
+    if not results:
+        return ScenarioResult.passed()
+
+    def badness(result: ScenarioResult) -> float:
+        if result.parity is None:  # a shape mismatch
+            return float("inf")
+        value, bound = result.parity["value"], result.parity["tolerance"]
+        return value / bound if bound > 0 else (0.0 if value == 0 else float("inf"))
+
+    return max(results.values(), key=badness)
 
 
 def _import(spec: str) -> Any:
@@ -183,12 +264,12 @@ def load_scenarios(spec: str = DEFAULT_SCENARIO_MODULE) -> dict[str, Scenario]:
         raise MatrixInputError(
             f"scenario module {spec!r} must define SCENARIOS, a non-empty mapping of scenario name -> function"
         )
-    for name, function in scenarios.items():
+    for name, scenario in scenarios.items():
         if name not in SCENARIO_NAMES:
             raise MatrixInputError(
                 f"scenario module {spec!r} defines {name!r}, which is not a scenario name; "
                 f"use one of: {', '.join(SCENARIO_NAMES)}"
             )
-        if not callable(function):
+        if not callable(scenario):
             raise MatrixInputError(f"scenario module {spec!r}: SCENARIOS[{name!r}] is not a function")
     return dict(scenarios)

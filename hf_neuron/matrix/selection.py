@@ -11,31 +11,40 @@ import dataclasses
 import difflib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from hf_neuron.matrix.errors import MatrixInputError
 from hf_neuron.matrix.slices import load_slices
 
-__all__ = ["Architecture", "Case", "Selection", "Shard", "read_catalog", "select"]
+__all__ = ["Applies", "Architecture", "Case", "Selection", "Shard", "read_catalog", "select"]
+
+#: Whether a scenario (by name) has a case for an architecture of a catalog group.
+Applies = Callable[[str, str], bool]
 
 
 @dataclasses.dataclass(frozen=True)
 class Architecture:
-    """What the runner needs of a catalog entry (:class:`hf_neuron.matrix.catalog.CatalogEntry`)."""
+    """What the runner needs of a catalog entry (:class:`hf_neuron.matrix.catalog.CatalogEntry`).
+
+    ``skip_reason`` is set when the catalog says the tiny model does not build on the CPU: its cases are selected
+    and recorded as ``skipped`` with that reason, without running, so the report shows them and why.
+    """
 
     model_type: str
     group: str
+    skip_reason: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One (architecture, scenario) pair: one test, one record."""
+    """One (architecture, scenario) pair: one test, one record (``skip_reason``: recorded as skipped, not run)."""
 
     model_type: str
     group: str
     scenario: str
+    skip_reason: str | None = None
 
     @property
     def case_id(self) -> str:
@@ -104,7 +113,11 @@ def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
         catalog = load_catalog(path)
     except ValueError as exc:  # CompatFileError: names the file and what is wrong with it
         raise MatrixInputError(str(exc)) from exc
-    return tuple(Architecture(entry.model_type, entry.group) for entry in catalog.entries)
+    return tuple(
+        Architecture(entry.model_type, entry.group,
+                     None if entry.builds is not False else f"the tiny model does not build on the CPU: {entry.reason}")
+        for entry in catalog.entries
+    )
 
 
 def _check_known(kind: str, option: str, names: Iterable[str], valid: Sequence[str]) -> None:
@@ -126,8 +139,12 @@ def select(
     scenario_names: Sequence[str],
     selection: Selection,
     slices_file: Path,
+    applies: Applies | None = None,
 ) -> list[Case]:
-    """The cases of ``selection``, in run order; unknown names and an empty result raise MatrixInputError."""
+    """The cases of ``selection``, in run order; unknown names and an empty result raise MatrixInputError.
+
+    ``applies(scenario, group)`` says which scenarios have cases for which groups (default: all for all).
+    """
     model_types = [entry.model_type for entry in catalog]
     groups = list(dict.fromkeys(entry.group for entry in catalog))
     _check_known("architecture", "--arch", selection.archs, model_types)
@@ -148,10 +165,11 @@ def select(
         wanted &= set(members)
     scenarios = [name for name in scenario_names if not selection.scenarios or name in selection.scenarios]
     cases = [
-        Case(entry.model_type, entry.group, scenario)
+        Case(entry.model_type, entry.group, scenario, entry.skip_reason)
         for entry in catalog
         if entry.model_type in wanted and selection.group in (None, entry.group)
         for scenario in scenarios
+        if applies is None or applies(scenario, entry.group)
     ]
     if selection.shard is not None:
         shard = selection.shard

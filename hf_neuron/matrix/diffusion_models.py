@@ -1,0 +1,382 @@
+"""Tiny diffusion backbones: which ones diffusers ships, a tiny config for each, its forward inputs, a checkpoint.
+
+The catalog's ``diffusion`` group is every denoiser backbone diffusers exports: the :class:`~diffusers.ModelMixin`
+classes of ``diffusers.models.transformers`` and ``diffusers.models.unets`` (:func:`backbone_names`). A backbone's
+``model_type`` in the matrix is its class name.
+
+:func:`tiny_config` shrinks the class's ``__init__`` defaults (a full-size model) by what each argument means, read
+from its name or from its relation to the main dimensions, like :mod:`hf_neuron.tiny.config` does for transformers:
+layer counts become 1-2, heads 2, head dims 16, widths 32, block channels 32 with 8 norm groups, latents 8x8, rotary
+axes split the new head dim. :func:`forward_inputs` builds the keyword inputs of one denoiser call from the names
+of ``forward``'s parameters and the config (:data:`INPUTS`). Per-class exceptions live only in the reviewed
+``compat/tiny_diffusion.toml`` (:mod:`~hf_neuron.matrix.diffusion_recipes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron.matrix.diffusion_recipes import recipe
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "BATCH",
+    "INPUTS",
+    "LATENT_SIZE",
+    "MAX_PARAMETERS",
+    "TEXT_LENGTH",
+    "backbone_class",
+    "backbone_names",
+    "build_backbone",
+    "denoise",
+    "forward_inputs",
+    "materialize",
+    "tiny_config",
+]
+
+#: Batch size, latent side (height = width) and text length of every diffusion input.
+BATCH, LATENT_SIZE, TEXT_LENGTH, FRAMES = 2, 8, 6, 2
+_SUBPACKAGES = ("transformers", "unets")
+#: Exported from those subpackages but not denoisers (they adapt a UNet instead of denoising).
+_NOT_DENOISERS = frozenset({"MotionAdapter"})
+_STAMP = "hf-neuron-tiny.json"
+
+_HEADS, _HEAD_DIM, _WIDTH, _FFN, _CHANNELS, _GROUPS, _TEXT_WIDTH = 2, 16, 32, 64, 32, 8, 32
+
+
+@functools.cache
+def backbone_names() -> tuple[str, ...]:
+    """The denoiser backbone classes diffusers exports, sorted by name."""
+    import diffusers
+    from diffusers import ModelMixin
+
+    names = []
+    for name in diffusers._import_structure["models"]:
+        cls = getattr(diffusers, name, None)
+        if (isinstance(cls, type) and issubclass(cls, ModelMixin) and name not in _NOT_DENOISERS
+                and cls.__module__.split(".")[2] in _SUBPACKAGES):
+            names.append(name)
+    return tuple(sorted(names))
+
+
+def backbone_class(name: str) -> type[torch.nn.Module]:
+    """The diffusers class (a ``ModelMixin``) named ``name`` (one of :func:`backbone_names`)."""
+    import diffusers
+
+    if name not in backbone_names():
+        raise KeyError(f"{name!r} is not a denoiser backbone of diffusers {diffusers.__version__}")
+    cls: type[torch.nn.Module] = getattr(diffusers, name)
+    return cls
+
+
+def _defaults(cls: type[Any]) -> dict[str, Any]:
+    return {name: p.default for name, p in list(inspect.signature(cls.__init__).parameters.items())[1:]
+            if p.default is not inspect.Parameter.empty}
+
+
+def _split_even(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` even numbers (rotary axes need even sizes), the larger ones last."""
+    base = (total // parts) // 2 * 2
+    sizes = [base] * parts
+    for i in range(parts - 1, -1, -1):
+        if sum(sizes) >= total:
+            break
+        sizes[i] += 2
+    return sizes
+
+
+def _each(value: Any, new: int) -> Any:
+    """``new`` in the shape of ``value``: an int, or a list/tuple of that length."""
+    if isinstance(value, (list, tuple)):
+        return [new] * len(value)
+    return new
+
+
+#: Tiny value per argument, by name (full match, first pattern wins), applied to an int or to each item of a list
+#: or tuple of ints.
+_RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), value) for pattern, value in (
+    (r"num_(hidden_)?layers|depth|mmdit_layers", 2),
+    (r"num_\w+_(layers|blocks)|(transformer_)?layers_per_block|num_(decoder|encoder)_layers", 1),
+    (r"num_(attention_|kv_|key_value_)?heads", _HEADS),
+    (r"block_out_channels", _CHANNELS),
+    (r"(attn_)?norm_num_groups", _GROUPS),
+    (r"sample_(size|height|width)", LATENT_SIZE),
+    (r"sample_frames|num_frames", FRAMES),
+    (r"intermediate_size|ffn?_dim|ff_inner_dim|mlp_(hidden_)?dim|ffn_hidden_size", _FFN),
+    (r"cross_attention_dim(_t5)?|joint_attention_dim|caption_channels|caption_projection_dim|encoder_hid_dim"
+     r"|cap_feat_dim|pooled_projection_dim|condition_dim|context_dim|(in_)?text_(embed_|emb_|hidden_|states_)?dim"
+     r"(_t5|_?\d)?", _TEXT_WIDTH),
+    (r"time_(embed_|embedding_|proj_)?dim|timestep_embed_dim|freq_dim|addition_time_embed_dim", _WIDTH),
+    (r"hidden_(size|dim)|inner_dim|model_(channels|dim)|dim|width", _WIDTH),
+))
+#: A tiny backbone larger than this was not shrunk enough: it is refused rather than built (and its RAM spent).
+MAX_PARAMETERS = 20_000_000
+
+
+def _is_ints(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, (list, tuple)) and bool(value)
+                                      and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
+
+
+def _rule(name: str) -> int | None:
+    return next((value for pattern, value in _RULES if pattern.fullmatch(name)), None)
+
+
+def _shrink(defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The changed arguments: by name (:data:`_RULES`), heads' dims capped, a width equal to the attention width
+    following it, and rotary axes splitting the new head dim."""
+    heads, head_dim = defaults.get("num_attention_heads"), defaults.get("attention_head_dim")
+    width = heads * head_dim if isinstance(heads, int) and isinstance(head_dim, int) else None
+    kwargs: dict[str, Any] = {}
+    for name, value in defaults.items():
+        if name == "sample_size" and value is None:
+            kwargs[name] = LATENT_SIZE  # pipelines size their latents from it
+        if not _is_ints(value):
+            continue
+        if name == "attention_head_dim":
+            kwargs[name] = _each(value, min(value if isinstance(value, int) else _HEAD_DIM, _HEAD_DIM))
+        elif width is not None and isinstance(head_dim, int) and value == width and name != "num_attention_heads":
+            kwargs[name] = _HEADS * min(head_dim, _HEAD_DIM)  # a width equal to the attention width follows it
+        elif (new := _rule(name)) is not None:
+            kwargs[name] = _each(value, new)
+    new_head_dim = kwargs.get("attention_head_dim", head_dim)
+    for name, value in defaults.items():
+        if "axes_dim" in name and isinstance(value, (list, tuple)) and isinstance(new_head_dim, int):
+            kwargs[name] = _split_even(new_head_dim, len(value))
+    return kwargs
+
+
+def tiny_config(name: str) -> dict[str, Any]:
+    """The keyword arguments of the tiny ``name`` backbone: its shrunk defaults, then the reviewed overrides."""
+    kwargs = _shrink(_defaults(backbone_class(name)))
+    kwargs.update(recipe(name).config)
+    return kwargs
+
+
+def build_backbone(name: str, *, seed: int = 0) -> torch.nn.Module:
+    """The tiny ``name`` backbone with weights drawn from ``seed``, in eval mode on the CPU."""
+    import torch
+
+    cls = backbone_class(name)
+    config = tiny_config(name)
+    with torch.device("meta"):
+        size = sum(p.numel() for p in cls(**config).parameters())
+    if size > MAX_PARAMETERS:
+        raise ValueError(f"the tiny config leaves {size / 1e6:.0f}M parameters (limit {MAX_PARAMETERS / 1e6:.0f}M): "
+                         "the generic shrinker does not know its size arguments; give them in "
+                         "compat/tiny_diffusion.toml")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = cls(**config)
+    return model.eval()
+
+
+def materialize(name: str, out_dir: Path, *, seed: int = 0) -> Path:
+    """Save the tiny ``name`` backbone to ``out_dir`` (``save_pretrained``), unless it is there already.
+
+    It is written to a private directory renamed into place; when a concurrent builder published first, its copy
+    is kept and this one dropped, so a reader is never disturbed."""
+    out_dir = Path(out_dir)
+    if (out_dir / _STAMP).is_file():
+        return out_dir
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
+    try:
+        build_backbone(name, seed=seed).save_pretrained(staging)  # type: ignore[operator]
+        (staging / _STAMP).write_text(json.dumps({"model_type": name, "seed": seed}) + "\n")
+        try:
+            os.rename(staging, out_dir)
+        except OSError:
+            if not (out_dir / _STAMP).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out_dir
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """What the inputs of one backbone are built from."""
+
+    config: Mapping[str, Any]
+    layout: str
+
+    def get(self, *names: str, default: Any = None) -> Any:
+        """The first of ``names`` the config sets (not None)."""
+        return next((self.config[n] for n in names if self.config.get(n) is not None), default)
+
+    def first_int(self, *names: str, default: int) -> int:
+        """:meth:`get` as an int (the last item of a list or tuple, as for per-axis patch sizes)."""
+        value = self.get(*names, default=default)
+        return int(value[-1] if isinstance(value, (list, tuple)) else value)
+
+    @property
+    def size(self) -> int:
+        return self.first_int("sample_size", default=LATENT_SIZE)
+
+    @property
+    def channels(self) -> int:
+        return self.first_int("in_channels", "in_dim", "latent_channels", default=4)
+
+    @property
+    def text_width(self) -> int:
+        return self.first_int("encoder_hid_dim", "caption_channels", "joint_attention_dim", "cross_attention_dim",
+                              "text_embed_dim", "text_dim", "cap_feat_dim", "text_hidden_dim", "condition_dim",
+                              "context_dim", default=_TEXT_WIDTH)
+
+    @property
+    def tokens(self) -> int:
+        return (self.size // max(self.first_int("patch_size", default=1), 1)) ** 2
+
+
+def _latents(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
+    sizes = {
+        "image": (BATCH, shape.channels, shape.size, shape.size),
+        "video": (BATCH, shape.channels, FRAMES, shape.size, shape.size),
+        "sequence": (BATCH, shape.channels, shape.size * shape.size),
+        "tokens": (BATCH, shape.tokens, shape.channels),
+    }[shape.layout]
+    return torch.randn(sizes, generator=generator)
+
+
+def _ids(count: int, *, grid: bool) -> torch.Tensor:
+    """Positions of ``count`` tokens as (count, 3) rows (0, y, x) on a square grid, or zeros for text."""
+    import torch
+
+    ids = torch.zeros(count, 3)
+    if grid:
+        side = max(int(count**0.5), 1)
+        ids[:, 1] = torch.arange(count) // side
+        ids[:, 2] = torch.arange(count) % side
+    return ids
+
+
+_Input = Callable[[_Shape, "torch.Generator"], Any]
+
+
+def _text(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
+    return torch.randn(BATCH, TEXT_LENGTH, shape.text_width, generator=generator)
+
+
+def _pooled(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
+    return torch.randn(BATCH, shape.get("pooled_projection_dim", default=_TEXT_WIDTH), generator=generator)
+
+
+def _full(value: float, *, dtype: str = "float32", width: int | None = None) -> _Input:
+    """An input of ``BATCH`` rows (of ``width`` columns) filled with ``value``."""
+
+    def build(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+        import torch
+
+        size = (BATCH,) if width is None else (BATCH, width)
+        return torch.full(size, value, dtype=getattr(torch, dtype))
+
+    return build
+
+
+def _image_sizes(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
+    return torch.tensor([[shape.size, shape.size]] * BATCH, dtype=torch.float32)
+
+
+def _always(shape: _Shape) -> bool:
+    return True
+
+
+def _never(shape: _Shape) -> bool:
+    return False
+
+
+#: Forward parameter name -> (how to build its value, when to pass it if it is optional): an optional parameter is
+#: passed only when its condition on the config holds (a conditioning the tiny config enables), else left to its
+#: default. A required parameter is always built.
+INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
+    "hidden_states": (_latents, _always),
+    "sample": (_latents, _always),
+    "x": (_latents, _always),
+    "timestep": (_full(500.0), _always),
+    "t": (_full(500.0), _always),
+    "encoder_hidden_states": (_text, _always),
+    "cap_feats": (_text, _always),
+    "encoder_attention_mask": (_full(1, dtype="long", width=TEXT_LENGTH), _never),
+    "pooled_projections": (_pooled, lambda s: s.get("pooled_projection_dim") is not None),
+    "img_ids": (lambda s, g: _ids(s.tokens, grid=True), _always),
+    "txt_ids": (lambda s, g: _ids(TEXT_LENGTH, grid=False), _always),
+    "guidance": (_full(3.5), lambda s: bool(s.get("guidance_embeds"))),
+    "class_labels": (_full(0, dtype="long"), lambda s: s.get("num_embeds_ada_norm", "num_class_embeds") is not None),
+    "added_cond_kwargs": (lambda s, g: {"resolution": None, "aspect_ratio": None}, _always),
+    "original_size": (_image_sizes, _always),
+    "target_size": (_image_sizes, _always),
+    "crop_coords": (_full(0, width=2), _always),
+}
+
+
+def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
+    """The keyword inputs of one call of the tiny backbone ``model``, on the CPU, drawn from ``seed``.
+
+    Raises ``ValueError`` naming a required parameter of ``forward`` that :data:`INPUTS` cannot build.
+    """
+    import torch
+
+    name = type(model).__name__
+    parameters = inspect.signature(model.forward).parameters
+    shape = _Shape(dict(model.config), recipe(name).layout or _layout(name, parameters))  # type: ignore[arg-type]
+    generator = torch.Generator().manual_seed(seed)
+    inputs: dict[str, Any] = {}
+    for parameter in parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        required = parameter.default is inspect.Parameter.empty
+        if parameter.name not in INPUTS:
+            if required:
+                raise ValueError(f"{name}.forward needs {parameter.name!r}, which the matrix cannot build "
+                                 "(hf_neuron.matrix.diffusion_models.INPUTS)")
+            continue
+        build, wanted = INPUTS[parameter.name]
+        if required or wanted(shape):
+            inputs[parameter.name] = build(shape, generator)
+    return inputs
+
+
+def _layout(name: str, parameters: Mapping[str, inspect.Parameter]) -> str:
+    """Latent layout: packed tokens when ``forward`` takes their positions (``img_ids``), else from the class name's
+    dimensionality (``3D`` video, ``1D`` sequence), else an image."""
+    if "img_ids" in parameters:
+        return "tokens"
+    if "3D" in name or "Video" in name:
+        return "video"
+    if "1D" in name:
+        return "sequence"
+    return "image"
+
+
+def denoise(model: torch.nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
+    """One call of the backbone; its prediction (the first output)."""
+    import torch
+
+    with torch.no_grad():
+        output = model(**inputs, return_dict=False) if "return_dict" in inspect.signature(model.forward).parameters \
+            else model(**inputs)
+    prediction: torch.Tensor = output[0] if isinstance(output, (tuple, list)) else output.sample
+    return prediction

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The nightly compatibility matrix on one machine: every architecture of the catalog x every scenario, then the
+# merged records, the report site and its history.
+#
+#   scripts/nightly.sh [OUT [SELECTION...]]     default OUT: nightly/<UTC date>; SELECTION: `matrix run` options
+#
+# OUT/results   the run's records (an interrupted nightly started again with the same OUT resumes it)
+# OUT/merged    one record per case, deduplicated (`hf-neuron matrix merge`): what the report and archives read
+# OUT/site      the static report (`hf-neuron report build`), with the trend read from, and this run added to,
+#               HF_NEURON_HISTORY (default nightly/history): keep that directory between nights
+# Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s).
+# The reference device is used unless the real TorchNeuron is installed. Exit status: 0 when the site was built
+# (device failures are the report's content, not an error of the nightly), else the failing step's status.
+set -euo pipefail
+
+day=$(date -u +%Y%m%d)
+out=${1:-nightly/$day}
+selection=("${@:2}")
+history=${HF_NEURON_HISTORY:-nightly/history}
+workers=${HF_NEURON_MATRIX_WORKERS:-$(nproc)}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+python=${PYTHON:-$repo/.venv/bin/python}
+[[ -x $python ]] || python=python3
+hfn() { "$python" -m hf_neuron.cli "$@"; }
+
+if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch_neuronx") is None)'; then
+    export HF_NEURON_EMULATOR=1
+fi
+export HF_HUB_OFFLINE=1
+mkdir -p "$out" "$history"
+
+resume=()
+[[ -f $out/results/run.json ]] && resume=(--resume)
+status=0
+hfn matrix run -n "$workers" --run-id "nightly-$day" --results "$out/results" \
+    --timeout "${HF_NEURON_MATRIX_TIMEOUT:-300}" "${resume[@]}" "${selection[@]}" || status=$?
+if (( status > 1 )); then
+    echo "nightly: the matrix run did not finish (status $status); run this script again with the same OUT" >&2
+    exit "$status"
+fi
+rm -rf "$out/merged"
+hfn matrix merge "$out/results" --out "$out/merged"
+hfn report build --results "$out/merged" --out "$out/site" --history "$history"
+echo "nightly: site in $out/site (matrix status $status: 0 none failing on the device, 1 some)"

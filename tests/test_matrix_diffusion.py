@@ -1,0 +1,107 @@
+"""The diffusion group: the backbones diffusers exports, tiny configs shrunk from their defaults, generic forward
+inputs, the reviewed recipes, and the two scenarios (one denoiser call, a two-step pipeline) on the CPU and the
+reference device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.matrix.diffusion_models import (
+    LATENT_SIZE,
+    _split_even,
+    backbone_names,
+    build_backbone,
+    denoise,
+    forward_inputs,
+    tiny_config,
+)
+from hf_neuron.matrix.diffusion_recipes import load_recipes, recipe
+from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.matrix.scenarios import CaseContext
+from hf_neuron.matrix.scenarios_diffusion import forward, generate
+
+torch = pytest.importorskip("torch")
+
+#: The families issue 5 names, each with a pipeline recipe.
+FAMILIES = ["UNet2DModel", "UNet2DConditionModel", "DiTTransformer2DModel", "PixArtTransformer2DModel",
+            "SD3Transformer2DModel", "FluxTransformer2DModel"]
+
+
+def test_the_tiny_config_shrinks_by_meaning_and_keeps_relations() -> None:
+    sd3 = tiny_config("SD3Transformer2DModel")
+    assert (sd3["num_layers"], sd3["num_attention_heads"], sd3["attention_head_dim"]) == (2, 2, 16)
+    assert sd3["caption_projection_dim"] == 32  # it equals the attention width in the full model, so it follows it
+    assert sd3["sample_size"] == LATENT_SIZE and sd3["joint_attention_dim"] == 32
+    flux = tiny_config("FluxTransformer2DModel")
+    assert sum(flux["axes_dims_rope"]) == flux["attention_head_dim"] and all(d % 2 == 0 for d in flux["axes_dims_rope"])
+    unet = tiny_config("UNet2DConditionModel")
+    assert unet["block_out_channels"] == [32, 32, 32, 32] and unet["norm_num_groups"] == 8
+    assert _split_even(16, 3) == [4, 6, 6] and _split_even(8, 2) == [4, 4]
+
+
+def test_inputs_follow_forward_parameter_names_and_the_config() -> None:
+    flux = build_backbone("FluxTransformer2DModel")
+    inputs = forward_inputs(flux)
+    assert inputs["hidden_states"].shape == (2, LATENT_SIZE * LATENT_SIZE, flux.config.in_channels)
+    assert inputs["img_ids"].shape == (LATENT_SIZE * LATENT_SIZE, 3)
+    assert inputs["encoder_hidden_states"].shape[-1] == flux.config.joint_attention_dim
+    assert inputs["pooled_projections"].shape == (2, flux.config.pooled_projection_dim)
+    assert torch.equal(forward_inputs(flux, seed=0)["hidden_states"], inputs["hidden_states"])
+    unet = build_backbone("UNet2DModel")
+    assert set(forward_inputs(unet)) == {"sample", "timestep"}
+
+
+def test_the_backbones_include_the_named_families_and_no_autoencoder() -> None:
+    names = backbone_names()
+    assert set(FAMILIES) <= set(names)
+    assert not [name for name in names if name.startswith(("Autoencoder", "ControlNet"))]
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_named_family_has_a_pipeline_recipe_and_runs_on_the_cpu(name: str) -> None:
+    assert recipe(name).pipeline is not None
+    model = build_backbone(name)
+    prediction = denoise(model, forward_inputs(model))
+    assert torch.isfinite(prediction).all()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[backbones.X]\nconfig = { a = 1 }\n', r"\[backbones.X\] changes the config or layout: say why"),
+        ('[backbones.X]\nlayout = "cube"\nreason = "r"\n', "layout must be one of image, video, sequence, tokens"),
+        ('[backbones.X]\npipeline = "P"\ncomponents = { vae = "nope" }\n', "component vae = 'nope' names no"),
+        ('[backbones.X]\nunknown = 1\n', r"has unknown keys \['unknown'\]"),
+        ('[other]\n', r"unknown top-level tables \['other'\]"),
+    ],
+)
+def test_malformed_recipes_name_the_file_and_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "tiny_diffusion.toml"
+    path.write_text(text)
+    with pytest.raises(MatrixInputError, match=message):
+        load_recipes(path)
+
+
+def test_the_committed_recipes_load() -> None:
+    recipes = load_recipes()
+    assert set(FAMILIES) <= set(recipes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
+@pytest.mark.parametrize("name", ["UNet2DModel", "UNet2DConditionModel", "FluxTransformer2DModel"])
+def test_forward_and_generate_pass(tmp_path_factory: pytest.TempPathFactory, name: str, device: str) -> None:
+    workdir = tmp_path_factory.getbasetemp() / "diffusion-workdir"
+    for scenario in (forward, generate):
+        result = scenario(CaseContext(name, "diffusion", scenario.__name__, device, workdir))
+        assert result.outcome == "passed", result.message
+        assert result.parity is not None and result.parity["value"] <= result.parity["tolerance"]
+
+
+def test_generate_without_a_recipe_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    name = next(n for n in backbone_names() if recipe(n).pipeline is None)
+    result = generate(CaseContext(name, "diffusion", "generate", "cpu", tmp_path))
+    assert result.outcome == "skipped" and result.message == (
+        f"compat/tiny_diffusion.toml has no pipeline recipe for {name}")
