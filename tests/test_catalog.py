@@ -28,7 +28,7 @@ from hf_neuron.matrix.ranking import (
     refresh_ranking,
     write_ranking,
 )
-from hf_neuron.tiny.overrides import CompatFileError
+from hf_neuron.compat_files import CompatFileError
 from hf_neuron.tiny.registry import generative_types
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ranking" / "hub_list_models.json"

@@ -13,7 +13,8 @@ from hf_neuron.tiny.config import tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.dataset import examples, tiny_dataset
 from hf_neuron.tiny.dataset import materialize as materialize_dataset
 from hf_neuron.tiny.models import build_model, probe
-from hf_neuron.tiny.overrides import CompatFileError, load_overrides
+from hf_neuron.compat_files import CompatFileError
+from hf_neuron.tiny.overrides import load_overrides
 from hf_neuron.tiny.registry import generative_types
 from hf_neuron.tiny.tokenizer import (
     BOS_TOKEN_ID,

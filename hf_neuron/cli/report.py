@@ -11,11 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+from hf_neuron.compat_files import COMPAT_DIR
+
 __all__ = ["register"]
 
-DEFAULT_BASELINE = Path("compat/baselines/optimum-neuron-0.4.5.json")
-DEFAULT_CATALOG = Path("compat/catalog.json")
-DEFAULT_RANKING = Path("compat/ranking.csv")
+DEFAULT_BASELINE = COMPAT_DIR / "baselines" / "optimum-neuron-0.4.5.json"
+DEFAULT_CATALOG = COMPAT_DIR / "catalog.json"
+DEFAULT_RANKING = COMPAT_DIR / "ranking.csv"
 _SHOWN_PROBLEMS = 20
 
 

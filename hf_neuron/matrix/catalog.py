@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.tiny.overrides import COMPAT_DIR, CompatFileError, load_overrides
+from hf_neuron.compat_files import COMPAT_DIR, CompatFileError
+from hf_neuron.tiny.overrides import load_overrides
 from hf_neuron.tiny.registry import GROUPS
 
 __all__ = [

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from hf_neuron.compat_files import COMPAT_DIR, REPO_ROOT
 
 __all__ = ["COMPAT_DIR", "KNOWN_FAILURES_FILE", "REPO_ROOT", "SLICES_FILE", "SUITE_DIR"]
 
-#: The checkout that holds ``hf_neuron/``, ``compat/`` and ``matrix/``.
-REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Reviewed data files (catalog, slices, known failures, baselines).
-COMPAT_DIR = REPO_ROOT / "compat"
 #: The matrix as a pytest suite.
 SUITE_DIR = REPO_ROOT / "matrix"
 KNOWN_FAILURES_FILE = COMPAT_DIR / "known_failures.toml"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.tiny.overrides import COMPAT_DIR, CompatFileError
+from hf_neuron.compat_files import COMPAT_DIR, CompatFileError
 
 __all__ = ["COLUMNS", "RANKING_PATH", "HubUnreachable", "RankEntry", "load_ranking", "main_refresh",
            "refresh_ranking", "write_ranking"]

@@ -18,22 +18,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COMPAT_DIR", "CompatFileError", "OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
+from hf_neuron.compat_files import COMPAT_DIR, CompatFileError
 
-#: The repository's reviewed data folder (``compat/`` next to the package).
-COMPAT_DIR = Path(__file__).resolve().parents[2] / "compat"
+__all__ = ["OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
+
 OVERRIDES_PATH = COMPAT_DIR / "tiny_overrides.toml"
 
 _KEYS = {"reason", "config", "runs"}
-
-
-class CompatFileError(ValueError):
-    """A reviewed data file in ``compat/`` is malformed; the message names the file and the problem."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
-        self.problem = problem
 
 
 @dataclasses.dataclass(frozen=True)
