@@ -43,7 +43,7 @@ SCENARIO_MODULE = textwrap.dedent(
 
 def _fake_suite(directory: Path, archs: int, work: float) -> list[str]:
     entry = {"group": "decoder", "model_class": "Fake", "config_class": "FakeConfig", "builds": True, "runs": True}
-    catalog = {"schema": 1, "transformers": "bench", "generated": "bench",
+    catalog = {"schema": 1, "transformers": "bench", "diffusers": "bench", "generated": "bench",
                "architectures": [{"model_type": f"fake{i:04d}", **entry} for i in range(archs)]}
     (directory / "catalog.json").write_text(json.dumps(catalog))
     (directory / "bench_scenarios.py").write_text(SCENARIO_MODULE.format(work=work))

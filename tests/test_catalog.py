@@ -69,11 +69,13 @@ def test_every_causal_lm_type_is_in_the_decoder_group_first() -> None:
         generate_catalog(types=["bert_tokenizer"], probe=False)
 
 
-def test_committed_catalog_matches_the_installed_transformers() -> None:
+def test_committed_catalog_matches_the_installed_libraries() -> None:
+    import diffusers
     import transformers
 
     catalog = load_catalog()
     assert catalog.transformers == transformers.__version__, "regenerate: hf-neuron matrix catalog --generate"
+    assert catalog.diffusers == diffusers.__version__, "regenerate: hf-neuron matrix catalog --generate"
     assert {e.model_type for e in catalog.entries if e.group != "diffusion"} == set(generative_types())
     assert all(entry.builds and entry.runs for entry in catalog.group("decoder") if entry.reason is None)
 
@@ -93,28 +95,30 @@ def test_the_diffusion_group_is_every_denoiser_backbone_diffusers_exports() -> N
 
 
 def test_catalog_file_round_trips_one_architecture_per_line(tmp_path: Path) -> None:
-    catalog = Catalog("5.24.0", "2026-01-02", (_entry("alpha"), _entry("beta", runs=False, reason="why")))
+    catalog = Catalog("5.24.0", "0.42.1", "2026-01-02", (_entry("alpha"), _entry("beta", runs=False, reason="why")))
     path = write_catalog(catalog, tmp_path / "catalog.json")
     assert load_catalog(path) == catalog
     lines = path.read_text().splitlines()
-    assert lines[:3] == ["{", '  "schema": 1,', '  "transformers": "5.24.0",']
+    assert lines[:4] == ["{", '  "schema": 1,', '  "transformers": "5.24.0",', '  "diffusers": "0.42.1",']
     assert sum('"model_type"' in line for line in lines) == 2
     assert lines[-4].startswith('    {"model_type": "alpha"') and lines[-3].startswith('    {"model_type": "beta"')
 
 
 def test_diff_names_new_removed_and_changed_types() -> None:
-    before = Catalog("5.23.0", "2026-01-01", (_entry("alpha"), _entry("beta")))
-    after = Catalog("5.24.0", "2026-01-02", (_entry("beta", runs=False, reason="broke"), _entry("gamma")))
+    before = Catalog("5.23.0", "0.42.1", "2026-01-01", (_entry("alpha"), _entry("beta")))
+    after = Catalog("5.24.0", "0.42.1", "2026-01-02", (_entry("beta", runs=False, reason="broke"), _entry("gamma")))
     diff = diff_catalogs(before, after)
     assert (diff.added, diff.removed) == (("gamma",), ("alpha",))
     assert diff.describe() == (
         "transformers 5.23.0 -> 5.24.0\n+ gamma\n- alpha\n~ beta: runs True -> False\n~ beta: reason None -> 'broke'")
+    assert diff_catalogs(before, dataclasses.replace(before, diffusers="0.43.0")).describe() == \
+        "diffusers 0.42.1 -> 0.43.0"
     same = dataclasses.replace(before, generated="2030-01-01")
     assert not diff_catalogs(before, same) and diff_catalogs(before, same).describe() == "catalog unchanged"
 
 
 def _catalog_text(rows: Any, **header: Any) -> str:
-    return json.dumps({"schema": 1, "transformers": "5.24.0", "generated": "2026-01-02", **header,
+    return json.dumps({"schema": 1, "transformers": "5.24.0", "diffusers": "0.42.1", "generated": "2026-01-02", **header,
                        "architectures": rows})
 
 
@@ -144,7 +148,7 @@ def test_malformed_catalog_names_the_file_and_the_problem(tmp_path: Path, text: 
 
 def test_main_generate_checks_then_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "catalog.json"
-    write_catalog(Catalog("5.0.0", "2026-01-01", (_entry("llama"), _entry("gone"))), path)
+    write_catalog(Catalog("5.0.0", "0.42.1", "2026-01-01", (_entry("llama"), _entry("gone"))), path)
     assert main_generate(path, check=True, probe=False) == 1
     assert load_catalog(path).transformers == "5.0.0"  # --check writes nothing
     out = capsys.readouterr().out

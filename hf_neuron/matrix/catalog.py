@@ -4,7 +4,7 @@
 ``decoder``, sequence-to-sequence LM -> ``encoder-decoder``, image-text-to-text -> ``multimodal``) and probes each type
 with a tiny model on the CPU: ``builds`` (the model instantiates from its tiny config) and, for the text groups,
 ``runs`` (a forward pass with finite logits, then greedy generation). ``compat/catalog.json`` holds the result, one
-architecture per line under a header with the transformers version and the generation date; :func:`diff_catalogs`
+architecture per line under a header with the transformers and diffusers versions and the generation date; :func:`diff_catalogs`
 tells what changed since the committed file.
 """
 
@@ -38,6 +38,8 @@ __all__ = [
 CATALOG_PATH = COMPAT_DIR / "catalog.json"
 SCHEMA_VERSION = 1
 _DIFFUSION = "diffusion"
+#: The libraries whose installed version the catalog was generated from (header fields of the file).
+_LIBRARIES = ("transformers", "diffusers")
 _GROUP_NAMES = (*(group for group, _ in GROUPS), _DIFFUSION)
 #: Groups whose tiny models take text alone, so the probe can run them (multimodal ones need images).
 _TEXT_GROUPS = ("decoder", "encoder-decoder")
@@ -68,6 +70,7 @@ class Catalog:
     """The catalog: header fields and the entries, decoder group first, then by ``model_type``."""
 
     transformers: str
+    diffusers: str
     generated: str
     entries: tuple[CatalogEntry, ...]
 
@@ -98,6 +101,7 @@ def generate_catalog(*, types: Iterable[str] | None = None, probe: bool = True,
 
     A reviewed ``runs = false`` in ``compat/tiny_overrides.toml`` supplies the reason of a type that fails.
     """
+    import diffusers
     import transformers
 
     from hf_neuron.tiny.config import config_class
@@ -124,6 +128,7 @@ def generate_catalog(*, types: Iterable[str] | None = None, probe: bool = True,
         entries += diffusion_entries(probe_models=probe)
     return Catalog(
         transformers=transformers.__version__,
+        diffusers=diffusers.__version__,
         generated=(today or datetime.date.today()).isoformat(),
         entries=tuple(sorted(entries, key=_sort_key)),
     )
@@ -139,8 +144,8 @@ def unexpected_runs(catalog: Catalog) -> list[str]:
 def write_catalog(catalog: Catalog, path: Path | None = None) -> Path:
     """Write ``catalog`` as JSON, one architecture per line, so that reviews diff line by line."""
     path = CATALOG_PATH if path is None else Path(path)
-    header = {"schema": SCHEMA_VERSION, "transformers": catalog.transformers, "generated": catalog.generated,
-              "source": _SOURCE}
+    header = {"schema": SCHEMA_VERSION, **{library: getattr(catalog, library) for library in _LIBRARIES},
+              "generated": catalog.generated, "source": _SOURCE}
     lines = ["{"] + [f"  {json.dumps(key)}: {json.dumps(value)}," for key, value in header.items()]
     rows = [json.dumps(dataclasses.asdict(entry), ensure_ascii=False) for entry in catalog.entries]
     lines += ['  "architectures": [', ",\n".join(f"    {row}" for row in rows), "  ]", "}"]
@@ -186,7 +191,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
         raise CompatFileError(path, "the top level must be an object")
     if document.get("schema") != SCHEMA_VERSION:
         raise CompatFileError(path, f"schema must be {SCHEMA_VERSION}, got {document.get('schema')!r}")
-    for key in ("transformers", "generated"):
+    for key in (*_LIBRARIES, "generated"):
         if not isinstance(document.get(key), str):
             raise CompatFileError(path, f"the header needs a string {key!r}")
     rows = document.get("architectures")
@@ -199,28 +204,26 @@ def load_catalog(path: Path | None = None) -> Catalog:
             raise CompatFileError(path, f"duplicate model_type {entry.model_type!r} "
                                         f"(architectures[{seen[entry.model_type]}] and [{index}])")
         seen[entry.model_type] = index
-    return Catalog(document["transformers"], document["generated"], tuple(entries))
+    return Catalog(document["transformers"], document["diffusers"], document["generated"], tuple(entries))
 
 
 @dataclasses.dataclass(frozen=True)
 class CatalogDiff:
     """What changed between two catalogs (the generation date is not a change)."""
 
-    transformers: tuple[str, str]
+    versions: tuple[tuple[str, str, str], ...]  # (library, before, after) of each library whose version changed
     added: tuple[str, ...]
     removed: tuple[str, ...]
     changed: tuple[tuple[str, str, Any, Any], ...]  # (model_type, field, before, after)
 
     def __bool__(self) -> bool:
-        return self.transformers[0] != self.transformers[1] or bool(self.added or self.removed or self.changed)
+        return bool(self.versions or self.added or self.removed or self.changed)
 
     def describe(self) -> str:
         """A short human summary, one change per line."""
         if not self:
             return "catalog unchanged"
-        lines = []
-        if self.transformers[0] != self.transformers[1]:
-            lines.append(f"transformers {self.transformers[0]} -> {self.transformers[1]}")
+        lines = [f"{library} {old} -> {new}" for library, old, new in self.versions]
         lines += [f"+ {model_type}" for model_type in self.added]
         lines += [f"- {model_type}" for model_type in self.removed]
         lines += [f"~ {model_type}: {field} {old!r} -> {new!r}" for model_type, field, old, new in self.changed]
@@ -228,7 +231,7 @@ class CatalogDiff:
 
 
 def diff_catalogs(before: Catalog, after: Catalog) -> CatalogDiff:
-    """New and removed model types, changed fields of the others, and the transformers versions."""
+    """New and removed model types, changed fields of the others, and the library versions that changed."""
     old, new = before.by_type(), after.by_type()
     changed = tuple(
         (model_type, field.name, getattr(old[model_type], field.name), getattr(new[model_type], field.name))
@@ -237,7 +240,8 @@ def diff_catalogs(before: Catalog, after: Catalog) -> CatalogDiff:
         if getattr(old[model_type], field.name) != getattr(new[model_type], field.name)
     )
     return CatalogDiff(
-        transformers=(before.transformers, after.transformers),
+        versions=tuple((library, getattr(before, library), getattr(after, library)) for library in _LIBRARIES
+                       if getattr(before, library) != getattr(after, library)),
         added=tuple(sorted(new.keys() - old.keys())),
         removed=tuple(sorted(old.keys() - new.keys())),
         changed=changed,
@@ -265,7 +269,7 @@ def main_generate(path: Path | None = None, *, check: bool = False, probe: bool 
     path = CATALOG_PATH if path is None else Path(path)
     catalog = generate_catalog(probe=probe)
     try:
-        before = load_catalog(path) if path.exists() else Catalog("none", "", ())
+        before = load_catalog(path) if path.exists() else Catalog("none", "none", "", ())
     except CompatFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
