@@ -47,7 +47,7 @@ def test_catalog_and_ranking_files(tmp_path: Path) -> None:
     ranking.write_text("model_type,rank,source\nphi3,1,hub downloads\n")
     assert _build(tmp_path, "--catalog", str(catalog), "--ranking", str(ranking), "--top", "1") == 0
     index = (tmp_path / "site" / "index.html").read_text()
-    assert "top 1 architectures by hub downloads" in index
+    assert "top 1 architectures run unmodified (ranked by hub downloads)" in index
     assert "&#34;hidden_size&#34;: 64" in (tmp_path / "site" / "arch" / "llama.html").read_text()
 
 

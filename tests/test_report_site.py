@@ -104,7 +104,7 @@ def test_a_core_scenario_left_out_of_the_run_is_said(tmp_path: Path) -> None:
     (tmp_path / "results" / "slice.jsonl").write_text("\n".join(kept) + "\n")
     build_site([tmp_path / "results"], tmp_path / "site", baseline=BASELINE)
     note = _by_id((tmp_path / "site" / "index.html").read_text(), "core-note")
-    assert "each core scenario (load, forward, generate) passes" in note
+    assert "each core scenario (load, forward, generate) that its group runs passes" in note
     assert note.endswith("This run did not run train, so it is not counted.")
 
 

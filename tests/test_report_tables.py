@@ -166,6 +166,17 @@ def test_a_slice_without_some_core_scenarios_is_judged_on_the_core_it_ran(cases:
     assert table.index[table["runs_unmodified"]].tolist() == ["bert", "falcon", "gpt2", "llama", "mistral", "qwen3"]
 
 
+def test_a_group_is_judged_on_the_core_scenarios_it_runs(cases: pd.DataFrame) -> None:
+    # A diffusion backbone has forward and generate only; a decoder missing train is still not proven to run.
+    llama = cases[cases["model_type"] == "llama"]
+    backbone = llama[llama["scenario"].isin(["forward", "generate"])].assign(model_type="UNet2DModel", group="diffusion")
+    short = llama[llama["scenario"] != "train"].assign(model_type="llama_no_train")
+    table = matrix_table(pd.concat([cases, backbone, short]), baseline=BASELINE)
+    assert table.loc["UNet2DModel", ["load", "train", "runs_unmodified"]].tolist() == ["not-run", "not-run", True]
+    assert table.loc["llama_no_train", ["train", "runs_unmodified"]].tolist() == ["not-run", False]
+    assert headline(table, BASELINE).core == CORE_SCENARIOS
+
+
 def test_env_values_that_are_null_are_left_out() -> None:
     records = load_records([RECORDS / "run-2"]).records
     records = [{**r, "env": {**r["env"], "backend_version": None}} for r in records]

@@ -178,7 +178,9 @@ def matrix_table(
     """One row per architecture (run or in the catalog), one status column per scenario, and the baseline columns.
 
     ``runs_unmodified`` applies :func:`~hf_neuron.report.status.runs_unmodified` to the :func:`counted_core`
-    scenarios, so a run that left out a core scenario entirely (a slice) is judged on the core scenarios it ran.
+    scenarios of the architecture's group, so a run that left out a core scenario entirely (a slice), or a group the
+    scenario does not apply to (diffusion backbones have no ``load`` or ``train``), is judged on the core scenarios
+    that group ran.
 
     Rows are ordered by rank (unranked last), then by name. ``top`` marks the ``top_n`` best-ranked rows;
     ``changed`` names the architectures to flag as changed since the previous run.
@@ -194,8 +196,8 @@ def matrix_table(
     table["family"] = [catalog.get(m, {}).get("family") or "" for m in table.index]
     table["rank"] = pd.array([ranking.ranks.get(m) if ranking else None for m in table.index], dtype="Int64")
     table["has_records"] = table.index.isin(groups.index)
-    core = counted_core(table)
-    table["runs_unmodified"] = [runs_unmodified(row) for row in table[core].itertuples(index=False)]
+    core = {group: counted_core(rows) for group, rows in table.groupby("group")}
+    table["runs_unmodified"] = [runs_unmodified(table.loc[m, core[g]]) for m, g in zip(table.index, table["group"])]
     table = table.sort_values("rank", kind="stable", na_position="last")
     table["top"] = table["rank"].notna().to_numpy() & (pd.RangeIndex(len(table)) < top_n)
     table["baseline_inference"] = table.index.isin(baseline.inference)
