@@ -87,7 +87,7 @@ def test_matching_prefers_the_scenario_and_honours_the_message(tmp_path: Path) -
 def _record(tmp_path: Path, attempt: Attempt) -> dict[str, object]:
     known = load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra='message = "aten::conv"')))
     return to_record(  # type: ignore[return-value]
-        Case("mamba", "decoder", "forward"), attempt, cpu_outcome="passed", known=known, run_id="r", env={},
+        Case("mamba", "decoder", "forward"), attempt, cpu=Attempt("passed"), known=known, run_id="r", env={},
         started_at="t0", finished_at="t1", duration_s=1.0, peak_memory_bytes=None,
     )
 

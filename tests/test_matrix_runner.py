@@ -110,6 +110,8 @@ def test_parity_and_cpu_outcomes_are_classified(run: Run) -> None:
     assert mismatch["failure"]["failure_class"] == "numerics-mismatch"
     broken = records["cpubroken::forward"]
     assert broken["outcome"] == "error" and broken["cpu_outcome"] == "error"
+    assert broken["cpu_failure"] == {key: broken["failure"][key] for key in ("type", "message", "frame", "fingerprint")}
+    assert records["raises::forward"]["cpu_failure"] is None  # the CPU passed
     assert broken["failure"]["failure_class"] == "fails-on-cpu"
     skipped = records["skipper::forward"]
     assert skipped["outcome"] == "skipped" and skipped["reason"] == "no language-model head"

@@ -57,6 +57,8 @@ def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
         ({"parity": [1]}, "'parity' must be an object (got [1])"),
         ({"failure": {"type": "E"}}, "missing field 'failure.message'"),
         ({"cpu_outcome": "ok"}, "'cpu_outcome' must be one of passed"),
+        ({"cpu_failure": "boom"}, "'cpu_failure' must be an object (got \"boom\")"),
+        ({"cpu_failure": {"type": "E", "message": "m", "frame": "f"}}, "missing field 'cpu_failure.fingerprint'"),
         ({"finished_at": "yesterday"}, "'finished_at' must be an ISO-8601 timestamp"),
     ],
 )

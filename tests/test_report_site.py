@@ -190,6 +190,12 @@ def test_architecture_page_failure_details(site: tuple[Path, BuildResult]) -> No
     falcon = _page(site, "arch/falcon.html")
     assert "fails on the CPU too: not counted against neuron" in falcon
     assert "max_abs_diff 0.5" in falcon and "tolerance 0.0001" in falcon
+    assert _by_id(falcon, "cpu-failure-generate") == "the same failure"
+    assert _by_id(falcon, "cpu-failure-forward") == (
+        "a different failure: RuntimeError: probability tensor contains <script>nan</script> "
+        "(torch/nn/functional.py:99, fingerprint RuntimeError|probability tensor contains|torch/nn/functional.py:99)")
+    assert "<script>nan" not in falcon  # escaped
+    assert 'id="cpu-failure-' not in _page(site, "arch/qwen3.html")  # records without the field: nothing shown
     qwen3 = _page(site, "arch/qwen3.html")
     known = qwen3[qwen3.index('id="detail-lora"') :]
     assert "hf-neuron#12" in known and "tied embeddings break LoRA on neuron" in known

@@ -1,8 +1,8 @@
 """Running one case in a worker: the scenario on the device under a time limit, the CPU re-run, the record.
 
 When the scenario does not pass on the device (failed, error or timeout), it runs again with
-``ctx.device == "cpu"`` and that outcome becomes the record's ``cpu_outcome``: a failure the CPU shares is the
-architecture's, not the device's, and is classified ``fails-on-cpu``. A case whose architecture does not build
+``ctx.device == "cpu"`` and that run becomes the record's ``cpu_outcome`` (and ``cpu_failure``): a failure the CPU
+shares is the architecture's, not the device's, and is classified ``fails-on-cpu``. A case whose architecture does not build
 (``Case.skip_reason``) is recorded ``skipped`` without running.
 """
 
@@ -79,9 +79,9 @@ class CaseRunner:
             raise KeyError(f"scenario {case.scenario!r} has no implementation for group {case.group!r}")
         ctx = CaseContext(case.model_type, case.group, case.scenario, self.device, self.workdir)
 
-        def record(attempt: Attempt, cpu_outcome: AttemptOutcome | None, peak: int | None) -> Record:
+        def record(attempt: Attempt, cpu: Attempt | None, peak: int | None) -> Record:
             return to_record(
-                case, attempt, cpu_outcome=cpu_outcome, known=self.known, run_id=self.run_id, env=self.env,
+                case, attempt, cpu=cpu, known=self.known, run_id=self.run_id, env=self.env,
                 started_at=started_at, finished_at=now_iso(), duration_s=time.monotonic() - start,
                 peak_memory_bytes=peak,
             )
@@ -96,13 +96,13 @@ class CaseRunner:
         reset_peak(self.device)
         attempt = self._attempt(scenario, ctx, stuck_on_device)
         peak = peak_bytes(self.device)
-        cpu_outcome: AttemptOutcome | None = None
+        cpu: Attempt | None = None
         if attempt.outcome in _RERUN_ON_CPU and self.device != "cpu":
 
             def stuck_on_cpu(frame: FrameType | None) -> None:
-                self.writer.write(record(attempt, "timeout", peak))
+                self.writer.write(record(attempt, Attempt("timeout", failure=self._timed_out(frame, stuck=True)), peak))
 
-            cpu_outcome = self._attempt(scenario, ctx.on("cpu"), stuck_on_cpu).outcome
-        result = record(attempt, cpu_outcome, peak)
+            cpu = self._attempt(scenario, ctx.on("cpu"), stuck_on_cpu)
+        result = record(attempt, cpu, peak)
         self.writer.write(result)
         return result

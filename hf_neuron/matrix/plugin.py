@@ -264,7 +264,7 @@ class _Controller:
         )
         started_at, start = self._started.get(nodeid, (now_iso(), time.monotonic()))
         return to_record(
-            case, Attempt("crashed", failure=info), cpu_outcome=None, known=self._run.known, run_id=self._run.run_id,
+            case, Attempt("crashed", failure=info), cpu=None, known=self._run.known, run_id=self._run.run_id,
             env=self._run.env, started_at=started_at, finished_at=now_iso(), duration_s=time.monotonic() - start,
             peak_memory_bytes=None,
         )

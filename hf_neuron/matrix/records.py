@@ -18,6 +18,9 @@ Fields (``schema`` 1):
 ``peak_memory_bytes``   peak device memory during the case (null when the backend cannot tell)
 ``parity``              ``{"metric": "max_abs_diff", "value": float, "tolerance": float}`` or null
 ``cpu_outcome``         outcome of the same scenario run on the CPU alone (``passed``/``failed``/...), or null
+``cpu_failure``         null, or ``{"type", "message", "frame", "fingerprint"}`` of the CPU re-run's failure: the
+                        same ``fingerprint`` as ``failure`` says the CPU fails the same way (records written
+                        before this field existed lack it; readers take it as null)
 ``failure``             null, or ``{"type", "message", "frame", "fingerprint", "traceback", "failure_class"}``
 ``known_failure``       the matching entry of ``compat/known_failures.toml`` (dict; its ``model_type`` and
                         ``scenario`` may be lists) or null
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-__all__ = ["OUTCOMES", "Outcome", "SCHEMA_VERSION", "Failure", "Parity", "Record"]
+__all__ = ["OUTCOMES", "Outcome", "SCHEMA_VERSION", "CpuFailure", "Failure", "Parity", "Record"]
 
 SCHEMA_VERSION = 1
 
@@ -52,11 +55,14 @@ class Parity(TypedDict):
     tolerance: float
 
 
-class Failure(TypedDict):
+class CpuFailure(TypedDict):
     type: str
     message: str
     frame: str
     fingerprint: str
+
+
+class Failure(CpuFailure):
     traceback: str
     failure_class: str
 
@@ -74,6 +80,7 @@ class Record(TypedDict):
     peak_memory_bytes: int | None
     parity: Parity | None
     cpu_outcome: str | None
+    cpu_failure: CpuFailure | None
     failure: Failure | None
     known_failure: dict[str, Any] | None
     env: dict[str, Any]

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from hf_neuron.matrix.classify import classify
 from hf_neuron.matrix.fingerprint import FailureInfo
 from hf_neuron.matrix.known_failures import KnownFailures
-from hf_neuron.matrix.records import SCHEMA_VERSION, Failure, Parity, Record
+from hf_neuron.matrix.records import SCHEMA_VERSION, CpuFailure, Failure, Parity, Record
 from hf_neuron.matrix.selection import Case
 
 __all__ = ["Attempt", "AttemptOutcome", "to_record"]
@@ -36,7 +36,7 @@ def to_record(
     case: Case,
     attempt: Attempt,
     *,
-    cpu_outcome: AttemptOutcome | None,
+    cpu: Attempt | None,
     known: KnownFailures,
     run_id: str,
     env: dict[str, Any],
@@ -45,7 +45,15 @@ def to_record(
     duration_s: float,
     peak_memory_bytes: int | None,
 ) -> Record:
-    """The record of ``case``: classifies the failure and applies the known-failures list."""
+    """The record of ``case``: classifies the failure and applies the known-failures list.
+
+    ``cpu`` is the same scenario's run on the CPU alone, made when the device's run did not pass (else None).
+    """
+    cpu_outcome = None if cpu is None else cpu.outcome
+    cpu_failure: CpuFailure | None = None
+    if cpu is not None and cpu.failure is not None:
+        info = cpu.failure
+        cpu_failure = CpuFailure(type=info.type, message=info.message, frame=info.frame, fingerprint=info.fingerprint)
     outcome: Any = attempt.outcome
     reason = attempt.reason if outcome == "skipped" else None
     failure: Failure | None = None
@@ -80,6 +88,7 @@ def to_record(
         peak_memory_bytes=peak_memory_bytes,
         parity=attempt.parity,
         cpu_outcome=cpu_outcome,
+        cpu_failure=cpu_failure,
         failure=failure,
         known_failure=None if entry is None else entry.as_dict(),
         env=env,

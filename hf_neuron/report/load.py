@@ -141,7 +141,8 @@ def _field_problems(obj: Mapping[str, Any], fields: Mapping[str, Check | _Object
     return problems
 
 
-_FAILURE_FIELDS = ("type", "message", "frame", "fingerprint", "traceback", "failure_class")
+_CPU_FAILURE_FIELDS = ("type", "message", "frame", "fingerprint")
+_FAILURE_FIELDS = (*_CPU_FAILURE_FIELDS, "traceback", "failure_class")
 _FIELDS: dict[str, Check | _Object] = {
     "schema": _one_of([SCHEMA_VERSION]),
     "run_id": _text,
@@ -161,6 +162,10 @@ _FIELDS: dict[str, Check | _Object] = {
     "started_at": _timestamp,
     "finished_at": _timestamp,
 }
+#: Fields checked only when present: records written before they existed lack them.
+_LATER_FIELDS: dict[str, Check | _Object] = {
+    "cpu_failure": _Object(dict.fromkeys(_CPU_FAILURE_FIELDS, _string), optional=True),
+}
 
 
 def validate_record(obj: Any) -> list[str]:
@@ -168,6 +173,7 @@ def validate_record(obj: Any) -> list[str]:
     if not isinstance(obj, dict):
         return [f"expected a JSON object, got {type(obj).__name__}"]
     problems = _field_problems(obj, _FIELDS)
+    problems += _field_problems(obj, {key: spec for key, spec in _LATER_FIELDS.items() if key in obj})
     if problems:
         return problems
     expected_case = f"{obj['model_type']}::{obj['scenario']}"

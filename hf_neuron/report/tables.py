@@ -133,6 +133,7 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "traceback": failure.get("traceback"),
                 "failure_class": failure.get("failure_class"),
                 "known_failure": r["known_failure"],
+                "cpu_failure": r.get("cpu_failure"),
             }
         )
     frame = pd.DataFrame(rows)
