@@ -105,3 +105,40 @@ def test_generate_without_a_recipe_is_skipped_with_the_reason(tmp_path: Path) ->
     result = generate(CaseContext(name, "diffusion", "generate", "cpu", tmp_path))
     assert result.outcome == "skipped" and result.message == (
         f"compat/tiny_diffusion.toml has no pipeline recipe for {name}")
+
+
+def test_the_shrinker_knows_short_and_prefixed_size_names_and_every_rotary_axes_name() -> None:
+    z_image = tiny_config("ZImageTransformer2DModel")  # n_layers / n_heads, and no attention_head_dim argument
+    assert (z_image["n_layers"], z_image["n_refiner_layers"], z_image["n_heads"], z_image["n_kv_heads"]) == (2, 1, 2, 2)
+    assert sum(z_image["axes_dims"]) == 16  # the head dim of width 32 over 2 heads
+    krea2 = tiny_config("Krea2Transformer2DModel")
+    assert krea2["text_num_attention_heads"] == 2 and krea2["text_intermediate_size"] == 64
+    assert tiny_config("StableAudioDiTModel")["num_key_value_attention_heads"] == 2
+    assert tiny_config("Kandinsky3UNet")["groups"] == 8
+    joy = tiny_config("JoyImageEditTransformer3DModel")
+    assert sum(joy["rope_dim_list"]) == joy["hidden_size"] // joy["num_attention_heads"]
+    helios = tiny_config("HeliosTransformer3DModel")
+    assert sum(helios["rope_dim"]) == helios["attention_head_dim"]
+
+
+@pytest.mark.parametrize("name", ["Flux2Transformer2DModel", "Flux3Transformer2DModel"])
+def test_token_positions_have_one_column_per_rotary_axis(name: str) -> None:
+    if name not in backbone_names():
+        pytest.skip(f"diffusers has no {name}")
+    model = build_backbone(name)
+    inputs = forward_inputs(model)
+    axes = len(model.config.axes_dims_rope)
+    assert axes > 3 and inputs["img_ids"].shape == (LATENT_SIZE * LATENT_SIZE, axes)
+    assert inputs["txt_ids"].shape == (6, axes)
+    assert torch.isfinite(denoise(model, inputs)).all()
+
+
+def test_text_and_its_mask_are_passed_only_to_a_backbone_that_attends_to_text() -> None:
+    temporal = build_backbone("TransformerTemporalModel")  # cross_attention_dim None: self-attention only
+    assert temporal.config.cross_attention_dim is None and "encoder_hidden_states" not in forward_inputs(temporal)
+    assert torch.isfinite(denoise(temporal, forward_inputs(temporal))).all()
+    kandinsky3 = build_backbone("Kandinsky3UNet")  # it needs the text mask
+    inputs = forward_inputs(kandinsky3)
+    assert inputs["encoder_attention_mask"].shape == (2, 6) and inputs["encoder_attention_mask"].dtype == torch.long
+    assert inputs["encoder_hidden_states"].shape == (2, 6, kandinsky3.config.encoder_hid_dim)
+    assert torch.isfinite(denoise(kandinsky3, inputs)).all()

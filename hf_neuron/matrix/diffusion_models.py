@@ -107,20 +107,22 @@ def _each(value: Any, new: int) -> Any:
 #: Tiny value per argument, by name (full match, first pattern wins), applied to an int or to each item of a list
 #: or tuple of ints.
 _RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), value) for pattern, value in (
-    (r"num_(hidden_)?layers|depth|mmdit_layers", 2),
-    (r"num_\w+_(layers|blocks)|(transformer_)?layers_per_block|num_(decoder|encoder)_layers", 1),
-    (r"num_(attention_|kv_|key_value_)?heads", _HEADS),
+    (r"(num|n)_(hidden_)?layers|depth|mmdit_layers", 2),
+    (r"(num|n)_\w+_(layers|blocks)|(transformer_)?layers_per_block|num_(decoder|encoder)_layers", 1),
+    (r"(\w+_)?(num|n)_(\w+_)?heads", _HEADS),
     (r"block_out_channels", _CHANNELS),
-    (r"(attn_)?norm_num_groups", _GROUPS),
+    (r"(attn_)?norm_num_groups|(norm_)?groups", _GROUPS),
     (r"sample_(size|height|width)", LATENT_SIZE),
-    (r"sample_frames|num_frames", FRAMES),
-    (r"intermediate_size|ffn?_dim|ff_inner_dim|mlp_(hidden_)?dim|ffn_hidden_size", _FFN),
-    (r"cross_attention_dim(_t5)?|joint_attention_dim|caption_channels|caption_projection_dim|encoder_hid_dim"
-     r"|cap_feat_dim|pooled_projection_dim|condition_dim|context_dim|(in_)?text_(embed_|emb_|hidden_|states_)?dim"
+    (r"sample_frames|num_frames|video_length", FRAMES),
+    (r"(\w+_)?intermediate_size|ffn?_dim|ff_inner_dim|mlp_(hidden_)?dim|ffn_hidden_size", _FFN),
+    (r"cross_attention_(input_)?dim(_t5)?|joint_attention_dim|caption_channels|caption_projection_dim|encoder_hid_dim"
+     r"|cap_feat_dim|pooled_projection_dim|condition_dim|context_(in_)?dim|(in_)?text_(embed_|emb_|hidden_|states_)?dim"
      r"(_t5|_?\d)?", _TEXT_WIDTH),
     (r"time_(embed_|embedding_|proj_)?dim|timestep_embed_dim|freq_dim|addition_time_embed_dim", _WIDTH),
     (r"hidden_(size|dim)|inner_dim|model_(channels|dim)|dim|width", _WIDTH),
 ))
+#: Rotary position axes, whose sizes add up to the head dim (``axes_dims_rope``, ``rope_dim_list``, ...).
+_ROTARY_AXES = re.compile(r"\w*axes_dims?\w*|rope_(axes_)?dims?(_list)?")
 #: A tiny backbone larger than this was not shrunk enough: it is refused rather than built (and its RAM spent).
 MAX_PARAMETERS = 20_000_000
 
@@ -154,8 +156,10 @@ def _shrink(defaults: Mapping[str, Any]) -> dict[str, Any]:
         elif (new := _rule(name)) is not None:
             kwargs[name] = _each(value, new)
     new_head_dim = kwargs.get("attention_head_dim", head_dim)
+    if not isinstance(new_head_dim, int):
+        new_head_dim = _HEAD_DIM  # no head dim argument: the width (32) is split into heads of the tiny head dim
     for name, value in defaults.items():
-        if "axes_dim" in name and isinstance(value, (list, tuple)) and isinstance(new_head_dim, int):
+        if _ROTARY_AXES.fullmatch(name) and isinstance(value, (list, tuple)):
             kwargs[name] = _split_even(new_head_dim, len(value))
     return kwargs
 
@@ -235,8 +239,21 @@ class _Shape:
     @property
     def text_width(self) -> int:
         return self.first_int("encoder_hid_dim", "caption_channels", "joint_attention_dim", "cross_attention_dim",
-                              "text_embed_dim", "text_dim", "cap_feat_dim", "text_hidden_dim", "condition_dim",
+                              "text_embed_dim", "text_dim", "cap_feat_dim", "text_hidden_dim", "condition_dim", "context_in_dim",
                               "context_dim", default=_TEXT_WIDTH)
+
+    @property
+    def text_cross_attention(self) -> bool:
+        """Whether the backbone attends to text: not when its config sets ``cross_attention_dim`` (and
+        ``caption_channels``) to None."""
+        return self.get("cross_attention_dim", "caption_channels") is not None
+
+    @property
+    def position_axes(self) -> int:
+        """Columns of a token position: one per rotary axis (3 unless the config has more)."""
+        axes = next((v for n, v in self.config.items() if _ROTARY_AXES.fullmatch(n) and isinstance(v, (list, tuple))),
+                    ())
+        return max(len(axes), 3)
 
     @property
     def tokens(self) -> int:
@@ -255,11 +272,11 @@ def _latents(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     return torch.randn(sizes, generator=generator)
 
 
-def _ids(count: int, *, grid: bool) -> torch.Tensor:
-    """Positions of ``count`` tokens as (count, 3) rows (0, y, x) on a square grid, or zeros for text."""
+def _ids(count: int, *, grid: bool, axes: int = 3) -> torch.Tensor:
+    """Positions of ``count`` tokens as (count, ``axes``) rows (0, y, x, 0...) on a square grid, or zeros for text."""
     import torch
 
-    ids = torch.zeros(count, 3)
+    ids = torch.zeros(count, axes)
     if grid:
         side = max(int(count**0.5), 1)
         ids[:, 1] = torch.arange(count) // side
@@ -317,12 +334,13 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
     "x": (_latents, _always),
     "timestep": (_full(500.0), _always),
     "t": (_full(500.0), _always),
-    "encoder_hidden_states": (_text, _always),
+    "timesteps": (_full(500.0), _always),
+    "encoder_hidden_states": (_text, lambda s: "cross_attention_dim" not in s.config or s.text_cross_attention),
     "cap_feats": (_text, _always),
-    "encoder_attention_mask": (_full(1, dtype="long", width=TEXT_LENGTH), _never),
+    "encoder_attention_mask": (_full(1, dtype="long", width=TEXT_LENGTH), _always),
     "pooled_projections": (_pooled, lambda s: s.get("pooled_projection_dim") is not None),
-    "img_ids": (lambda s, g: _ids(s.tokens, grid=True), _always),
-    "txt_ids": (lambda s, g: _ids(TEXT_LENGTH, grid=False), _always),
+    "img_ids": (lambda s, g: _ids(s.tokens, grid=True, axes=s.position_axes), _always),
+    "txt_ids": (lambda s, g: _ids(TEXT_LENGTH, grid=False, axes=s.position_axes), _always),
     "guidance": (_full(3.5), lambda s: bool(s.get("guidance_embeds"))),
     "class_labels": (_full(0, dtype="long"), lambda s: s.get("num_embeds_ada_norm", "num_class_embeds") is not None),
     "added_cond_kwargs": (lambda s, g: {"resolution": None, "aspect_ratio": None}, _always),
