@@ -142,3 +142,30 @@ def test_text_and_its_mask_are_passed_only_to_a_backbone_that_attends_to_text() 
     assert inputs["encoder_attention_mask"].shape == (2, 6) and inputs["encoder_attention_mask"].dtype == torch.long
     assert inputs["encoder_hidden_states"].shape == (2, 6, kandinsky3.config.encoder_hid_dim)
     assert torch.isfinite(denoise(kandinsky3, inputs)).all()
+
+
+def test_a_video_backbone_that_unpacks_frames_before_channels_gets_them_so() -> None:
+    cogvideox = build_backbone("CogVideoXTransformer3DModel")
+    assert tiny_config("CogVideoXTransformer3DModel")["max_text_seq_length"] == 6  # its text length is fixed
+    inputs = forward_inputs(cogvideox)
+    assert inputs["hidden_states"].shape == (2, 2, cogvideox.config.in_channels, LATENT_SIZE, LATENT_SIZE)
+    assert torch.isfinite(denoise(cogvideox, inputs)).all()
+    assert forward_inputs(build_backbone("LatteTransformer3DModel"))["hidden_states"].shape[1:3] == (4, 2)
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [
+        ("HunyuanDiT2DModel", {"encoder_hidden_states_t5": 3, "text_embedding_mask_t5": 2, "image_meta_size": 2,
+                               "style": 1}),
+        ("HunyuanVideo15Transformer3DModel", {"encoder_hidden_states_2": 3, "encoder_attention_mask_2": 2,
+                                              "image_embeds": 3}),
+        ("WanVACETransformer3DModel", {"control_hidden_states": 5}),
+    ],
+)
+def test_extra_conditionings_are_built_when_the_config_has_their_projection(name: str, extra: dict[str, int]) -> None:
+    model = build_backbone(name)
+    inputs = forward_inputs(model)
+    assert {key: inputs[key].dim() for key in extra} == extra
+    assert torch.isfinite(denoise(model, inputs)).all()
+    assert "encoder_hidden_states_t5" not in forward_inputs(build_backbone("EasyAnimateTransformer3DModel"))

@@ -114,12 +114,14 @@ _RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), va
     (r"(attn_)?norm_num_groups|(norm_)?groups", _GROUPS),
     (r"sample_(size|height|width)", LATENT_SIZE),
     (r"sample_frames|num_frames|video_length", FRAMES),
+    (r"text_len(_t5)?|max_text_seq_length", TEXT_LENGTH),
     (r"(\w+_)?intermediate_size|ffn?_dim|ff_inner_dim|mlp_(hidden_)?dim|ffn_hidden_size", _FFN),
     (r"cross_attention_(input_)?dim(_t5)?|joint_attention_dim|caption_channels|caption_projection_dim|encoder_hid_dim"
-     r"|cap_feat_dim|pooled_projection_dim|condition_dim|context_(in_)?dim|(in_)?text_(embed_|emb_|hidden_|states_)?dim"
-     r"(_t5|_?\d)?", _TEXT_WIDTH),
+     r"|cap_feat_dim|pooled_projection_dim|condition_dim|context_(in_)?dim|(in_)?text_(embed_|emb_|hidden_|states_)?"
+     r"(\d_)?dim(_t5|_?\d)?|image_(embed_|proj_)?dim", _TEXT_WIDTH),
     (r"time_(embed_|embedding_|proj_)?dim|timestep_embed_dim|freq_dim|addition_time_embed_dim", _WIDTH),
-    (r"hidden_(size|dim)|inner_dim|model_(channels|dim)|dim|width", _WIDTH),
+    (r"(\w+_)?hidden_(size|dim)|inner_dim|model_(channels|dim)|dim|width", _WIDTH),
+    (r"[a-z]+_layers", 1),
 ))
 #: Rotary position axes, whose sizes add up to the head dim (``axes_dims_rope``, ``rope_dim_list``, ...).
 _ROTARY_AXES = re.compile(r"\w*axes_dims?\w*|rope_(axes_)?dims?(_list)?")
@@ -266,6 +268,7 @@ def _latents(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     sizes = {
         "image": (BATCH, shape.channels, shape.size, shape.size),
         "video": (BATCH, shape.channels, FRAMES, shape.size, shape.size),
+        "video-frames-first": (BATCH, FRAMES, shape.channels, shape.size, shape.size),
         "sequence": (BATCH, shape.channels, shape.size * shape.size),
         "tokens": (BATCH, shape.tokens, shape.channels),
     }[shape.layout]
@@ -285,12 +288,40 @@ def _ids(count: int, *, grid: bool, axes: int = 3) -> torch.Tensor:
 
 
 _Input = Callable[[_Shape, "torch.Generator"], Any]
+#: The config arguments giving the width of a second text encoder's states (``encoder_hidden_states_2``), and of a
+#: T5's next to a CLIP (``encoder_hidden_states_t5``).
+_SECOND_TEXT = ("text_embed_2_dim",)
+_T5_TEXT = ("cross_attention_dim_t5", "text_embed_dim_t5")
 
 
 def _text(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     import torch
 
     return torch.randn(BATCH, TEXT_LENGTH, shape.text_width, generator=generator)
+
+
+def _second_text(*names: str) -> tuple[_Input, Callable[[_Shape], bool]]:
+    """A second text encoder's states (or, with ``mask``, its mask), of the width the config names in ``names``;
+    passed when the config sets one (the backbone has that text projection)."""
+
+    def build(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+        import torch
+
+        return torch.randn(BATCH, TEXT_LENGTH, shape.get(*names), generator=generator)
+
+    return build, lambda s: s.get(*names) is not None
+
+
+def _frame_indices() -> torch.Tensor:
+    """The latents' frame numbers, (FRAMES,), shared by the batch (as the Framepack pipeline passes them)."""
+    import torch
+
+    return torch.arange(FRAMES)
+
+
+def _control(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    """Control latents (a VACE context): the latents' layout with the config's ``vace_in_channels``."""
+    return _latents(_Shape({**shape.config, "in_channels": shape.get("vace_in_channels")}, shape.layout), generator)
 
 
 def _pooled(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
@@ -338,6 +369,16 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
     "encoder_hidden_states": (_text, lambda s: "cross_attention_dim" not in s.config or s.text_cross_attention),
     "cap_feats": (_text, _always),
     "encoder_attention_mask": (_full(1, dtype="long", width=TEXT_LENGTH), _always),
+    "encoder_hidden_states_2": _second_text(*_SECOND_TEXT),
+    "encoder_attention_mask_2": (_full(1, dtype="long", width=TEXT_LENGTH), lambda s: s.get(*_SECOND_TEXT) is not None),
+    "encoder_hidden_states_t5": _second_text(*_T5_TEXT),
+    "image_embeds": _second_text("image_embed_dim", "image_proj_dim"),
+    "indices_latents": (lambda s, g: _frame_indices(), _always),
+    "control_hidden_states": (_control, lambda s: s.get("vace_in_channels") is not None),
+    "image_meta_size": (_full(LATENT_SIZE, width=6), lambda s: bool(s.get("use_style_cond_and_image_meta_size"))),
+    "style": (_full(0, dtype="long"), lambda s: bool(s.get("use_style_cond_and_image_meta_size"))),
+    "text_embedding_mask": (_full(1, dtype="long", width=TEXT_LENGTH), lambda s: s.get(*_T5_TEXT) is not None),
+    "text_embedding_mask_t5": (_full(1, dtype="long", width=TEXT_LENGTH), lambda s: s.get(*_T5_TEXT) is not None),
     "pooled_projections": (_pooled, lambda s: s.get("pooled_projection_dim") is not None),
     "img_ids": (lambda s, g: _ids(s.tokens, grid=True, axes=s.position_axes), _always),
     "txt_ids": (lambda s, g: _ids(TEXT_LENGTH, grid=False, axes=s.position_axes), _always),
@@ -359,7 +400,7 @@ def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
 
     name = type(model).__name__
     parameters = inspect.signature(model.forward).parameters
-    shape = _Shape(dict(model.config), recipe(name).layout or _layout(name, parameters))  # type: ignore[arg-type]
+    shape = _Shape(dict(model.config), recipe(name).layout or _layout(name, parameters, type(model).forward))  # type: ignore[arg-type]
     generator = torch.Generator().manual_seed(seed)
     inputs: dict[str, Any] = {}
     for parameter in parameters.values():
@@ -377,13 +418,22 @@ def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
     return inputs
 
 
-def _layout(name: str, parameters: Mapping[str, inspect.Parameter]) -> str:
+#: ``forward`` unpacking its latents as frames first: ``batch_size, num_frames, channels, height, width = ...``.
+_FRAMES_FIRST = re.compile(r"\w+, (num_)?frames, (num_)?channels, height, width = hidden_states\.shape")
+
+
+def _layout(name: str, parameters: Mapping[str, inspect.Parameter], forward: Callable[..., Any]) -> str:
     """Latent layout: packed tokens when ``forward`` takes their positions (``img_ids``), else from the class name's
-    dimensionality (``3D`` video, ``1D`` sequence), else an image."""
+    dimensionality (``3D`` video, ``1D`` sequence), else an image. A video's frames come before its channels when
+    ``forward``'s source unpacks them so (CogVideoX), else after."""
     if "img_ids" in parameters:
         return "tokens"
     if "3D" in name or "Video" in name:
-        return "video"
+        try:
+            source = inspect.getsource(forward)
+        except (OSError, TypeError):
+            source = ""
+        return "video-frames-first" if _FRAMES_FIRST.search(source) else "video"
     if "1D" in name:
         return "sequence"
     return "image"
