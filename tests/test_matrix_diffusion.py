@@ -169,3 +169,11 @@ def test_extra_conditionings_are_built_when_the_config_has_their_projection(name
     assert {key: inputs[key].dim() for key in extra} == extra
     assert torch.isfinite(denoise(model, inputs)).all()
     assert "encoder_hidden_states_t5" not in forward_inputs(build_backbone("EasyAnimateTransformer3DModel"))
+
+
+def test_stable_cascade_gets_its_time_ratio_and_pooled_clip_token() -> None:
+    cascade = build_backbone("StableCascadeUNet")
+    inputs = forward_inputs(cascade)
+    assert inputs["timestep_ratio"].shape == (2,) and 0 < float(inputs["timestep_ratio"][0]) < 1
+    assert inputs["clip_text_pooled"].shape == (2, 1, cascade.config.clip_text_pooled_in_channels)
+    assert torch.isfinite(denoise(cascade, inputs)).all()

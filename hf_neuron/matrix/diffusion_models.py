@@ -108,7 +108,7 @@ def _each(value: Any, new: int) -> Any:
 #: or tuple of ints.
 _RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), value) for pattern, value in (
     (r"(num|n)_(hidden_)?layers|depth|mmdit_layers", 2),
-    (r"(num|n)_\w+_(layers|blocks)|(transformer_)?layers_per_block|num_(decoder|encoder)_layers", 1),
+    (r"(\w+_)?(num|n)_\w+_(layers|blocks)|(transformer_)?layers_per_block|num_(decoder|encoder)_layers", 1),
     (r"(\w+_)?(num|n)_(\w+_)?heads", _HEADS),
     (r"block_out_channels", _CHANNELS),
     (r"(attn_)?norm_num_groups|(norm_)?groups", _GROUPS),
@@ -118,7 +118,8 @@ _RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), va
     (r"(\w+_)?intermediate_size|ffn?_dim|ff_inner_dim|mlp_(hidden_)?dim|ffn_hidden_size", _FFN),
     (r"cross_attention_(input_)?dim(_t5)?|joint_attention_dim|caption_channels|caption_projection_dim|encoder_hid_dim"
      r"|cap_feat_dim|pooled_projection_dim|condition_dim|context_(in_)?dim|(in_)?text_(embed_|emb_|hidden_|states_)?"
-     r"(\d_)?dim(_t5|_?\d)?|image_(embed_|proj_)?dim", _TEXT_WIDTH),
+     r"(\d_)?dim(_t5|_?\d)?|image_(embed_|proj_)?dim"
+     r"|clip_\w+_in_channels|conditioning_dim", _TEXT_WIDTH),
     (r"time_(embed_|embedding_|proj_)?dim|timestep_embed_dim|freq_dim|addition_time_embed_dim", _WIDTH),
     (r"(\w+_)?hidden_(size|dim)|inner_dim|model_(channels|dim)|dim|width", _WIDTH),
     (r"[a-z]+_layers", 1),
@@ -312,6 +313,13 @@ def _second_text(*names: str) -> tuple[_Input, Callable[[_Shape], bool]]:
     return build, lambda s: s.get(*names) is not None
 
 
+def _pooled_tokens(shape: _Shape, generator: torch.Generator, name: str) -> torch.Tensor:
+    """A pooled embedding as one token, (BATCH, 1, the config's ``name``)."""
+    import torch
+
+    return torch.randn(BATCH, 1, shape.get(name, default=_TEXT_WIDTH), generator=generator)
+
+
 def _frame_indices() -> torch.Tensor:
     """The latents' frame numbers, (FRAMES,), shared by the batch (as the Framepack pipeline passes them)."""
     import torch
@@ -366,6 +374,12 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
     "timestep": (_full(500.0), _always),
     "t": (_full(500.0), _always),
     "timesteps": (_full(500.0), _always),
+    "timestep_r": (_full(250.0), _never),  # a mean-flow target time r (<= t), when required (AceStep, AnyFlow)
+    "r_timestep": (_full(250.0), _never),
+    "image_latents": (_latents, _never),  # the image's latents, when required (I2VGenXL)
+    "timestep_ratio": (_full(0.5), _always),  # StableCascade's time in [0, 1]
+    "fps": (_full(8, dtype="long"), _always),
+    "clip_text_pooled": (lambda s, g: _pooled_tokens(s, g, "clip_text_pooled_in_channels"), _always),
     "encoder_hidden_states": (_text, lambda s: "cross_attention_dim" not in s.config or s.text_cross_attention),
     "cap_feats": (_text, _always),
     "encoder_attention_mask": (_full(1, dtype="long", width=TEXT_LENGTH), _always),
