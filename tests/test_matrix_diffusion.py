@@ -177,3 +177,12 @@ def test_stable_cascade_gets_its_time_ratio_and_pooled_clip_token() -> None:
     assert inputs["timestep_ratio"].shape == (2,) and 0 < float(inputs["timestep_ratio"][0]) < 1
     assert inputs["clip_text_pooled"].shape == (2, 1, cascade.config.clip_text_pooled_in_channels)
     assert torch.isfinite(denoise(cascade, inputs)).all()
+
+
+def test_a_backbone_that_takes_the_image_grid_gets_packed_tokens_and_their_grid() -> None:
+    qwen = build_backbone("QwenImageTransformer2DModel")
+    inputs = forward_inputs(qwen)
+    side = LATENT_SIZE // qwen.config.patch_size
+    assert inputs["hidden_states"].shape == (2, side * side, qwen.config.in_channels)
+    assert inputs["img_shapes"] == [[(1, side, side)]] * 2
+    assert torch.isfinite(denoise(qwen, inputs)).all()

@@ -313,6 +313,11 @@ def _second_text(*names: str) -> tuple[_Input, Callable[[_Shape], bool]]:
     return build, lambda s: s.get(*names) is not None
 
 
+def _side(count: int) -> int:
+    """The side of the square grid of ``count`` tokens."""
+    return max(int(count**0.5), 1)
+
+
 def _pooled_tokens(shape: _Shape, generator: torch.Generator, name: str) -> torch.Tensor:
     """A pooled embedding as one token, (BATCH, 1, the config's ``name``)."""
     import torch
@@ -379,6 +384,7 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
     "image_latents": (_latents, _never),  # the image's latents, when required (I2VGenXL)
     "timestep_ratio": (_full(0.5), _always),  # StableCascade's time in [0, 1]
     "fps": (_full(8, dtype="long"), _always),
+    "img_shapes": (lambda s, g: [[(1, _side(s.tokens), _side(s.tokens))]] * BATCH, _always),
     "clip_text_pooled": (lambda s, g: _pooled_tokens(s, g, "clip_text_pooled_in_channels"), _always),
     "encoder_hidden_states": (_text, lambda s: "cross_attention_dim" not in s.config or s.text_cross_attention),
     "cap_feats": (_text, _always),
@@ -437,10 +443,11 @@ _FRAMES_FIRST = re.compile(r"\w+, (num_)?frames, (num_)?channels, height, width 
 
 
 def _layout(name: str, parameters: Mapping[str, inspect.Parameter], forward: Callable[..., Any]) -> str:
-    """Latent layout: packed tokens when ``forward`` takes their positions (``img_ids``), else from the class name's
+    """Latent layout: packed tokens when ``forward`` takes their positions or grid (``img_ids``, ``img_shapes``), else
+    from the class name's
     dimensionality (``3D`` video, ``1D`` sequence), else an image. A video's frames come before its channels when
     ``forward``'s source unpacks them so (CogVideoX), else after."""
-    if "img_ids" in parameters:
+    if "img_ids" in parameters or "img_shapes" in parameters:
         return "tokens"
     if "3D" in name or "Video" in name:
         try:
