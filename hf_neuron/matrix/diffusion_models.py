@@ -420,7 +420,7 @@ def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
 
     name = type(model).__name__
     parameters = inspect.signature(model.forward).parameters
-    shape = _Shape(dict(model.config), recipe(name).layout or _layout(name, parameters, type(model).forward))  # type: ignore[arg-type]
+    shape = _Shape(dict(model.config), recipe(name).layout or _layout(name, parameters))  # type: ignore[arg-type]
     generator = torch.Generator().manual_seed(seed)
     inputs: dict[str, Any] = {}
     for parameter in parameters.values():
@@ -438,23 +438,14 @@ def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
     return inputs
 
 
-#: ``forward`` unpacking its latents as frames first: ``batch_size, num_frames, channels, height, width = ...``.
-_FRAMES_FIRST = re.compile(r"\w+, (num_)?frames, (num_)?channels, height, width = hidden_states\.shape")
-
-
-def _layout(name: str, parameters: Mapping[str, inspect.Parameter], forward: Callable[..., Any]) -> str:
+def _layout(name: str, parameters: Mapping[str, inspect.Parameter]) -> str:
     """Latent layout: packed tokens when ``forward`` takes their positions or grid (``img_ids``, ``img_shapes``), else
-    from the class name's
-    dimensionality (``3D`` video, ``1D`` sequence), else an image. A video's frames come before its channels when
-    ``forward``'s source unpacks them so (CogVideoX), else after."""
+    from the class name's dimensionality (``3D`` video, frames after channels; ``1D`` sequence), else an image. A
+    backbone that differs says so in ``compat/tiny_diffusion.toml`` (``layout``)."""
     if "img_ids" in parameters or "img_shapes" in parameters:
         return "tokens"
     if "3D" in name or "Video" in name:
-        try:
-            source = inspect.getsource(forward)
-        except (OSError, TypeError):
-            source = ""
-        return "video-frames-first" if _FRAMES_FIRST.search(source) else "video"
+        return "video"
     if "1D" in name:
         return "sequence"
     return "image"

@@ -23,7 +23,7 @@ from hf_neuron.matrix.paths import COMPAT_DIR
 __all__ = ["LAYOUTS", "RECIPES_FILE", "Component", "Recipe", "load_recipes", "recipe"]
 
 RECIPES_FILE = COMPAT_DIR / "tiny_diffusion.toml"
-LAYOUTS = ("image", "video", "sequence", "tokens")
+LAYOUTS = ("image", "video", "video-frames-first", "sequence", "tokens")
 NONE = "none"
 _BACKBONE_KEYS = {"reason", "config", "layout", "pipeline", "components", "call"}
 _COMPONENT_KEYS = {"class", "config"}
