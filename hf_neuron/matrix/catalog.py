@@ -4,8 +4,8 @@
 ``decoder``, sequence-to-sequence LM -> ``encoder-decoder``, image-text-to-text -> ``multimodal``) and probes each type
 with a tiny model on the CPU: ``builds`` (the model instantiates from its tiny config) and, for the text groups,
 ``runs`` (a forward pass with finite logits, then greedy generation). ``compat/catalog.json`` holds the result, one
-architecture per line under a header with the transformers and diffusers versions and the generation date; :func:`diff_catalogs`
-tells what changed since the committed file.
+architecture per line under a header with the transformers and diffusers versions and the generation date;
+:func:`diff_catalogs` tells what changed since the committed file.
 """
 
 from __future__ import annotations

@@ -242,8 +242,8 @@ class _Shape:
     @property
     def text_width(self) -> int:
         return self.first_int("encoder_hid_dim", "caption_channels", "joint_attention_dim", "cross_attention_dim",
-                              "text_embed_dim", "text_dim", "cap_feat_dim", "text_hidden_dim", "condition_dim", "context_in_dim",
-                              "context_dim", default=_TEXT_WIDTH)
+                              "text_embed_dim", "text_dim", "cap_feat_dim", "text_hidden_dim", "condition_dim",
+                              "context_in_dim", "context_dim", default=_TEXT_WIDTH)
 
     @property
     def text_cross_attention(self) -> bool:

@@ -2,8 +2,8 @@
 
 When the scenario does not pass on the device (failed, error or timeout), it runs again with
 ``ctx.device == "cpu"`` and that run becomes the record's ``cpu_outcome`` (and ``cpu_failure``): a failure the CPU
-shares is the architecture's, not the device's, and is classified ``fails-on-cpu``. A case whose architecture does not build
-(``Case.skip_reason``) is recorded ``skipped`` without running.
+shares is the architecture's, not the device's, and is classified ``fails-on-cpu``. A case whose architecture does
+not build (``Case.skip_reason``) is recorded ``skipped`` without running.
 """
 
 from __future__ import annotations
