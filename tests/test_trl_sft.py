@@ -12,6 +12,10 @@ import torch
 from _helpers_patches import SCRIPTS, require_neuron, run
 
 
+#: ``trl sft`` on a free port (``0``), so that launches of parallel test workers never share accelerate's default.
+TRL_SFT = [str(SCRIPTS / "trl"), "sft", "--main_process_port", "0"]
+
+
 def _sft(command: list[str], model: Path, dataset: Path, out: Path, *extra: str, lr: str = "3e-3",
          env: dict[str, str] | None = None) -> dict[str, Any]:
     run([*command, "--model_name_or_path", str(model), "--dataset_name", str(dataset), "--output_dir", str(out),
@@ -33,21 +37,21 @@ def _assert_trained_on_neuron(result: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_trl_sft_trains_on_neuron(tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
-    result = _sft([str(SCRIPTS / "trl"), "sft"], tiny_llama, chat_dataset, tmp_path / "out")
+    result = _sft(TRL_SFT, tiny_llama, chat_dataset, tmp_path / "out")
     _assert_trained_on_neuron(result)
     assert (tmp_path / "out" / "model.safetensors").is_file()
 
 
 @pytest.mark.slow
 def test_trl_sft_in_one_process_on_a_two_device_machine(tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
-    result = _sft([str(SCRIPTS / "trl"), "sft", "--num_processes", "1"], tiny_llama, chat_dataset, tmp_path / "out",
+    result = _sft([*TRL_SFT, "--num_processes", "1"], tiny_llama, chat_dataset, tmp_path / "out",
                   env={"HF_NEURON_EMULATOR_DEVICES": "2"})
     _assert_trained_on_neuron(result)  # the whole model on neuron:0, not split over both devices
 
 
 @pytest.mark.slow
 def test_trl_sft_with_lora_trains_on_neuron(tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
-    result = _sft([str(SCRIPTS / "trl"), "sft"], tiny_llama, chat_dataset, tmp_path / "out", "--use_peft",
+    result = _sft(TRL_SFT, tiny_llama, chat_dataset, tmp_path / "out", "--use_peft",
                   "--lora_r", "8", lr="3e-2")
     _assert_trained_on_neuron(result)
     assert json.loads((tmp_path / "out" / "adapter_config.json").read_text())["r"] == 8
@@ -55,8 +59,9 @@ def test_trl_sft_with_lora_trains_on_neuron(tiny_llama: Path, chat_dataset: Path
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [
-    ["trl", "sft", "--device", "neuron"],  # trl passes the option on to `accelerate launch`
-    ["accelerate", "launch", "--device", "neuron", "-m", "trl.scripts.sft"],  # trl 1.16 has no `-m trl.cli`
+    ["trl", "sft", "--device", "neuron", "--main_process_port", "0"],  # trl passes both on to `accelerate launch`
+    ["accelerate", "launch", "--device", "neuron", "--main_process_port", "0", "-m", "trl.scripts.sft"],  # trl 1.16
+    # has no `-m trl.cli`; port 0: a free port, so that parallel test workers' launches never share one
 ], ids=["trl-sft-device", "accelerate-launch-device"])
 def test_trl_sft_with_device_neuron(command: list[str], tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
     command = [str(SCRIPTS / command[0]), *command[1:]]
