@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from _helpers_distributed import launch
+from _helpers_distributed import launch, rank_results, succeeded
 
 #: A rank's exit status and output, and the error file it wrote for the launcher.
 RankOutcome = tuple[subprocess.CompletedProcess[str], dict[str, Any]]
@@ -86,6 +86,31 @@ def test_a_rank_that_exits_with_a_collective_in_flight_ends_the_run_after_the_gr
     assert f"hf-neuron: rank 1 {message}: ending the process" in result.stderr
     root_cause = result.stderr.split("Root Cause (first observed failure):")[1]
     assert "rank      : 1 (local_rank: 1)" in root_cause and f"rank 1 {message}" in root_cause
+
+
+# Counts this process's threads (gloo's are native: only /proc sees them) before the group, with it, and in an exit
+# handler registered first, so that it runs after hf-neuron's.
+THREADS_AT_EXIT = """
+import atexit, json, os, torch, torch.distributed as dist
+threads = lambda: len(os.listdir("/proc/self/task"))
+seen = {}
+atexit.register(lambda: open(f"rank{dist.get_rank()}.json", "w").write(json.dumps({**seen, "at_exit": threads()})))
+seen["before"] = threads()
+dist.init_process_group("neuron")
+dev = torch.device("neuron", torch.neuron.current_device())
+dist.all_reduce(torch.ones(4, device=dev), async_op=True).get_future().wait()  # a Python callback on gloo's thread
+seen["with_group"] = threads()
+"""
+
+
+@pytest.mark.distributed
+def test_a_normal_exit_joins_gloo_threads_before_the_interpreter_finalizes(tmp_path: Path) -> None:
+    # A gloo thread left alive into finalization can take the GIL there and abort the process ("terminate called
+    # without an active exception"), a rare crash under load: at exit, no such thread may be left.
+    succeeded(launch(tmp_path, THREADS_AT_EXIT, timeout=BOUND_S))
+    for seen in rank_results(tmp_path):
+        assert seen["with_group"] > seen["before"]  # the group started its threads
+        assert seen["at_exit"] == seen["before"], seen
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ What, in a process that has a ``neuron`` process group:
   go the same way, and the launcher stops the rest (NCCL's asynchronous error handling does the same on CUDA).
 * On any other exit (``sys.exit(3)``, the end of the script) with collectives still in flight, the rank gives its
   peers :data:`EXIT_GRACE_S` seconds to join them, then reports "exited with N collectives in flight" the same way
-  and ends with status 1.
+  and ends with status 1. With none in flight, each group drops its gloo backend while Python still runs normally:
+  a gloo thread left for the interpreter's finalization can abort the process as it ends.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def _end_after_exit_handlers() -> None:
 
 
 def _on_exit() -> None:
-    """At a normal exit: end the process if collectives stay in flight past :data:`EXIT_GRACE_S`."""
+    """At a normal exit: end the process if collectives stay in flight past :data:`EXIT_GRACE_S`; else release every
+    group's gloo threads before the interpreter finalizes."""
     if _failed:
         return
     deadline = time.monotonic() + EXIT_GRACE_S
@@ -144,6 +146,8 @@ def _on_exit() -> None:
         _report(error, f"rank {_rank} {error}")
         _abort()
         _end()
+    for group in list(_groups):
+        group.release_at_exit()
 
 
 def _excepthook(previous: ExceptHook) -> ExceptHook:

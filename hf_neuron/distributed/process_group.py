@@ -265,3 +265,11 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
     def shutdown(self) -> None:
         self._gloo.shutdown()
+
+    def release_at_exit(self) -> None:
+        """Drop the gloo backend, which joins its threads with the GIL released (torch destroys c10d objects so).
+
+        Called at a normal exit once no collective is in flight: a gloo thread still alive while the interpreter
+        finalizes may take the GIL to drop a future's Python callback, and a thread that does so then is ended
+        mid-C++ and aborts the process ("terminate called without an active exception")."""
+        del self._gloo
