@@ -16,7 +16,8 @@ from _helpers_patches import SCRIPTS
 pytestmark = pytest.mark.distributed
 
 #: `--main_process_port 0`: a free port, so that launches of parallel test workers never share one.
-LAUNCH = [str(SCRIPTS / "accelerate"), "launch", "--device", "neuron", "--num_processes", str(WORLD), "--main_process_port", "0"]
+LAUNCH = [str(SCRIPTS / "accelerate"), "launch", "--device", "neuron", "--num_processes", str(WORLD),
+          "--main_process_port", "0"]
 
 LOOP = """
 import json, torch
