@@ -282,7 +282,7 @@ def _ids(count: int, *, grid: bool, axes: int = 3) -> torch.Tensor:
 
     ids = torch.zeros(count, axes)
     if grid:
-        side = max(int(count**0.5), 1)
+        side = _side(count)
         ids[:, 1] = torch.arange(count) // side
         ids[:, 2] = torch.arange(count) % side
     return ids
@@ -301,16 +301,26 @@ def _text(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     return torch.randn(BATCH, TEXT_LENGTH, shape.text_width, generator=generator)
 
 
+def _sets(*names: str) -> Callable[[_Shape], bool]:
+    """When to pass an optional input: the config sets one of ``names`` (not None)."""
+    return lambda shape: shape.get(*names) is not None
+
+
+def _enabled(name: str) -> Callable[[_Shape], bool]:
+    """When to pass an optional input: the config's flag ``name`` is true."""
+    return lambda shape: bool(shape.get(name))
+
+
 def _second_text(*names: str) -> tuple[_Input, Callable[[_Shape], bool]]:
-    """A second text encoder's states (or, with ``mask``, its mask), of the width the config names in ``names``;
-    passed when the config sets one (the backbone has that text projection)."""
+    """A second text encoder's states, of the width the config names in ``names``; passed when the config sets one
+    (the backbone has that text projection)."""
 
     def build(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
         import torch
 
         return torch.randn(BATCH, TEXT_LENGTH, shape.get(*names), generator=generator)
 
-    return build, lambda s: s.get(*names) is not None
+    return build, _sets(*names)
 
 
 def _side(count: int) -> int:
@@ -361,6 +371,10 @@ def _image_sizes(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     return torch.tensor([[shape.size, shape.size]] * BATCH, dtype=torch.float32)
 
 
+#: A text mask: every token attends.
+_TEXT_MASK = _full(1, dtype="long", width=TEXT_LENGTH)
+
+
 def _always(shape: _Shape) -> bool:
     return True
 
@@ -388,22 +402,22 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
     "clip_text_pooled": (lambda s, g: _pooled_tokens(s, g, "clip_text_pooled_in_channels"), _always),
     "encoder_hidden_states": (_text, lambda s: "cross_attention_dim" not in s.config or s.text_cross_attention),
     "cap_feats": (_text, _always),
-    "encoder_attention_mask": (_full(1, dtype="long", width=TEXT_LENGTH), _always),
+    "encoder_attention_mask": (_TEXT_MASK, _always),
     "encoder_hidden_states_2": _second_text(*_SECOND_TEXT),
-    "encoder_attention_mask_2": (_full(1, dtype="long", width=TEXT_LENGTH), lambda s: s.get(*_SECOND_TEXT) is not None),
+    "encoder_attention_mask_2": (_TEXT_MASK, _sets(*_SECOND_TEXT)),
     "encoder_hidden_states_t5": _second_text(*_T5_TEXT),
     "image_embeds": _second_text("image_embed_dim", "image_proj_dim"),
     "indices_latents": (lambda s, g: _frame_indices(), _always),
-    "control_hidden_states": (_control, lambda s: s.get("vace_in_channels") is not None),
-    "image_meta_size": (_full(LATENT_SIZE, width=6), lambda s: bool(s.get("use_style_cond_and_image_meta_size"))),
-    "style": (_full(0, dtype="long"), lambda s: bool(s.get("use_style_cond_and_image_meta_size"))),
-    "text_embedding_mask": (_full(1, dtype="long", width=TEXT_LENGTH), lambda s: s.get(*_T5_TEXT) is not None),
-    "text_embedding_mask_t5": (_full(1, dtype="long", width=TEXT_LENGTH), lambda s: s.get(*_T5_TEXT) is not None),
-    "pooled_projections": (_pooled, lambda s: s.get("pooled_projection_dim") is not None),
+    "control_hidden_states": (_control, _sets("vace_in_channels")),
+    "image_meta_size": (_full(LATENT_SIZE, width=6), _enabled("use_style_cond_and_image_meta_size")),
+    "style": (_full(0, dtype="long"), _enabled("use_style_cond_and_image_meta_size")),
+    "text_embedding_mask": (_TEXT_MASK, _sets(*_T5_TEXT)),
+    "text_embedding_mask_t5": (_TEXT_MASK, _sets(*_T5_TEXT)),
+    "pooled_projections": (_pooled, _sets("pooled_projection_dim")),
     "img_ids": (lambda s, g: _ids(s.tokens, grid=True, axes=s.position_axes), _always),
     "txt_ids": (lambda s, g: _ids(TEXT_LENGTH, grid=False, axes=s.position_axes), _always),
-    "guidance": (_full(3.5), lambda s: bool(s.get("guidance_embeds"))),
-    "class_labels": (_full(0, dtype="long"), lambda s: s.get("num_embeds_ada_norm", "num_class_embeds") is not None),
+    "guidance": (_full(3.5), _enabled("guidance_embeds")),
+    "class_labels": (_full(0, dtype="long"), _sets("num_embeds_ada_norm", "num_class_embeds")),
     "added_cond_kwargs": (lambda s, g: {"resolution": None, "aspect_ratio": None}, _always),
     "original_size": (_image_sizes, _always),
     "target_size": (_image_sizes, _always),
