@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hf_neuron._version import __version__
+
 if TYPE_CHECKING:
     from hf_neuron.backends import BackendInfo, backend
 
-__all__ = ["BackendInfo", "backend", "__version__"]
-
-__version__ = "0.1.0"
+__all__ = ["BackendInfo", "__version__", "backend"]
 
 
 def __getattr__(name: str) -> Any:

@@ -8,12 +8,46 @@ import importlib.util
 import sys
 from typing import Literal
 
-__all__ = ["BackendInfo", "BackendKind", "REAL_PACKAGE", "backend", "real_backend_installed"]
+__all__ = [
+    "NEURON_DEVICE_HOWTO",
+    "NO_NEURON_DEVICE",
+    "REAL_PACKAGE",
+    "BackendInfo",
+    "BackendKind",
+    "autoload_status",
+    "backend",
+    "real_backend_installed",
+    "record_autoload",
+    "reference_device_active",
+]
 
 BackendKind = Literal["real", "reference", "none"]
 
 #: The import name of AWS's TorchNeuron package (distribution ``torch-neuronx``).
 REAL_PACKAGE = "torch_neuronx"
+
+#: How to get a ``neuron`` device, and what a user without one is told wherever hf-neuron needs one.
+NEURON_DEVICE_HOWTO = "install torch-neuronx on Trainium, or set HF_NEURON_EMULATOR=1 for the reference device"
+NO_NEURON_DEVICE = f"no neuron device: {NEURON_DEVICE_HOWTO}"
+
+_status = "HF_NEURON_EMULATOR is not set"
+_reference_active = False
+
+
+def record_autoload(status: str, *, reference_active: bool) -> None:
+    """What the autoload decided in this process (called by :mod:`hf_neuron._autoload` only)."""
+    global _status, _reference_active
+    _status, _reference_active = status, reference_active
+
+
+def reference_device_active() -> bool:
+    """True when this process registered the reference device as ``neuron``."""
+    return _reference_active
+
+
+def autoload_status() -> str:
+    """Why the reference device is, or is not, registered in this process."""
+    return _status
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +78,10 @@ def backend() -> BackendInfo:
     """
     import torch
 
-    from hf_neuron import _autoload
-
     if torch._C._get_privateuse1_backend_name() != "neuron" or not hasattr(torch, "neuron"):
-        return BackendInfo("none", None, 0, _autoload.status())
-    if _autoload.reference_device_active():
-        from hf_neuron import __version__
+        return BackendInfo("none", None, 0, _status)
+    if _reference_active:
+        from hf_neuron._version import __version__
 
         return BackendInfo("reference", __version__, torch.neuron.device_count(), "HF_NEURON_EMULATOR=1")
     try:

@@ -12,10 +12,12 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["SWITCHES", "SettingError", "Switch", "EmulatorSettings", "read", "emulator_settings"]
+from hf_neuron.errors import InputError
+
+__all__ = ["SWITCHES", "SettingError", "Switch", "ReferenceDeviceSettings", "read", "reference_device_settings"]
 
 
-class SettingError(ValueError):
+class SettingError(InputError):
     """An environment variable of hf-neuron holds a value it does not accept."""
 
 
@@ -127,7 +129,7 @@ def read(name: str, environ: Mapping[str, str] | None = None) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class EmulatorSettings:
+class ReferenceDeviceSettings:
     """What the reference device is asked to be, read from the environment."""
 
     enabled: bool
@@ -140,11 +142,11 @@ class EmulatorSettings:
     copy_aliasing: bool
 
 
-def emulator_settings(environ: Mapping[str, str] | None = None) -> EmulatorSettings:
+def reference_device_settings(environ: Mapping[str, str] | None = None) -> ReferenceDeviceSettings:
     """Read every ``HF_NEURON_EMULATOR*`` variable; raise :class:`SettingError` on the first bad one."""
     capacity = read("HF_NEURON_EMULATOR_MEMORY_GB", environ)
     warn_fallback = read("HF_NEURON_EMULATOR_WARN_FALLBACK", environ)
-    return EmulatorSettings(
+    return ReferenceDeviceSettings(
         enabled=read("HF_NEURON_EMULATOR", environ),
         devices=read("HF_NEURON_EMULATOR_DEVICES", environ),
         narrow_64bit=read("HF_NEURON_EMULATOR_64BIT", environ) == "narrow",

@@ -78,7 +78,7 @@ def _worker(args: argparse.Namespace) -> None:
 
 
 def _launch(args: argparse.Namespace, processes: int) -> dict[str, float]:
-    from hf_neuron.distributed.launch import root_cause, run, torchrun
+    from hf_neuron.device.distributed.launch import root_cause, run, torchrun
 
     options = [f"--{name}={getattr(args, name)}" for name in ("steps", "hidden", "layers", "batch", "seq")]
     environ = {**os.environ, "HF_NEURON_EMULATOR": "1", "HF_NEURON_EMULATOR_DEVICES": str(max(2, processes))}

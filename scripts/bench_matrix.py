@@ -26,7 +26,7 @@ from pathlib import Path
 SCENARIO_MODULE = textwrap.dedent(
     """
     import time
-    from hf_neuron.matrix.scenarios import ScenarioResult
+    from hf_neuron.matrix.scenarios.contract import ScenarioResult
 
     WORK_S = {work!r}
 

@@ -17,13 +17,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.report.compat import Ranking, load_baseline
+from hf_neuron.compat.baselines import load_baseline
+from hf_neuron.compat.catalog import GROUPS, Catalog, CatalogEntry
+from hf_neuron.compat.ranking import Ranking
 from hf_neuron.report.site import build_site
-from hf_neuron.report.status import SCENARIOS
+from hf_neuron.matrix.records import SCENARIO_NAMES as SCENARIOS
 
 BASELINE = Path(__file__).resolve().parent.parent / "compat" / "baselines" / "optimum-neuron-0.4.5.json"
 OUTCOMES = ["passed"] * 40 + ["failed"] * 2 + ["error"] * 3 + ["timeout", "crashed"] + ["skipped"] * 2 + ["known-failure"] * 2
-GROUPS = ["decoder", "encoder", "encoder-decoder", "multimodal", "diffusion"]
+
 KNOWN = ["llama", "qwen3", "granite", "mistral", "gemma3", "phi3", "qwen2", "mixtral", "gpt2", "bert"]
 
 
@@ -70,7 +72,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="site directory to keep (default: a temporary directory)")
     args = parser.parse_args()
     archs = (KNOWN + [f"arch_{i:03d}" for i in range(args.archs)])[: args.archs]
-    catalog = {m: {"group": GROUPS[i % len(GROUPS)], "family": m.split("_")[0][:5]} for i, m in enumerate(archs)}
+    groups = {m: GROUPS[i % len(GROUPS)] for i, m in enumerate(archs)}
+    catalog = Catalog("bench", "bench", "bench", tuple(CatalogEntry(m, g, m, m, True, True) for m, g in groups.items()))
     ranking = Ranking({m: i + 1 for i, m in enumerate(archs)}, "hub downloads (synthetic)")
     baseline = load_baseline(BASELINE)
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,7 +84,7 @@ def main() -> None:
             results = work / run_id
             results.mkdir()
             lines = [
-                json.dumps(_record(rng, run_id, run, m, catalog[m]["group"], s)) for m in archs for s in SCENARIOS
+                json.dumps(_record(rng, run_id, run, m, groups[m], s)) for m in archs for s in SCENARIOS
             ]
             (results / "records.jsonl").write_text("\n".join(lines) + "\n")
             out = args.out if args.out and run == args.runs else work / f"site-{run}"

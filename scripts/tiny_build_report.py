@@ -1,7 +1,7 @@
 """Try every causal-LM model type of the installed transformers as a tiny model on the CPU.
 
 Prints how many build, forward and generate, and for each failure the stage and the reason; exits 1 when a type
-fails that ``compat/tiny_overrides.toml`` does not review as ``runs = false``. Other groups (``--group``) are probed
+fails that ``compat/tiny_overrides.toml`` does not review as ``runs = false``. Other groups (``--group``) are checked
 with text inputs only, so multimodal types needing images fail at forward. Usage::
 
     python scripts/tiny_build_report.py [--group decoder] [--only llama,gpt2] [--json out.json]
@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers.utils import logging
 
-    from hf_neuron.tiny.models import probe
-    from hf_neuron.tiny.overrides import load_overrides
-    from hf_neuron.tiny.registry import generative_types
+    from hf_neuron.compat.tiny_overrides import load_overrides
+    from hf_neuron.matrix.catalog.cpu_check import check_text_model
+    from hf_neuron.tiny.text.model_types import generative_types
 
     torch.set_num_threads(1)
     logging.set_verbosity_error()
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     results = []
     for model_type in types:
-        result = probe(model_type, until="forward" if args.no_generate else "generate")
+        result = check_text_model(model_type, until="forward" if args.no_generate else "generate")
         results.append(result)
         status = "ok" if result.ok else f"{result.stage}: {result.error}"
         print(f"{model_type:28s} {result.seconds:6.1f}s {result.parameters / 1e6:6.2f}M  {status}", flush=True)

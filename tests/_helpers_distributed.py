@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.distributed.launch import run, torchrun
+from hf_neuron.device.distributed.launch import run, torchrun
 
 __all__ = ["WORLD", "launch", "rank_results", "run_launcher", "succeeded"]
 

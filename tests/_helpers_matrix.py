@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FAKE", "FIXTURES", "SLOW", "case_counts", "cli", "cli_process", "raw_records"]
+__all__ = ["FAKE", "FIXTURES", "SLOW", "a_record", "case_counts", "cli", "cli_process", "raw_records"]
 
 FIXTURES = Path(__file__).parent / "fixtures" / "matrix"
 #: Options selecting the fake catalog (alpha, beta, segfault, hang, stuck, ...) and its fake scenarios.
@@ -20,6 +20,19 @@ FAKE = ["--catalog", str(FIXTURES / "catalog.json"), "--scenario-module", str(FI
 SLOW = ["--catalog", str(FIXTURES / "slow_catalog.json"), "--scenario-module", str(FIXTURES / "fake_scenarios.py")]
 
 _COMMAND = [sys.executable, "-m", "hf_neuron.cli", "matrix"]
+
+
+def a_record(case_id: str, **fields: Any) -> dict[str, Any]:
+    """A valid record of ``case_id`` (``"model::scenario"``) that passed, with ``fields`` changed."""
+    model_type, _, scenario = case_id.partition("::")
+    record: dict[str, Any] = {
+        "schema": 1, "run_id": "r", "case_id": case_id, "model_type": model_type, "group": "decoder",
+        "scenario": scenario, "outcome": "passed", "reason": None, "duration_s": 0.1, "peak_memory_bytes": None,
+        "parity": None, "cpu_outcome": None, "cpu_failure": None, "failure": None, "known_failure": None,
+        "env": {"backend": "reference"}, "started_at": "2025-01-01T00:00:00+00:00",
+        "finished_at": "2025-01-01T00:00:01+00:00",
+    }
+    return {**record, **fields}
 
 
 def _env(changes: Mapping[str, str | None] | None = None) -> dict[str, str]:

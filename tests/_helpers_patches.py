@@ -9,7 +9,7 @@ import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import conftest
+import _helpers
 
 __all__ = ["SCRIPTS", "fake_distribution", "fake_library", "reinstalled", "require_neuron", "run"]
 
@@ -21,9 +21,9 @@ def run(
     args: list[str] | str, *, env: Mapping[str, str] | None = None, cwd: Path | None = None, check: bool = True,
     timeout: float = 900,
 ) -> subprocess.CompletedProcess[str]:
-    """:func:`conftest.run` with one reference device by default (so that `accelerate launch` and `trl` start one
+    """:func:`_helpers.run` with one reference device by default (so that `accelerate launch` and `trl` start one
     process), failing with the output when the command fails and ``check`` is set."""
-    result = conftest.run(args, {"HF_NEURON_EMULATOR_DEVICES": "1", "HF_HUB_DISABLE_TELEMETRY": "1", **(env or {})},
+    result = _helpers.run(args, {"HF_NEURON_EMULATOR_DEVICES": "1", "HF_HUB_DISABLE_TELEMETRY": "1", **(env or {})},
                           cwd=cwd, timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(
@@ -54,9 +54,9 @@ def require_neuron() -> None:
     """Fail (not skip) when this process has no ``neuron`` device: the device tests need HF_NEURON_EMULATOR=1."""
     import torch
 
-    from hf_neuron.patches import installation, probe
+    from hf_neuron.patches import installation, neuron_device
 
-    assert probe.neuron_registered(), "no neuron device in the test process: run pytest with HF_NEURON_EMULATOR=1"
+    assert neuron_device.neuron_registered(), "no neuron device in the test process: run pytest with HF_NEURON_EMULATOR=1"
     assert installation() is not None, f"the patches are not installed (HF_NEURON_PATCHES=0?) on {torch.__version__}"
 
 

@@ -1,17 +1,15 @@
-"""Shared test setup: the reference device on, the hub off, and a runner for fresh Python processes.
+"""Shared test setup: the reference device on, the hub off, and the fixtures several test modules use.
 
 The environment is set before anything imports torch, so the autoload registers the reference device in
 the test process. Tests that need other settings (fidelity switches, bad values, no device) run their code
-in a fresh interpreter through :func:`run`.
+in a fresh interpreter through :func:`_helpers.run`.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,24 +20,6 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-
-
-def run(
-    args: list[str] | str, env: Mapping[str, str | None] | None = None, *, cwd: Path | None = None,
-    timeout: float = 900,
-) -> subprocess.CompletedProcess[str]:
-    """Run a command, or Python code given as a string, in a fresh process.
-
-    The environment is this one (reference device on, hub off) updated by ``env``, where None removes a key.
-    """
-    command = [sys.executable, "-c", textwrap.dedent(args)] if isinstance(args, str) else args
-    environ = dict(os.environ)
-    for key, value in (env or {}).items():
-        if value is None:
-            environ.pop(key, None)
-        else:
-            environ[key] = value
-    return subprocess.run(command, env=environ, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +34,7 @@ def neuron() -> object:
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny llama checkpoint directory: config, safetensors weights, a local tokenizer with a chat template."""
-    from hf_neuron.tiny.checkpoint import materialize
+    from hf_neuron.tiny.text.checkpoint import materialize
 
     return materialize("llama", tmp_path_factory.mktemp("tiny") / "llama")
 

@@ -11,25 +11,14 @@ from typing import Any
 
 import pytest
 
-from hf_neuron.matrix.catalog import (
-    Catalog,
-    CatalogEntry,
-    diff_catalogs,
-    generate_catalog,
-    load_catalog,
-    main_generate,
-    write_catalog,
-)
-from hf_neuron.matrix.ranking import (
-    HubUnreachable,
-    RankEntry,
-    load_ranking,
-    main_refresh,
-    refresh_ranking,
-    write_ranking,
-)
-from hf_neuron.compat_files import CompatFileError
-from hf_neuron.tiny.registry import generative_types
+from hf_neuron.cli.matrix import catalog_generate as main_generate
+from hf_neuron.cli.matrix import ranking_refresh as main_refresh
+from hf_neuron.compat.catalog import Catalog, CatalogEntry, diff_catalogs, load_catalog, write_catalog
+from hf_neuron.compat.files import CompatFileError
+from hf_neuron.compat.ranking import RankEntry, load_ranking, write_ranking
+from hf_neuron.matrix.catalog.generate import generate_catalog
+from hf_neuron.matrix.catalog.hub_ranking import HubUnreachable, refresh_ranking
+from hf_neuron.tiny.text.model_types import generative_types
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ranking" / "hub_list_models.json"
 TODAY = datetime.date(2026, 1, 2)
@@ -61,12 +50,12 @@ def test_reviewed_runs_false_supplies_the_reason() -> None:
 def test_every_causal_lm_type_is_in_the_decoder_group_first() -> None:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    catalog = generate_catalog(probe=False)
+    catalog = generate_catalog(run_models=False)
     decoder = [entry.model_type for entry in catalog.group("decoder")]
     assert decoder == sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     assert [entry.model_type for entry in catalog.entries[: len(decoder)]] == decoder
     with pytest.raises(KeyError, match="not generative model types of transformers .*: \\['bert_tokenizer'\\]"):
-        generate_catalog(types=["bert_tokenizer"], probe=False)
+        generate_catalog(types=["bert_tokenizer"], run_models=False)
 
 
 def test_committed_catalog_matches_the_installed_libraries() -> None:
@@ -81,9 +70,9 @@ def test_committed_catalog_matches_the_installed_libraries() -> None:
 
 
 def test_the_diffusion_group_is_every_denoiser_backbone_diffusers_exports() -> None:
-    from hf_neuron.matrix.diffusion_models import backbone_names
+    from hf_neuron.tiny.diffusion.backbones import backbone_names
 
-    catalog = generate_catalog(probe=False)
+    catalog = generate_catalog(run_models=False)
     diffusion = catalog.group("diffusion")
     assert [entry.model_type for entry in diffusion] == list(backbone_names())
     assert catalog.entries[-len(diffusion):] == tuple(diffusion)  # after the transformers groups
@@ -149,14 +138,14 @@ def test_malformed_catalog_names_the_file_and_the_problem(tmp_path: Path, text: 
 def test_main_generate_checks_then_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "catalog.json"
     write_catalog(Catalog("5.0.0", "0.42.1", "2026-01-01", (_entry("llama"), _entry("gone"))), path)
-    assert main_generate(path, check=True, probe=False) == 1
+    assert main_generate(path, check=True, run_models=False) == 1
     assert load_catalog(path).transformers == "5.0.0"  # --check writes nothing
     out = capsys.readouterr().out
     assert "- gone\n" in out and "+ gpt2\n" in out
-    assert main_generate(path, probe=False) == 0
-    assert main_generate(path, check=True, probe=False) == 0
+    assert main_generate(path, run_models=False) == 0
+    assert main_generate(path, check=True, run_models=False) == 0
     path.write_text("[")
-    assert main_generate(path, check=True, probe=False) == 2
+    assert main_generate(path, check=True, run_models=False) == 2
     assert f"error: {path}: not valid JSON" in capsys.readouterr().err
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from _helpers_patches import SCRIPTS, require_neuron, run
-from hf_neuron.patches import probe
+from hf_neuron.patches import neuron_device
 
 pytestmark = pytest.mark.usefixtures("_device")
 
@@ -36,7 +36,7 @@ def test_a_false_seen_before_the_device_existed_does_not_stick(monkeypatch: pyte
     from accelerate.utils import is_neuron_available
     from transformers.utils import is_torch_neuron_available
 
-    monkeypatch.setattr(probe, "neuron_registered", lambda: False)
+    monkeypatch.setattr(neuron_device, "neuron_registered", lambda: False)
     is_neuron_available.cache_clear()
     assert is_neuron_available() is False and is_torch_neuron_available() is False
     monkeypatch.undo()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import run
+from _helpers import run
 
 
 def test_64bit_types_are_computed_in_32_bits_when_narrow() -> None:

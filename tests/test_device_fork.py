@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import run
+from _helpers import run
 
 
 def test_forked_child_touching_the_device_is_told_to_use_spawn() -> None:

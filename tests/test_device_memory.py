@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from conftest import run
+from _helpers import run
 
 
 def test_accounting_is_per_device() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 import hf_neuron
-from conftest import run
+from _helpers import run
 
 
 def test_backend_reports_the_reference_device() -> None:
@@ -80,9 +80,9 @@ def test_not_registered_when_privateuse1_is_taken() -> None:
         """
         import torch
         torch.utils.rename_privateuse1_backend("other")
-        from hf_neuron import _autoload
+        from hf_neuron import _autoload, backends
         _autoload.autoload()
-        print(hasattr(torch, "neuron"), _autoload.status())
+        print(hasattr(torch, "neuron"), backends.autoload_status())
         """,
         {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
     )

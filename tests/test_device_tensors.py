@@ -58,7 +58,6 @@ def test_convolutions_and_ffts_match_cpu() -> None:
         x = torch.randn(shape, requires_grad=True)
         expected = conv(x)
         expected.sum().backward()
-        device_conv = torch.nn.Module.to(type(conv).__new__(type(conv)), "cpu") if False else conv
         dx = x.detach().to("neuron").requires_grad_()
         weight_grad = conv.weight.grad.clone()
         conv.zero_grad()

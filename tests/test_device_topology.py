@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run
+from _helpers import run
 from hf_neuron.device.topology import Topology, parse_core_list, topology
 from hf_neuron.settings import SettingError
 

@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 
 from _helpers_distributed import launch, rank_results, succeeded
-from conftest import run
+from _helpers import run
 
 # Each rank runs every collective and writes, per check, the values (and device) it ends up with.
 COLLECTIVES = """

@@ -39,8 +39,8 @@ dist.barrier()
 # Rank 1 exits (no exception) with an all-reduce in flight that rank 0 never joins; rank 0 waits in a barrier.
 EXITS_WITH_A_COLLECTIVE_IN_FLIGHT = """
 import sys, torch, torch.distributed as dist
-import hf_neuron.distributed.failure
-hf_neuron.distributed.failure.EXIT_GRACE_S = 2.0  # the peers' time to join the collective (30 s by default)
+import hf_neuron.device.distributed.failure
+hf_neuron.device.distributed.failure.EXIT_GRACE_S = 2.0  # the peers' time to join the collective (30 s by default)
 dist.init_process_group("neuron")
 dev = torch.device("neuron", torch.neuron.current_device())
 if dist.get_rank() == 1:

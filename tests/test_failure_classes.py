@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hf_neuron.matrix.classify import FAILURE_CLASSES, RULES, classify
+from hf_neuron.matrix.case.classify import FAILURE_CLASSES, RULES, classify
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hf_neuron.matrix.fingerprint import describe_exception, fingerprint, normalise
+from hf_neuron.matrix.case.fingerprint import describe_exception, fingerprint, normalise
 
 
 @pytest.mark.parametrize(

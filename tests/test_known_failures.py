@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.matrix.errors import MatrixInputError
-from hf_neuron.matrix.fingerprint import FailureInfo
-from hf_neuron.matrix.known_failures import load_known_failures
-from hf_neuron.matrix.paths import KNOWN_FAILURES_FILE
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.records import SCENARIO_NAMES
+from hf_neuron.matrix.case.fingerprint import FailureInfo
+from hf_neuron.compat.known_failures import load_known_failures
+from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH as KNOWN_FAILURES_FILE
 from hf_neuron.matrix.selection import Case
-from hf_neuron.matrix.verdict import Attempt, to_record
+from hf_neuron.matrix.case.verdict import Attempt, to_record
 
 ENTRY = """
 [[known_failure]]
@@ -31,13 +32,13 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_the_project_file_is_valid() -> None:
-    load_known_failures(KNOWN_FAILURES_FILE, required=True)
+    load_known_failures(KNOWN_FAILURES_FILE, SCENARIO_NAMES, required=True)
 
 
 def test_a_missing_file_is_empty_unless_asked_for(tmp_path: Path) -> None:
-    assert load_known_failures(tmp_path / "none.toml").entries == ()
-    with pytest.raises(MatrixInputError, match="none.toml does not exist"):
-        load_known_failures(tmp_path / "none.toml", required=True)
+    assert load_known_failures(tmp_path / "none.toml", SCENARIO_NAMES).entries == ()
+    with pytest.raises(InputError, match="none.toml does not exist"):
+        load_known_failures(tmp_path / "none.toml", SCENARIO_NAMES, required=True)
 
 
 @pytest.mark.parametrize(
@@ -53,8 +54,8 @@ def test_a_malformed_entry_is_named_with_what_is_wrong(
     tmp_path: Path, scenario: str, extra: str, message: str
 ) -> None:
     path = _write(tmp_path, ENTRY.format(scenario=scenario, extra=extra))
-    with pytest.raises(MatrixInputError, match=message) as error:
-        load_known_failures(path)
+    with pytest.raises(InputError, match=message) as error:
+        load_known_failures(path, SCENARIO_NAMES)
     assert str(error.value).startswith(f"{path}: [[known_failure]] #1")
 
 
@@ -71,13 +72,13 @@ def test_a_malformed_entry_is_named_with_what_is_wrong(
     ],
 )
 def test_a_malformed_file_is_named_with_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
-    with pytest.raises(MatrixInputError, match=message):
-        load_known_failures(_write(tmp_path, text))
+    with pytest.raises(InputError, match=message):
+        load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
 
 
 def test_matching_prefers_the_scenario_and_honours_the_message(tmp_path: Path) -> None:
     text = ENTRY.format(scenario="*", extra="") + ENTRY.format(scenario="compile", extra='message = "graph break"')
-    known = load_known_failures(_write(tmp_path, text))
+    known = load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
     assert known.match("mamba", "compile", "Unsupported: graph break in conv1d").scenarios == ("compile",)
     assert known.match("mamba", "compile", "RuntimeError: other").scenarios == ("*",)
     assert known.match("mamba", "compile", None).scenarios == ("compile",)
@@ -85,7 +86,7 @@ def test_matching_prefers_the_scenario_and_honours_the_message(tmp_path: Path) -
 
 
 def _record(tmp_path: Path, attempt: Attempt) -> dict[str, object]:
-    known = load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra='message = "aten::conv"')))
+    known = load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra='message = "aten::conv"')), SCENARIO_NAMES)
     return to_record(  # type: ignore[return-value]
         Case("mamba", "decoder", "forward"), attempt, cpu=Attempt("passed"), known=known, run_id="r", env={},
         started_at="t0", finished_at="t1", duration_s=1.0, peak_memory_bytes=None,
@@ -116,7 +117,7 @@ def test_one_entry_can_list_the_architectures_and_scenarios_that_fail_the_same_w
     text = ENTRY.format(scenario="*", extra='message = "histogram_cpu"').replace(
         'model_type = "mamba"', 'model_type = ["mamba", "jamba"]').replace('scenario = "*"',
                                                                           'scenario = ["forward", "train"]')
-    known = load_known_failures(_write(tmp_path, text))
+    known = load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
     assert known.match("jamba", "train", 'NotImplementedError: "histogram_cpu" not implemented') is not None
     assert known.match("jamba", "load", None) is None  # a passing load is not reported as "now passes"
     assert known.match("jamba", "train", "RuntimeError: something else") is None
@@ -124,8 +125,8 @@ def test_one_entry_can_list_the_architectures_and_scenarios_that_fail_the_same_w
     assert known.entries[0].as_dict()["model_type"] == ["mamba", "jamba"]
     assert known.entries[0].as_dict()["scenario"] == ["forward", "train"]
     for bad in ('model_type = []', 'model_type = ["a", "a"]', 'model_type = [1]'):
-        with pytest.raises(MatrixInputError, match="model_type must be a non-empty string or a list of distinct"):
-            load_known_failures(_write(tmp_path, text.replace('model_type = ["mamba", "jamba"]', bad)))
+        with pytest.raises(InputError, match="model_type must be a non-empty string or a list of distinct"):
+            load_known_failures(_write(tmp_path, text.replace('model_type = ["mamba", "jamba"]', bad)), SCENARIO_NAMES)
     for bad in ('scenario = []', 'scenario = ["train", "train"]', 'scenario = ["trains"]'):
-        with pytest.raises(MatrixInputError, match=r"scenario must be one of load, .* or a list of distinct"):
-            load_known_failures(_write(tmp_path, text.replace('scenario = ["forward", "train"]', bad)))
+        with pytest.raises(InputError, match=r"scenario must be one of load, .* or a list of distinct"):
+            load_known_failures(_write(tmp_path, text.replace('scenario = ["forward", "train"]', bad)), SCENARIO_NAMES)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run
-from hf_neuron.matrix.scenario_ddp import ddp
-from hf_neuron.matrix.scenarios import CaseContext
+from _helpers import run
+from hf_neuron.matrix.scenarios.ddp import ddp
+from hf_neuron.matrix.scenarios.contract import CaseContext
 
 
 @pytest.mark.distributed
@@ -25,8 +25,8 @@ def test_ddp_is_skipped_with_a_reason_below_two_devices(tmp_path: Path) -> None:
     result = run(
         f"""
         from pathlib import Path
-        from hf_neuron.matrix.scenario_ddp import ddp
-        from hf_neuron.matrix.scenarios import CaseContext
+        from hf_neuron.matrix.scenarios.ddp import ddp
+        from hf_neuron.matrix.scenarios.contract import CaseContext
         result = ddp(CaseContext("llama", "decoder", "ddp", "neuron", Path({str(tmp_path)!r})))
         print(result.outcome, "|", result.message)
         """,

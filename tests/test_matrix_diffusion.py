@@ -8,19 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.matrix.diffusion_models import (
-    LATENT_SIZE,
-    _split_even,
-    backbone_names,
-    build_backbone,
-    denoise,
-    forward_inputs,
-    tiny_config,
-)
-from hf_neuron.matrix.diffusion_recipes import load_recipes, recipe
-from hf_neuron.matrix.errors import MatrixInputError
-from hf_neuron.matrix.scenarios import CaseContext
-from hf_neuron.matrix.scenarios_diffusion import forward, generate
+from hf_neuron.tiny.diffusion.backbones import LATENT_SIZE, _split_even, backbone_names, build_backbone, tiny_config
+from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs
+from hf_neuron.compat.tiny_diffusion import load_recipes, recipe
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.scenarios.contract import CaseContext
+from hf_neuron.matrix.scenarios.diffusion import forward, generate
 
 torch = pytest.importorskip("torch")
 
@@ -81,7 +74,7 @@ def test_every_named_family_has_a_pipeline_recipe_and_runs_on_the_cpu(name: str)
 def test_malformed_recipes_name_the_file_and_the_problem(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "tiny_diffusion.toml"
     path.write_text(text)
-    with pytest.raises(MatrixInputError, match=message):
+    with pytest.raises(InputError, match=message):
         load_recipes(path)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.matrix.isolation import STUCK_EXIT_CODE, CaseTimeout, TimeLimit, describe_exit, read_fatal_error
+from hf_neuron.matrix.case.isolation import STUCK_EXIT_CODE, CaseTimeout, TimeLimit, describe_exit, read_fatal_error
 
 
 def _never_stuck(frame: object) -> None:
@@ -47,7 +47,7 @@ def test_except_exception_in_a_scenario_cannot_swallow_the_timeout() -> None:
 STUCK = textwrap.dedent(
     """
     import signal, sys, time
-    from hf_neuron.matrix.isolation import TimeLimit
+    from hf_neuron.matrix.case.isolation import TimeLimit
 
     def on_stuck(frame):
         print("stuck in", frame.f_code.co_name, flush=True)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from _helpers_matrix import FAKE, SLOW, case_counts, cli, cli_process, raw_records
-from hf_neuron.matrix.errors import MatrixInputError
-from hf_neuron.matrix.store import RecordWriter, open_run, read_records
+from _helpers_matrix import FAKE, SLOW, a_record, case_counts, cli, cli_process, raw_records
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.results.store import RecordWriter, open_run, read_records
 
 
 def _record(case_id: str) -> dict[str, object]:
-    return {"case_id": case_id, "outcome": "passed", "run_id": "r"}
+    return a_record(case_id)
 
 
 @pytest.mark.slow
@@ -68,7 +68,7 @@ def test_a_truncated_last_line_is_skipped_but_a_corrupt_middle_line_is_an_error(
     path.write_text(whole + whole[:10])
     assert [r["case_id"] for r in read_records(tmp_path)] == ["a::load"]
     path.write_text(whole[:10] + "\n" + whole)
-    with pytest.raises(MatrixInputError, match=r"host-gw0-1.jsonl:1: corrupt record line"):
+    with pytest.raises(InputError, match=r"host-gw0-1.jsonl:1: corrupt record line"):
         read_records(tmp_path)
 
 
@@ -79,11 +79,11 @@ def test_a_results_directory_holds_one_run(tmp_path: Path) -> None:
     writer = RecordWriter(tmp_path, "gw0")
     writer.write({**_record("llama::load"), "run_id": manifest.run_id})  # type: ignore[typeddict-item]
     writer.close()
-    with pytest.raises(MatrixInputError, match="pass --resume to continue it, or choose an empty --results"):
+    with pytest.raises(InputError, match="pass --resume to continue it, or choose an empty --results"):
         open_run(tmp_path, resume=False, run_id=None, selection=selection, device="neuron")
-    with pytest.raises(MatrixInputError, match="was started with another selection"):
+    with pytest.raises(InputError, match="was started with another selection"):
         open_run(tmp_path, resume=True, run_id=None, selection={"archs": ["gpt2"]}, device="neuron")
-    with pytest.raises(MatrixInputError, match="was started with another device"):
+    with pytest.raises(InputError, match="was started with another device"):
         open_run(tmp_path, resume=True, run_id=None, selection=selection, device="cpu")
     again, done = open_run(tmp_path, resume=True, run_id=None, selection=selection, device="neuron")
     assert again == manifest and done == {"llama::load"}

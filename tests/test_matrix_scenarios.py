@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.matrix.builtin_scenarios import SCENARIOS
-from hf_neuron.matrix.scenarios import (
+from hf_neuron.matrix.scenarios.builtin import SCENARIOS
+from hf_neuron.matrix.scenarios.contract import (
     EXACT,
     SCENARIO_NAMES,
     TOLERANCES,
@@ -22,8 +22,8 @@ from hf_neuron.matrix.scenarios import (
     compare_named,
     scenario_for,
 )
-from hf_neuron.matrix.scenarios_text import _agree
-from hf_neuron.matrix.text_models import Greedy, disable_dropout
+from hf_neuron.matrix.scenarios.text import _agree
+from hf_neuron.matrix.scenarios.text_models import Greedy, disable_dropout
 
 torch = pytest.importorskip("torch")
 
@@ -116,9 +116,9 @@ def test_a_checkpoint_is_built_once_per_run(tmp_path: Path, monkeypatch: pytest.
         built.append(out_dir)
         return out_dir
 
-    fake = types.ModuleType("hf_neuron.tiny.checkpoint")
+    fake = types.ModuleType("hf_neuron.tiny.text.checkpoint")
     fake.materialize = materialize  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "hf_neuron.tiny.checkpoint", fake)
+    monkeypatch.setitem(sys.modules, "hf_neuron.tiny.text.checkpoint", fake)
     ctx = CaseContext("llama", "decoder", "forward", "neuron", tmp_path)
     first, second = ctx.checkpoint, ctx.on("cpu").checkpoint
     assert first == second == tmp_path / "checkpoints" / "llama"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from _helpers_matrix import FAKE, FIXTURES, cli
-from hf_neuron.matrix.errors import MatrixInputError
-from hf_neuron.matrix.paths import SLICES_FILE
-from hf_neuron.matrix.scenarios import load_scenarios
+from hf_neuron.errors import InputError
+from hf_neuron.compat.slices import SLICES_PATH as SLICES_FILE
+from hf_neuron.matrix.scenarios.contract import load_scenarios
 from hf_neuron.matrix.selection import Architecture, Selection, read_catalog, select
-from hf_neuron.matrix.slices import load_slices
+from hf_neuron.compat.slices import load_slices
 
 CATALOG = [Architecture("llama", "decoder"), Architecture("gpt2", "decoder"), Architecture("t5", "encoder-decoder")]
 SCENARIOS = ["load", "forward"]
@@ -41,7 +41,7 @@ def test_order_is_catalog_then_scenario_and_filters_intersect() -> None:
     ],
 )
 def test_bad_selections_say_what_is_valid(selection: Selection, message: str) -> None:
-    with pytest.raises(MatrixInputError, match=message):
+    with pytest.raises(InputError, match=message):
         _ids(selection)
 
 
@@ -50,12 +50,12 @@ def test_slices(tmp_path: Path) -> None:
     slices.write_text('[small]\ndescription = "two"\narchitectures = ["gpt2", "t5"]\n'
                       '[broken]\ndescription = "x"\narchitectures = ["llama", "mamba"]\n')
     assert _ids(Selection(slice="small", scenarios=("load",)), slices) == ["gpt2::load", "t5::load"]
-    with pytest.raises(MatrixInputError, match=r"--slice: unknown slice 'ci'; valid \(2\): small, broken"):
+    with pytest.raises(InputError, match=r"--slice: unknown slice 'ci'; valid \(2\): small, broken"):
         _ids(Selection(slice="ci"), slices)
-    with pytest.raises(MatrixInputError, match="slice 'broken' lists mamba, which the catalog does not have"):
+    with pytest.raises(InputError, match="slice 'broken' lists mamba, which the catalog does not have"):
         _ids(Selection(slice="broken"), slices)
     slices.write_text('[small]\narchitectures = ["gpt2"]\n')
-    with pytest.raises(MatrixInputError, match=r"\[small\] must have exactly the keys description, architectures"):
+    with pytest.raises(InputError, match=r"\[small\] must have exactly the keys description, architectures"):
         load_slices(slices)
 
 
@@ -72,7 +72,7 @@ def test_catalog_files_are_checked(tmp_path: Path) -> None:
     bad = tmp_path / "catalog.json"
     for text, message in [("{", "not valid JSON"), ('{"schema": 7}', "schema must be 1")]:
         bad.write_text(text)
-        with pytest.raises(MatrixInputError, match=f"^{bad}: {message}"):
+        with pytest.raises(InputError, match=f"^{bad}: {message}"):
             read_catalog(bad)
 
 
@@ -80,12 +80,12 @@ def test_scenario_modules_are_checked(tmp_path: Path) -> None:
     assert list(load_scenarios(str(FIXTURES / "fake_scenarios.py"))) == ["load", "forward"]
     module = tmp_path / "mine.py"
     module.write_text("SCENARIOS = {'warp': print}\n")
-    with pytest.raises(MatrixInputError, match="defines 'warp', which is not a scenario name; use one of: load"):
+    with pytest.raises(InputError, match="defines 'warp', which is not a scenario name; use one of: load"):
         load_scenarios(str(module))
     module.write_text("RUN = {}\n")
-    with pytest.raises(MatrixInputError, match="must define SCENARIOS"):
+    with pytest.raises(InputError, match="must define SCENARIOS"):
         load_scenarios(str(module))
-    with pytest.raises(MatrixInputError, match=r"scenario module 'no\.such\.module' not found"):
+    with pytest.raises(InputError, match=r"scenario module 'no\.such\.module' not found"):
         load_scenarios("no.such.module")
 
 
@@ -107,8 +107,8 @@ def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:
 
 
 def test_the_builtin_scenarios_give_text_groups_every_scenario_and_diffusion_forward_and_generate() -> None:
-    from hf_neuron.matrix.builtin_scenarios import SCENARIOS as BUILTIN
-    from hf_neuron.matrix.scenarios import scenario_for
+    from hf_neuron.matrix.scenarios.builtin import SCENARIOS as BUILTIN
+    from hf_neuron.matrix.scenarios.contract import scenario_for
 
     assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "decoder")] == [
         "load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp"]

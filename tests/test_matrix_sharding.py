@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from _helpers_matrix import FAKE, cli, raw_records
-from hf_neuron.matrix.errors import MatrixInputError
-from hf_neuron.matrix.merge import merge, write_merged
+from _helpers_matrix import FAKE, a_record, cli, raw_records
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.results.merge import merge, write_merged
 from hf_neuron.matrix.selection import Architecture, Selection, Shard, select
-from hf_neuron.matrix.store import Manifest, RecordWriter, write_manifest
+from hf_neuron.matrix.results.store import Manifest, RecordWriter, write_manifest
 
 CATALOG = [Architecture(f"arch{i}", "decoder") for i in range(7)]
 SCENARIOS = ["load", "forward", "generate"]
@@ -34,12 +34,12 @@ def test_shards_partition_the_selection_in_order(count: int) -> None:
      ("2", "is not i/N"), ("a/b", "is not i/N"), ("1/3/4", "is not i/N")],
 )
 def test_a_bad_shard_says_what_to_write(text: str, message: str) -> None:
-    with pytest.raises(MatrixInputError, match=message):
+    with pytest.raises(InputError, match=message):
         Shard.parse(text)
 
 
 def test_an_empty_shard_is_an_error() -> None:
-    with pytest.raises(MatrixInputError, match="the selection is empty"):
+    with pytest.raises(InputError, match="the selection is empty"):
         select(CATALOG[:1], ["load"], Selection(shard=Shard(2, 2)), SLICES)
 
 
@@ -69,41 +69,40 @@ def _results(directory: Path, run_id: str, shard: str | None, records: list[tupl
     write_manifest(directory, Manifest(run_id, "2025-01-01T00:00:00", {"archs": [], "shard": shard}, "neuron"))
     writer = RecordWriter(directory, "gw0")
     for case_id, outcome, finished_at in records:
-        writer.write({"case_id": case_id, "outcome": outcome, "run_id": run_id, "cpu_outcome": None,  # type: ignore[typeddict-item]
-                      "failure": None, "finished_at": finished_at})
+        writer.write(a_record(case_id, outcome=outcome, run_id=run_id, finished_at=finished_at))  # type: ignore[arg-type]
     writer.close()
     return directory
 
 
 def test_merge_drops_duplicates_and_refuses_conflicts(tmp_path: Path) -> None:
-    one = _results(tmp_path / "1", "r", "1/2", [("a::load", "passed", "t1"), ("b::load", "passed", "t1")])
-    two = _results(tmp_path / "2", "r", "2/2", [("a::load", "passed", "t2"), ("c::load", "failed", "t1")])
+    one = _results(tmp_path / "1", "r", "1/2", [("a::load", "passed", "2025-01-01T00:00:01+00:00"), ("b::load", "passed", "2025-01-01T00:00:01+00:00")])
+    two = _results(tmp_path / "2", "r", "2/2", [("a::load", "passed", "2025-01-01T00:00:02+00:00"), ("c::load", "failed", "2025-01-01T00:00:01+00:00")])
     merged = merge([one, two])
     assert [r["case_id"] for r in merged.records] == ["a::load", "b::load", "c::load"]
     assert merged.duplicates == 1 and merged.missing_shards == ()
-    assert next(r for r in merged.records if r["case_id"] == "a::load")["finished_at"] == "t2"
+    assert next(r for r in merged.records if r["case_id"] == "a::load")["finished_at"] == "2025-01-01T00:00:02+00:00"
 
-    three = _results(tmp_path / "3", "r", "2/2", [("b::load", "failed", "t3")])
-    with pytest.raises(MatrixInputError, match=r"1 case\(s\) have records that disagree:\n  b::load: passed at t1"):
+    three = _results(tmp_path / "3", "r", "2/2", [("b::load", "failed", "2025-01-01T00:00:03+00:00")])
+    with pytest.raises(InputError, match=r"1 case\(s\) have records that disagree:\n  b::load: passed at 2025-01-01T00:00:01\+00:00"):
         merge([one, three])
     latest = merge([one, three], on_conflict="latest")
     assert next(r for r in latest.records if r["case_id"] == "b::load")["outcome"] == "failed"
-    assert latest.conflicts == ("b::load: passed at t1, failed at t3",)
+    assert latest.conflicts == ("b::load: passed at 2025-01-01T00:00:01+00:00, failed at 2025-01-01T00:00:03+00:00",)
 
 
 def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path: Path) -> None:
-    one = _results(tmp_path / "1", "r", "1/3", [("a::load", "passed", "t1")])
-    other = _results(tmp_path / "2", "s", "2/3", [("b::load", "passed", "t1")])
-    with pytest.raises(MatrixInputError, match=r"different runs \(r, s\): merge the shards of one run"):
+    one = _results(tmp_path / "1", "r", "1/3", [("a::load", "passed", "2025-01-01T00:00:01+00:00")])
+    other = _results(tmp_path / "2", "s", "2/3", [("b::load", "passed", "2025-01-01T00:00:01+00:00")])
+    with pytest.raises(InputError, match=r"different runs \(r, s\): merge the shards of one run"):
         merge([one, other])
     assert merge([one]).missing_shards == ("2/3", "3/3")
-    with pytest.raises(MatrixInputError, match="is not a results directory"):
+    with pytest.raises(InputError, match="is not a results directory"):
         merge([tmp_path / "nothing"])
 
 
 def test_merge_writes_a_results_directory_once(tmp_path: Path) -> None:
-    merged = merge([_results(tmp_path / "1", "r", None, [("a::load", "passed", "t1")])])
+    merged = merge([_results(tmp_path / "1", "r", None, [("a::load", "passed", "2025-01-01T00:00:01+00:00")])])
     write_merged(merged, tmp_path / "out")
     assert [r["case_id"] for r in raw_records(tmp_path / "out")] == ["a::load"]
-    with pytest.raises(MatrixInputError, match="already holds a run"):
+    with pytest.raises(InputError, match="already holds a run"):
         write_merged(merged, tmp_path / "out")

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from _helpers_patches import fake_distribution, reinstalled, require_neuron, run
-from hf_neuron.patches import LIBRARIES, default_registry, installation
+from hf_neuron.patches import default_registry, installation
+from hf_neuron.patches.libraries import LIBRARIES
 from hf_neuron.patches.bindings import modules_in
 
 Probe = Callable[[Path, Path], Any]
@@ -125,7 +126,7 @@ def _restores_rng(model: Path, tmp: Path) -> Any:
 
 def _moe(model: Path, tmp: Path) -> Any:
     """A tiny MoE model's logits on neuron equal the CPU's (patched), or the error its forward raises."""
-    from hf_neuron.tiny.models import build_model
+    from hf_neuron.tiny.text.models import build_model
 
     cpu = build_model("qwen3_moe", seed=0).eval()
     ids = torch.randint(4, 500, (2, 8))

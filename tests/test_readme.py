@@ -6,7 +6,7 @@ import re
 import sys
 from pathlib import Path
 
-from conftest import run
+from _helpers import run
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

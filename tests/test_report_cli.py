@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from _helpers_report import a_catalog
 from hf_neuron.cli import main
+from hf_neuron.compat.catalog import write_catalog
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
 BASELINE = Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json"
@@ -43,12 +44,12 @@ def test_skipped_lines_are_warned_with_file_and_line(tmp_path: Path, capsys: pyt
 
 def test_catalog_and_ranking_files(tmp_path: Path) -> None:
     catalog, ranking = tmp_path / "catalog.json", tmp_path / "ranking.csv"
-    catalog.write_text(json.dumps([{"model_type": "llama", "family": "llama", "config": {"hidden_size": 64}}]))
+    write_catalog(a_catalog(llama="decoder"), catalog)
     ranking.write_text("model_type,rank,source\nphi3,1,hub downloads\n")
     assert _build(tmp_path, "--catalog", str(catalog), "--ranking", str(ranking), "--top", "1") == 0
     index = (tmp_path / "site" / "index.html").read_text()
     assert "top 1 architectures run unmodified (ranked by hub downloads)" in index
-    assert "&#34;hidden_size&#34;: 64" in (tmp_path / "site" / "arch" / "llama.html").read_text()
+    assert "LlamaForCausalLM" in (tmp_path / "site" / "arch" / "llama.html").read_text()
 
 
 def test_default_compat_files_are_optional(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.report.history import RunSummary, previous_run, read_history, with_run, write_summary
-from hf_neuron.report.load import ReportInputError
+from hf_neuron.errors import InputError
 from hf_neuron.report.tables import RunInfo
 
 
@@ -51,7 +51,7 @@ def test_no_history_directory_means_no_history(tmp_path: Path) -> None:
 
 def test_a_bad_summary_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema": 1, "run_id": "x"}')
-    with pytest.raises(ReportInputError, match=r"x.json: not a run summary of schema 1"):
+    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1"):
         read_history(tmp_path)
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.report.load import ReportInputError, load_records, validate_record
+from hf_neuron.errors import InputError
+from hf_neuron.report.load import load_records, validate_record
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
 
@@ -84,5 +85,5 @@ def test_a_duplicate_case_keeps_the_record_that_finished_last(tmp_path: Path) ->
 
 
 def test_a_missing_results_directory_is_an_input_error(tmp_path: Path) -> None:
-    with pytest.raises(ReportInputError, match="no-such: no such results directory or file"):
+    with pytest.raises(InputError, match="no-such: no such results directory or file"):
         load_records([tmp_path / "no-such"])

@@ -11,19 +11,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hf_neuron.report.compat import Ranking, load_baseline
-from hf_neuron.report.load import ReportInputError
+from hf_neuron.compat.baselines import load_baseline
+from hf_neuron.compat.ranking import Ranking
+from hf_neuron.errors import InputError
 from hf_neuron.report.site import BuildResult, build_site
+
+from _helpers_report import a_catalog
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
 BASELINE = load_baseline(Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json")
-CATALOG = {
-    "llama": {"group": "decoder", "family": "llama", "model_class": "LlamaForCausalLM"},
-    "qwen3": {"group": "decoder", "family": "qwen"},
-    "gemma3": {"group": "decoder", "family": "gemma"},
-}
+CATALOG = a_catalog(llama="decoder", qwen3="decoder", gemma3="decoder")
 RANKING = Ranking({"llama": 1, "mistral": 2, "qwen3": 3, "gemma3": 4}, "hub downloads")
-CONFIG = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +29,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BuildResult]:
     work = tmp_path_factory.mktemp("report")
     common = dict(baseline=BASELINE, catalog=CATALOG, ranking=RANKING, history_dir=work / "history", top_n=3)
     build_site([RECORDS / "run-1"], work / "site-1", **common)
-    result = build_site([RECORDS / "run-2"], work / "site", arch_configs={"llama": CONFIG}, **common)
+    result = build_site([RECORDS / "run-2"], work / "site", **common)
     return work / "site", result
 
 
@@ -133,7 +131,7 @@ def test_table_rows_follow_the_ranking_with_baseline_columns(site: tuple[Path, B
     assert baseline_cells["mistral"] == ["no", "no"]
     assert 'data-top="1"' in rows["qwen3"] and 'data-top="0"' in rows["gemma3"]
     assert 'data-changed="1"' in rows["mistral"] and 'data-changed="0"' in rows["llama"]
-    assert 'data-family="gemma"' in rows["gemma3"] and "not run" in rows["gemma3"]
+    assert 'data-group="decoder"' in rows["gemma3"] and "not run" in rows["gemma3"]
 
 
 def test_cells_carry_their_status(site: tuple[Path, BuildResult]) -> None:
@@ -183,7 +181,6 @@ def test_architecture_page(site: tuple[Path, BuildResult]) -> None:
     assert "82 earlier lines left out" in detail  # the traceback is trimmed to its last 40 lines
     assert "hf-neuron matrix run --arch mistral --scenario generate" in detail
     assert _by_id(html, "reproduce").count("hf-neuron matrix run --arch mistral --scenario") == 9
-    assert "This run did not record the config it used for mistral." in html
 
 
 def test_architecture_page_failure_details(site: tuple[Path, BuildResult]) -> None:
@@ -202,10 +199,10 @@ def test_architecture_page_failure_details(site: tuple[Path, BuildResult]) -> No
     assert _by_id(qwen3, "baseline-support") == "inference: yes · training: yes"
 
 
-def test_config_and_catalog_entry(site: tuple[Path, BuildResult]) -> None:
+def test_catalog_entry(site: tuple[Path, BuildResult]) -> None:
     html = _page(site, "arch/llama.html")
-    assert json.loads(_by_id(html, "config")) == CONFIG
-    assert "LlamaForCausalLM" in html
+    assert "Model classLlamaForCausalLM Config classLlamaConfig" in _by_id(html, "catalog-entry")
+    assert 'id="catalog-entry"' not in _page(site, "arch/mistral.html")  # not in the catalog
     assert "no record" in _page(site, "arch/gemma3.html")
 
 
@@ -246,20 +243,20 @@ def test_stale_architecture_pages_are_removed(tmp_path: Path) -> None:
 
 
 def test_records_of_several_runs_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ReportInputError, match=r"the results hold 2 runs \(nightly-2026-11-27, nightly-2026-11-28\)"):
+    with pytest.raises(InputError, match=r"the results hold 2 runs \(nightly-2026-11-27, nightly-2026-11-28\)"):
         build_site([RECORDS / "run-1", RECORDS / "run-2"], tmp_path, baseline=BASELINE)
 
 
 def test_no_valid_record_is_refused(tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "empty.jsonl").write_text("\n")
-    with pytest.raises(ReportInputError, match="no valid record in"):
+    with pytest.raises(InputError, match="no valid record in"):
         build_site([tmp_path / "results"], tmp_path / "site", baseline=BASELINE)
 
 
 def test_a_catalog_name_unsafe_for_a_file_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ReportInputError, match=r"catalog model types must be names.*\['../x'\]"):
-        build_site([RECORDS / "run-2"], tmp_path, baseline=BASELINE, catalog={"../x": {}})
+    with pytest.raises(InputError, match=r"catalog model types must be names.*\['../x'\]"):
+        build_site([RECORDS / "run-2"], tmp_path, baseline=BASELINE, catalog=a_catalog(**{"../x": "decoder"}))
 
 
 def test_the_site_is_self_contained(site: tuple[Path, BuildResult]) -> None:

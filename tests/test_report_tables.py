@@ -8,9 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hf_neuron.report.compat import Ranking, load_baseline
+from hf_neuron.compat.baselines import load_baseline
+from hf_neuron.compat.ranking import Ranking
 from hf_neuron.report.load import load_records
-from hf_neuron.report.status import CORE_SCENARIOS, SCENARIOS, cell_status, runs_unmodified
+from _helpers_report import a_catalog
+from hf_neuron.matrix.records import CORE_SCENARIOS
+from hf_neuron.matrix.records import SCENARIO_NAMES as SCENARIOS
+from hf_neuron.report.status import cell_status, runs_unmodified
 from hf_neuron.report.tables import (
     case_frame,
     case_statuses,
@@ -119,11 +123,11 @@ def test_ranking_orders_rows_and_marks_the_top_n(cases: pd.DataFrame) -> None:
     assert (head.top_runs_unmodified, head.top) == (3, 3)
 
 
-def test_catalog_adds_families_groups_and_not_run_rows(cases: pd.DataFrame) -> None:
-    catalog = {"llama": {"family": "llama", "group": "ignored: records win"}, "gemma3": {"group": "decoder"}}
+def test_catalog_adds_groups_and_not_run_rows(cases: pd.DataFrame) -> None:
+    catalog = a_catalog(llama="encoder-decoder", gemma3="decoder")  # llama's records say decoder: records win
     table = matrix_table(cases, baseline=BASELINE, catalog=catalog)
-    assert table.loc["llama", ["family", "group"]].tolist() == ["llama", "decoder"]
-    assert table.loc["gemma3", ["family", "group", "has_records", "runs_unmodified"]].tolist() == ["", "decoder", False, False]
+    assert table.loc["llama", "group"] == "decoder"
+    assert table.loc["gemma3", ["group", "has_records", "runs_unmodified"]].tolist() == ["decoder", False, False]
     assert (table.loc["gemma3", list(SCENARIOS)] == "not-run").all()
     head = headline(table, BASELINE)
     assert (head.runs_unmodified, head.architectures, head.catalog_not_run) == (5, 7, 1)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run
+from _helpers import run
 from hf_neuron import settings
 from hf_neuron.settings import SettingError
 
 
 def test_defaults_when_unset() -> None:
-    emulator = settings.emulator_settings({})
+    emulator = settings.reference_device_settings({})
     assert emulator.enabled is False
     assert emulator.devices == 2
     assert emulator.capacity_bytes is None
@@ -18,7 +18,7 @@ def test_defaults_when_unset() -> None:
 
 
 def test_values_are_parsed() -> None:
-    emulator = settings.emulator_settings({
+    emulator = settings.reference_device_settings({
         "HF_NEURON_EMULATOR": "true", "HF_NEURON_EMULATOR_DEVICES": "8", "HF_NEURON_EMULATOR_64BIT": "narrow",
         "HF_NEURON_EMULATOR_MEMORY_FORMATS": "STRICT", "HF_NEURON_EMULATOR_MEMORY_GB": "0.5",
         "HF_NEURON_EMULATOR_WARN_FALLBACK": "1", "HF_NEURON_EMULATOR_ALIASING": "copy",
@@ -43,7 +43,7 @@ def test_values_are_parsed() -> None:
 )
 def test_bad_values_name_the_variable_and_the_fix(name: str, value: str, message: str) -> None:
     with pytest.raises(SettingError) as error:
-        settings.emulator_settings({"HF_NEURON_EMULATOR": "1", name: value})
+        settings.reference_device_settings({"HF_NEURON_EMULATOR": "1", name: value})
     assert message in str(error.value)
 
 

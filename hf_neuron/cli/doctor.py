@@ -15,6 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron import settings
+from hf_neuron.backends import NO_NEURON_DEVICE
 
 if TYPE_CHECKING:
     from hf_neuron.patches.registry import Patch
@@ -23,14 +24,12 @@ __all__ = ["diagnose", "register", "run"]
 
 _BROKEN = ("failed", "target-missing", "version-out-of-range")
 _NO_AUTOLOAD = "the torch backend autoload did not run (TORCH_DEVICE_BACKEND_AUTOLOAD=0?)"
-_NO_DEVICE = "no neuron device: install torch-neuronx on Trainium, or set HF_NEURON_EMULATOR=1 for the reference device"
 
 
 def _backend(problems: list[str]) -> dict[str, Any]:
     import torch
 
-    from hf_neuron import _autoload
-    from hf_neuron.backends import backend
+    from hf_neuron.backends import autoload_status, backend
 
     info = backend()
     devices = []
@@ -38,10 +37,10 @@ def _backend(problems: list[str]) -> dict[str, Any]:
         devices = [{"device": torch.neuron.get_device_name(index),
                     "name": torch.neuron.get_device_properties(index).name} for index in range(info.device_count)]
     elif settings.read("HF_NEURON_EMULATOR"):
-        why = _NO_AUTOLOAD if os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0" else _autoload.status()
+        why = _NO_AUTOLOAD if os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0" else autoload_status()
         problems.append(f"HF_NEURON_EMULATOR=1 but no neuron device is registered: {why}")
     else:
-        problems.append(_NO_DEVICE)
+        problems.append(NO_NEURON_DEVICE)
     return {"kind": info.kind, "version": info.version, "summary": str(info), "devices": devices}
 
 

@@ -7,11 +7,17 @@ import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.compat.catalog import CATALOG_PATH
+from hf_neuron.compat.ranking import RANKING_PATH
+from hf_neuron.errors import InputError
 from hf_neuron.matrix.options import MatrixConfig, add_options
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from hf_neuron.matrix.catalog.hub_ranking import ListModels
+
+__all__ = ["catalog_generate", "ranking_refresh", "register"]
 
 _RUN_EPILOG = """\
 exit status: 0 every case recorded, none failing on the device; 1 some fail on the device;
@@ -31,7 +37,7 @@ def _reporting_input_errors(command: Callable[[argparse.Namespace], int]) -> Cal
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return command(args)
-        except MatrixInputError as exc:
+        except InputError as exc:
             print(f"hf-neuron matrix: error: {exc}", file=sys.stderr)
             return 2
 
@@ -56,7 +62,7 @@ def _list(args: argparse.Namespace) -> int:
 
 @_reporting_input_errors
 def _merge(args: argparse.Namespace) -> int:
-    from hf_neuron.matrix.merge import merge, write_merged
+    from hf_neuron.matrix.results.merge import merge, write_merged
 
     merged = merge(args.dirs, args.on_conflict)
     write_merged(merged, args.out)
@@ -69,22 +75,65 @@ def _merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def catalog_generate(path: Path = CATALOG_PATH, *, check: bool = False, run_models: bool = True) -> int:
+    """``hf-neuron matrix catalog --generate [--check]``: regenerate the catalog and print what changed.
+
+    With ``check``, write nothing and return 1 when the committed catalog is out of date (for CI); otherwise write
+    it and return 0. Returns 2 when the committed catalog is malformed.
+    """
+    from hf_neuron.compat.catalog import Catalog, diff_catalogs, load_catalog, write_catalog
+    from hf_neuron.matrix.catalog.generate import describe_groups, generate_catalog, unexpected_runs
+
+    catalog = generate_catalog(run_models=run_models)
+    try:
+        before = load_catalog(path) if path.exists() else Catalog("none", "none", "", ())
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    diff = diff_catalogs(before, catalog)
+    print(diff.describe())
+    print(describe_groups(catalog))
+    for model_type in unexpected_runs(catalog):
+        print(f"warning: {model_type} runs although compat/tiny_overrides.toml says runs = false; remove that",
+              file=sys.stderr)
+    if check:
+        return 1 if diff else 0
+    write_catalog(catalog, path)
+    print(f"wrote {path}")
+    return 0
+
+
+def ranking_refresh(path: Path = RANKING_PATH, *, limit: int = 500, list_models: ListModels | None = None) -> int:
+    """``hf-neuron matrix catalog --refresh-ranking``: rewrite the ranking from the Hub; 0 on success, 2 when the
+    Hub cannot be reached or names no known type (the file is left unchanged then)."""
+    from hf_neuron.compat.ranking import write_ranking
+    from hf_neuron.matrix.catalog.hub_ranking import HubUnreachable, refresh_ranking
+
+    try:
+        entries = refresh_ranking(limit=limit, list_models=list_models)
+    except HubUnreachable as error:
+        print(f"error: {error}; {path} was left unchanged", file=sys.stderr)
+        return 2
+    if not entries:
+        print(f"error: the Hub listed no model of a known model_type; {path} was left unchanged", file=sys.stderr)
+        return 2
+    written = write_ranking(entries, path)
+    print(f"wrote {written}: {len(entries)} model types, top: {', '.join(e.model_type for e in entries[:5])}")
+    return 0
+
+
 @_reporting_input_errors
 def _catalog(args: argparse.Namespace) -> int:
     if args.refresh_ranking:
         if args.check:
-            raise MatrixInputError("--check goes with --generate, not with --refresh-ranking")
-        from hf_neuron.matrix.ranking import main_refresh
-
-        return main_refresh()
-    from hf_neuron.matrix.catalog import main_generate
-
-    return main_generate(check=args.check)
+            raise InputError("--check goes with --generate, not with --refresh-ranking")
+        return ranking_refresh()
+    return catalog_generate(check=args.check)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``hf-neuron matrix`` and its actions."""
-    from hf_neuron.matrix.merge import CONFLICT_POLICIES
+    from hf_neuron.matrix.results.merge import CONFLICT_POLICIES
 
     parser = subparsers.add_parser(
         "matrix", help="the compatibility matrix: run it, list its cases, merge shards",

@@ -11,13 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from hf_neuron.compat_files import COMPAT_DIR
+from hf_neuron.compat.baselines import BASELINE_PATH as DEFAULT_BASELINE
+from hf_neuron.compat.catalog import CATALOG_PATH as DEFAULT_CATALOG
+from hf_neuron.compat.ranking import RANKING_PATH as DEFAULT_RANKING
 
 __all__ = ["register"]
-
-DEFAULT_BASELINE = COMPAT_DIR / "baselines" / "optimum-neuron-0.4.5.json"
-DEFAULT_CATALOG = COMPAT_DIR / "catalog.json"
-DEFAULT_RANKING = COMPAT_DIR / "ranking.csv"
 _SHOWN_PROBLEMS = 20
 
 
@@ -45,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--catalog", type=Path, metavar="FILE",
-        help=f"architecture catalog: groups, families, rows not run (default: {DEFAULT_CATALOG} if present)",
+        help=f"architecture catalog: groups, rows not run (default: {DEFAULT_CATALOG} if present)",
     )
     build.add_argument(
         "--ranking", type=Path, metavar="FILE",
@@ -61,8 +59,10 @@ def _optional(given: Path | None, default: Path) -> Path | None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from hf_neuron.report.compat import load_baseline, load_catalog, load_ranking
-    from hf_neuron.report.load import ReportInputError
+    from hf_neuron.compat.baselines import load_baseline
+    from hf_neuron.compat.catalog import load_catalog
+    from hf_neuron.compat.ranking import load_ranking, ranking
+    from hf_neuron.errors import InputError
     from hf_neuron.report.site import build_site
 
     if args.top < 1:
@@ -72,18 +72,16 @@ def _build(args: argparse.Namespace) -> int:
     try:
         catalog_path = _optional(args.catalog, DEFAULT_CATALOG)
         ranking_path = _optional(args.ranking, DEFAULT_RANKING)
-        catalog = load_catalog(catalog_path) if catalog_path else None
         result = build_site(
             args.results,
             args.out,
             baseline=load_baseline(args.baseline),
-            catalog=catalog,
-            ranking=load_ranking(ranking_path) if ranking_path else None,
+            catalog=load_catalog(catalog_path) if catalog_path else None,
+            ranking=ranking(load_ranking(ranking_path)) if ranking_path else None,
             history_dir=args.history,
             top_n=args.top,
-            arch_configs={m: e["config"] for m, e in (catalog or {}).items() if isinstance(e.get("config"), dict)},
         )
-    except ReportInputError as exc:
+    except InputError as exc:
         print(f"hf-neuron report build: {exc}", file=sys.stderr)
         return 1
     for problem in result.problems[:_SHOWN_PROBLEMS]:

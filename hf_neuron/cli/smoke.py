@@ -13,12 +13,12 @@ def smoke(steps: int, model_type: str) -> int:
     import torch
 
     import hf_neuron
-    from hf_neuron.tiny.models import build_model
+    from hf_neuron.backends import NO_NEURON_DEVICE
+    from hf_neuron.tiny.text.models import build_model
 
     info = hf_neuron.backend()
     if info.kind == "none":
-        print("no neuron device: install torch-neuronx on Trainium, or set HF_NEURON_EMULATOR=1 for the "
-              f"reference device ({info.reason})", file=sys.stderr)
+        print(f"{NO_NEURON_DEVICE} ({info.reason})", file=sys.stderr)
         return 1
     model = build_model(model_type, seed=0).to("neuron").train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)

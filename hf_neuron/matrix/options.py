@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from hf_neuron.matrix.errors import MatrixInputError
-from hf_neuron.matrix.paths import KNOWN_FAILURES_FILE, SLICES_FILE
-from hf_neuron.matrix.scenarios import DEFAULT_SCENARIO_MODULE, load_scenarios, scenario_for
+from hf_neuron.errors import InputError
+from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH
+from hf_neuron.compat.slices import SLICES_PATH
+from hf_neuron.matrix.scenarios.contract import DEFAULT_SCENARIO_MODULE, load_scenarios, scenario_for
 from hf_neuron.matrix.selection import Case, Selection, Shard, read_catalog, select
 
 __all__ = ["DEFAULT_TIMEOUT_S", "OPTIONS", "MatrixConfig", "Option", "add_options", "pytest_args"]
@@ -141,10 +142,10 @@ class MatrixConfig:
 
         timeout = get("matrix_timeout")
         if not timeout > 0:
-            raise MatrixInputError(f"--timeout {timeout:g}: give a positive number of seconds per case")
+            raise InputError(f"--timeout {timeout:g}: give a positive number of seconds per case")
         device = get("matrix_device")
         if not _DEVICE.match(device):
-            raise MatrixInputError(f"--device {device!r} is not a device: write e.g. neuron, neuron:1 or cpu")
+            raise InputError(f"--device {device!r} is not a device: write e.g. neuron, neuron:1 or cpu")
         shard = get("matrix_shard")
         known = get("matrix_known_failures")
         return cls(
@@ -162,12 +163,12 @@ class MatrixConfig:
             run_id=get("matrix_run_id"),
             timeout_s=float(timeout),
             device=device,
-            known_failures=KNOWN_FAILURES_FILE if known is None else known,
+            known_failures=KNOWN_FAILURES_PATH if known is None else known,
             known_failures_required=known is not None,
         )
 
     def cases(self) -> list[Case]:
         """The selected cases, in run order (reads the catalog and imports the scenario set)."""
         scenarios = load_scenarios(self.scenario_module)
-        return select(read_catalog(self.catalog), list(scenarios), self.selection, SLICES_FILE,
+        return select(read_catalog(self.catalog), list(scenarios), self.selection, SLICES_PATH,
                       applies=lambda name, group: scenario_for(scenarios[name], group) is not None)

@@ -6,11 +6,11 @@
   with a record are deselected), hands the run id, the environment block and the already-recorded cases to each
   worker it starts (so a replacement worker collects exactly what the first ones did), shows progress, and
   records the case a worker was running when it died (``crashed``).
-* Each **worker** (pytest-xdist) runs its cases with :class:`~hf_neuron.matrix.execute.CaseRunner`, which writes
+* Each **worker** (pytest-xdist) runs its cases with :class:`~hf_neuron.matrix.case.execute.CaseRunner`, which writes
   each record to the worker's own file the moment the case ends, then reports the outcome to pytest.
 
 Without xdist (``-n 0``) one process does both, and a crash ends the run (``--resume`` continues it):
-``hf-neuron matrix run`` always uses workers. See :mod:`hf_neuron.matrix.isolation` for the design.
+``hf-neuron matrix run`` always uses workers. See :mod:`hf_neuron.matrix.case.isolation` for the design.
 """
 
 from __future__ import annotations
@@ -24,20 +24,20 @@ from typing import IO, Any
 
 import pytest
 
-from hf_neuron.matrix import environment
-from hf_neuron.matrix.errors import MatrixInputError
-from hf_neuron.matrix.execute import CaseRunner
-from hf_neuron.matrix.fingerprint import FailureInfo
-from hf_neuron.matrix.isolation import describe_exit, harden_worker, read_fatal_error
-from hf_neuron.matrix.known_failures import KnownFailures, load_known_failures
+from hf_neuron.matrix.results import environment
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.case.execute import CaseRunner
+from hf_neuron.matrix.case.fingerprint import FailureInfo
+from hf_neuron.matrix.case.isolation import describe_exit, harden_worker, read_fatal_error
+from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
 from hf_neuron.matrix.options import MatrixConfig, add_options
 from hf_neuron.matrix.progress import Progress
-from hf_neuron.matrix.records import Record
-from hf_neuron.matrix.scenarios import load_scenarios
+from hf_neuron.matrix.records import SCENARIO_NAMES, Record
+from hf_neuron.matrix.scenarios.contract import load_scenarios
 from hf_neuron.matrix.selection import Case
-from hf_neuron.matrix.store import RecordWriter, now_iso, open_run, read_records
-from hf_neuron.matrix.summary import summarize
-from hf_neuron.matrix.verdict import Attempt, to_record
+from hf_neuron.matrix.results.store import RecordWriter, now_iso, open_run, read_records
+from hf_neuron.matrix.results.summary import summarize
+from hf_neuron.matrix.case.verdict import Attempt, to_record
 from hf_neuron.matrix.workdir import create_workdir, remove_workdir
 from hf_neuron.settings import SettingError
 
@@ -98,7 +98,7 @@ def _runner(config: MatrixConfig, run: _Run, process: str) -> CaseRunner:
 
 
 def _start_controller(pytest_config: pytest.Config, config: MatrixConfig, cases: list[Case]) -> _Run:
-    known = load_known_failures(config.known_failures, required=config.known_failures_required)
+    known = load_known_failures(config.known_failures, SCENARIO_NAMES, required=config.known_failures_required)
     env = environment.collect()
     environment.require_backend(config.device, env)
     if pytest_config.option.collectonly:
@@ -124,7 +124,7 @@ def _start_worker(config: MatrixConfig, cases: list[Case], worker_input: dict[st
     given = worker_input[PROPERTY]
     done = set(given["done"])
     pending = [case for case in cases if case.case_id not in done]
-    known = load_known_failures(config.known_failures, required=config.known_failures_required)
+    known = load_known_failures(config.known_failures, SCENARIO_NAMES, required=config.known_failures_required)
     run = _Run(config, cases, pending, given["run_id"], given["env"], Path(given["workdir"]), known)
     run.runner = _runner(config, run, worker_input["workerid"])
     return run
@@ -140,7 +140,7 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[_RUN] = _start_controller(config, matrix, cases)
         else:
             config.stash[_RUN] = _start_worker(matrix, cases, worker_input)
-    except (MatrixInputError, SettingError) as exc:
+    except (InputError, SettingError) as exc:
         raise pytest.UsageError(str(exc)) from exc
 
 

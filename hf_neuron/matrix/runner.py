@@ -21,14 +21,17 @@ from typing import IO, Any
 
 import pytest
 
-from hf_neuron.matrix import environment
-from hf_neuron.matrix.errors import MatrixInputError
+from hf_neuron.matrix.results import environment
+from hf_neuron.errors import InputError
 from hf_neuron.matrix.options import MatrixConfig, pytest_args
-from hf_neuron.matrix.paths import REPO_ROOT, SUITE_DIR
-from hf_neuron.matrix.store import read_manifest, read_records
-from hf_neuron.matrix.summary import summarize
+from hf_neuron.compat.files import REPO_ROOT
+from hf_neuron.matrix.results.store import read_manifest, read_records
+from hf_neuron.matrix.results.summary import summarize
 
-__all__ = ["EXIT_FAILURES", "EXIT_INCOMPLETE", "EXIT_OK", "EXIT_USAGE", "pytest_command", "run"]
+__all__ = ["EXIT_FAILURES", "EXIT_INCOMPLETE", "EXIT_OK", "EXIT_USAGE", "SUITE_DIR", "pytest_command", "run"]
+
+#: The matrix as a pytest suite (it ships with the source tree, beside ``compat/``).
+SUITE_DIR = REPO_ROOT / "matrix"
 
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -58,9 +61,9 @@ def run(values: Mapping[str, Any], workers: int, out: IO[str] | None = None) -> 
     """Run the matrix for the parsed CLI ``values``; return the exit status (see the module docstring)."""
     out = sys.stderr if out is None else out
     if workers < 1:
-        raise MatrixInputError(f"-n {workers}: the matrix isolates cases in worker processes; use -n 1 or more")
+        raise InputError(f"-n {workers}: the matrix isolates cases in worker processes; use -n 1 or more")
     if not (SUITE_DIR / "conftest.py").is_file():
-        raise MatrixInputError(
+        raise InputError(
             f"the matrix suite is not at {SUITE_DIR}: it ships with the hf-neuron source tree; run from a checkout"
         )
     config = MatrixConfig.from_values(values)

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.matrix.errors import MatrixInputError
-from hf_neuron.matrix.slices import load_slices
+from hf_neuron.errors import InputError
+from hf_neuron.compat.slices import load_slices
 
 __all__ = ["Applies", "Architecture", "Case", "Selection", "Shard", "read_catalog", "select"]
 
@@ -26,7 +26,7 @@ Applies = Callable[[str, str], bool]
 
 @dataclasses.dataclass(frozen=True)
 class Architecture:
-    """What the runner needs of a catalog entry (:class:`hf_neuron.matrix.catalog.CatalogEntry`).
+    """What the runner needs of a catalog entry (:class:`hf_neuron.compat.catalog.CatalogEntry`).
 
     ``skip_reason`` is set when the catalog says the tiny model does not build on the CPU: its cases are selected
     and recorded as ``skipped`` with that reason, without running, so the report shows them and why.
@@ -71,10 +71,10 @@ class Shard:
     def parse(cls, text: str) -> Shard:
         match = _SHARD.match(text)
         if match is None:
-            raise MatrixInputError(f"--shard {text!r} is not i/N: write e.g. --shard 2/3 for the second of three")
+            raise InputError(f"--shard {text!r} is not i/N: write e.g. --shard 2/3 for the second of three")
         index, count = int(match[1]), int(match[2])
         if count < 1 or not 1 <= index <= count:
-            raise MatrixInputError(
+            raise InputError(
                 f"--shard {text}: i must be between 1 and N (N >= 1), as in 1/{max(count, 1)} ... "
                 f"{max(count, 1)}/{max(count, 1)}"
             )
@@ -107,12 +107,9 @@ class Selection:
 
 def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
     """The architectures of the catalog ``path`` (default ``compat/catalog.json``), in catalog order."""
-    from hf_neuron.matrix.catalog import load_catalog
+    from hf_neuron.compat.catalog import load_catalog
 
-    try:
-        catalog = load_catalog(path)
-    except ValueError as exc:  # CompatFileError: names the file and what is wrong with it
-        raise MatrixInputError(str(exc)) from exc
+    catalog = load_catalog(path)  # a malformed file raises CompatFileError, an InputError naming the file
     return tuple(
         Architecture(entry.model_type, entry.group,
                      None if entry.builds is not False else f"the tiny model does not build on the CPU: {entry.reason}")
@@ -129,7 +126,7 @@ def _check_known(kind: str, option: str, names: Iterable[str], valid: Sequence[s
         else repr(name)
         for name in unknown
     ]
-    raise MatrixInputError(
+    raise InputError(
         f"{option}: unknown {kind} {', '.join(hints)}; valid ({len(valid)}): {', '.join(valid)}"
     )
 
@@ -141,7 +138,7 @@ def select(
     slices_file: Path,
     applies: Applies | None = None,
 ) -> list[Case]:
-    """The cases of ``selection``, in run order; unknown names and an empty result raise MatrixInputError.
+    """The cases of ``selection``, in run order; unknown names and an empty result raise InputError.
 
     ``applies(scenario, group)`` says which scenarios have cases for which groups (default: all for all).
     """
@@ -158,7 +155,7 @@ def select(
         members = slices[selection.slice].architectures
         missing = [name for name in members if name not in model_types]
         if missing:
-            raise MatrixInputError(
+            raise InputError(
                 f"{slices_file}: slice {selection.slice!r} lists {', '.join(missing)}, which the catalog does not "
                 "have: fix the slice or the catalog"
             )
@@ -175,7 +172,7 @@ def select(
         shard = selection.shard
         cases = cases[shard.index - 1 :: shard.count]
     if not cases:
-        raise MatrixInputError(
+        raise InputError(
             f"the selection is empty: {json.dumps(selection.as_json())} matches no case; "
             "`hf-neuron matrix list` shows what a selection holds"
         )

@@ -15,16 +15,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hf_neuron.import_hooks import PostImportFinder
+from hf_neuron.patches.libraries import LIBRARIES
 
 if TYPE_CHECKING:
     from types import TracebackType
 
     from hf_neuron.patches.registry import Patch, Registry
 
-__all__ = ["LIBRARIES", "Installation", "default_registry", "hook", "install", "installation"]
-
-#: The libraries patched, each by the module of the same name in this package, in application order.
-LIBRARIES: tuple[str, ...] = ("safetensors", "accelerate", "transformers", "peft", "trl", "diffusers")
+__all__ = ["Installation", "default_registry", "hook", "install", "installation"]
 
 _registry: Registry | None = None
 _installation: Installation | None = None

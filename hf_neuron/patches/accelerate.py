@@ -8,7 +8,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from hf_neuron.patches import probe
+from hf_neuron.backends import NEURON_DEVICE_HOWTO
+from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
 __all__ = ["DEVICES", "PATCHES", "device_type"]
@@ -19,7 +20,7 @@ VERSIONS = ">=1.15,<1.16"
 DEVICES = ("neuron", "cpu", "cuda")
 
 _MISSING = {
-    "neuron": "install torch-neuronx on Trainium, or set HF_NEURON_EMULATOR=1 for the reference device",
+    "neuron": NEURON_DEVICE_HOWTO,
     "cuda": "install a CUDA build of torch on a machine with an NVIDIA GPU",
 }
 
@@ -29,8 +30,8 @@ _FP16_DEVICES = ("xpu", "cuda", "npu", "xla", "mlu", "musa", "hpu", "sdaa", "mps
 def _device_count(kind: str) -> int:
     import torch
 
-    if kind == probe.DEVICE:
-        return int(torch.neuron.device_count()) if probe.neuron_registered() else 0
+    if kind == neuron_device.DEVICE:
+        return int(torch.neuron.device_count()) if neuron_device.neuron_registered() else 0
     return int(getattr(torch, kind).device_count())
 
 
@@ -83,7 +84,7 @@ def _applies_device(original: Callable[[argparse.Namespace], Any]) -> Callable[[
 
 def _fp16_allows_neuron(original: types.FunctionType) -> types.FunctionType:
     code = original.__code__
-    constants = tuple((*c, probe.DEVICE) if c == _FP16_DEVICES else c for c in code.co_consts)
+    constants = tuple((*c, neuron_device.DEVICE) if c == _FP16_DEVICES else c for c in code.co_consts)
     if constants == code.co_consts:
         raise LookupError(f"the fp16 device list {_FP16_DEVICES} is no longer in {original.__qualname__}")
     replacement = types.FunctionType(
@@ -100,8 +101,8 @@ def _scaler_on_neuron(original: Callable[..., Any]) -> Callable[..., Any]:
         import torch
         from accelerate.utils import DistributedType
 
-        if distributed_type != DistributedType.FSDP and not torch.cuda.is_available() and probe.neuron_available():
-            return torch.amp.GradScaler(probe.DEVICE, **kwargs)
+        if distributed_type != DistributedType.FSDP and not torch.cuda.is_available() and neuron_device.neuron_available():
+            return torch.amp.GradScaler(neuron_device.DEVICE, **kwargs)
         return original(distributed_type, **kwargs)
 
     return get_grad_scaler
@@ -114,14 +115,14 @@ def _max_memory_on_neuron(original: Callable[..., Any]) -> Callable[..., Any]:
         import torch
         from accelerate.utils.modeling import convert_file_size_to_int
 
-        if not probe.neuron_is_accelerator():
+        if not neuron_device.neuron_is_accelerator():
             return original(max_memory)
         count = torch.neuron.device_count()
         if max_memory is None:
             free = {index: int(torch.neuron.mem_get_info(index)[0]) for index in range(count)}
             return {**free, "cpu": psutil.virtual_memory().available}
         sizes = {
-            key if probe.neuron_index(key) is None else probe.neuron_index(key): (
+            key if neuron_device.neuron_index(key) is None else neuron_device.neuron_index(key): (
                 convert_file_size_to_int(size) if isinstance(size, str) else size
             )
             for key, size in max_memory.items()
@@ -149,7 +150,7 @@ PATCHES: list[Patch] = [
         "`torch_neuronx` is importable (`importlib.util.find_spec`), and its `lru_cache` keeps a False computed "
         "before a backend registered `neuron`. The replacement asks torch whether `neuron` is registered and "
         "available, and caches only True.",
-        replace=probe.detection,
+        replace=neuron_device.detection,
         upstream_fix="Test `torch._C._get_privateuse1_backend_name() == 'neuron'` (or "
         "`torch.accelerator.current_accelerator()`) instead of the package, and do not cache a False.",
     ),

@@ -19,7 +19,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hf_neuron.patches import LIBRARIES, probe
+from hf_neuron.backends import NO_NEURON_DEVICE
+from hf_neuron.patches import neuron_device
+from hf_neuron.patches.libraries import LIBRARIES
 from hf_neuron.patches.registry import Patch, Registry
 
 __all__ = ["PATCHES", "CudaRedirectError", "enable", "redirect"]
@@ -49,9 +51,9 @@ def redirect(value: Any, where: str = "") -> Any:
         match = _CUDA.fullmatch(value)
         if match is None:
             return value
-        after: Any = probe.DEVICE if match[1] is None else f"{probe.DEVICE}:{match[1]}"
+        after: Any = neuron_device.DEVICE if match[1] is None else f"{neuron_device.DEVICE}:{match[1]}"
     elif isinstance(value, torch.device) and value.type == "cuda":
-        after = torch.device(probe.DEVICE, value.index)
+        after = torch.device(neuron_device.DEVICE, value.index)
     else:
         return value
     _log(where, f"{value!r} -> {after!r}")
@@ -101,9 +103,9 @@ def _redirects_construction(where: str) -> Callable[[type], type]:
 def _neuron_device(device: Any) -> Any:
     torch = sys.modules["torch"]
     if device is None:
-        return torch.device(probe.DEVICE, torch.neuron.current_device())
+        return torch.device(neuron_device.DEVICE, torch.neuron.current_device())
     if isinstance(device, int):
-        return torch.device(probe.DEVICE, device)
+        return torch.device(neuron_device.DEVICE, device)
     return redirect(device, ".cuda")
 
 
@@ -185,10 +187,9 @@ PATCHES: list[Patch] = [
 def enable() -> Registry:
     """Apply the redirect now (torch is imported); raise :class:`CudaRedirectError` where it cannot work."""
     torch = sys.modules.get("torch")
-    if not probe.neuron_registered():
+    if not neuron_device.neuron_registered():
         raise CudaRedirectError(
-            "HF_NEURON_CUDA_REDIRECT=1 but no neuron device: install torch-neuronx on Trainium, or set "
-            "HF_NEURON_EMULATOR=1 for the reference device"
+f"HF_NEURON_CUDA_REDIRECT=1 but {NO_NEURON_DEVICE}"
         )
     if torch.cuda.is_available():  # type: ignore[union-attr]
         raise CudaRedirectError("HF_NEURON_CUDA_REDIRECT=1 refused: this machine has CUDA devices, use them")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hf_neuron.patches import probe
+from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
 __all__ = ["PATCHES"]
@@ -19,7 +19,7 @@ PATCHES: list[Patch] = [
         reason="diffusers/utils/import_utils.py `is_torch_neuronx_available()` returns a package check made at "
         "import (`_is_package_available('torch_neuronx')`); `TorchDeviceBackend._detect_device_type()` and the "
         "test device selection (`utils/testing_utils.py`) use it to recognise neuron. The replacement asks torch.",
-        replace=probe.detection,
+        replace=neuron_device.detection,
         upstream_fix="Test the registered device (`torch.accelerator`) rather than the package.",
     ),
 ]

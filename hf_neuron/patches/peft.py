@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from hf_neuron.patches import probe
+from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
 __all__ = ["PATCHES"]
@@ -17,7 +17,7 @@ def _infers_neuron(original: Callable[[], str]) -> Callable[[], str]:
     @functools.wraps(original)
     def infer_device() -> str:
         device = original()
-        return probe.DEVICE if device == "cpu" and probe.neuron_available() else device
+        return neuron_device.DEVICE if device == "cpu" and neuron_device.neuron_available() else device
 
     return infer_device
 

@@ -18,7 +18,7 @@ import types
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from hf_neuron.patches import probe
+from hf_neuron.patches import neuron_device
 from hf_neuron.patches.bindings import modules_in, rebind
 
 __all__ = ["STATUS_TEXT", "Patch", "PatchState", "Registry", "Status", "installed_version"]
@@ -166,7 +166,7 @@ class Registry:
         *,
         scope: Collection[str] | None = None,
         version_of: Callable[[str], str | None] = installed_version,
-        device_ready: Callable[[], bool] = probe.neuron_registered,
+        device_ready: Callable[[], bool] = neuron_device.neuron_registered,
     ) -> None:
         self._sources = dict(sources)
         self.libraries: tuple[str, ...] = tuple(self._sources)

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from hf_neuron.patches import probe
+from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
 __all__ = ["PATCHES"]
@@ -17,8 +17,8 @@ VERSIONS = ">=0.8,<0.9"
 def _opens_on_neuron(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def safe_open(filename: Any, framework: str, device: Any = "cpu", **kwargs: Any) -> Any:
-        index = probe.neuron_index(device)
-        if index is not None and probe.neuron_is_accelerator():
+        index = neuron_device.neuron_index(device)
+        if index is not None and neuron_device.neuron_is_accelerator():
             device = index
         return original(filename, framework, device, **kwargs)
 

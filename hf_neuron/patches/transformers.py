@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from hf_neuron.patches import probe
+from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
 __all__ = ["PATCHES"]
@@ -21,7 +21,7 @@ def _lists_neuron(original: Callable[[], frozenset[str]]) -> Callable[[], frozen
     @functools.wraps(original)
     def get_available_devices() -> frozenset[str]:
         devices = original()
-        return devices | {probe.DEVICE} if probe.neuron_available() else devices
+        return devices | {neuron_device.DEVICE} if neuron_device.neuron_available() else devices
 
     return get_available_devices
 
@@ -36,11 +36,11 @@ def _places_on_neuron(original: Callable[..., None]) -> Callable[..., None]:
         model = bound.arguments.get("model")
         if device is None and getattr(model, "hf_device_map", None) is None:
             current = getattr(model, "device", None)  # a model already on a neuron device stays there
-            device = current.index if probe.neuron_index(current) is not None else 0
-        if isinstance(device, int) and device >= 0 and probe.neuron_is_accelerator():
+            device = current.index if neuron_device.neuron_index(current) is not None else 0
+        if isinstance(device, int) and device >= 0 and neuron_device.neuron_is_accelerator():
             import torch
 
-            bound.arguments["device"] = torch.device(probe.DEVICE, device)
+            bound.arguments["device"] = torch.device(neuron_device.DEVICE, device)
         original(*bound.args, **bound.kwargs)
 
     return __init__
@@ -69,13 +69,13 @@ def _saves_neuron_rng(original: Callable[[Any, str], None]) -> Callable[[Any, st
     @functools.wraps(original)
     def _save_rng_state(self: Any, output_dir: str) -> None:
         original(self, output_dir)
-        if probe.neuron_available():
+        if neuron_device.neuron_available():
             import torch
 
             path = _rng_file(self, output_dir)
             states = _load_states(path)
             neuron = torch.neuron
-            states[probe.DEVICE] = neuron.get_rng_state_all() if _distributed(self) else neuron.get_rng_state()
+            states[neuron_device.DEVICE] = neuron.get_rng_state_all() if _distributed(self) else neuron.get_rng_state()
             torch.save(states, path)
 
     return _save_rng_state
@@ -85,11 +85,11 @@ def _restores_neuron_rng(original: Callable[[Any, str | None], None]) -> Callabl
     @functools.wraps(original)
     def _load_rng_state(self: Any, checkpoint: str | None) -> None:
         original(self, checkpoint)
-        if checkpoint is None or not probe.neuron_available() or not os.path.isfile(_rng_file(self, checkpoint)):
+        if checkpoint is None or not neuron_device.neuron_available() or not os.path.isfile(_rng_file(self, checkpoint)):
             return
         import torch
 
-        state = _load_states(_rng_file(self, checkpoint)).get(probe.DEVICE)
+        state = _load_states(_rng_file(self, checkpoint)).get(neuron_device.DEVICE)
         if state is not None:
             (torch.neuron.set_rng_state_all if _distributed(self) else torch.neuron.set_rng_state)(state)
 
@@ -116,7 +116,7 @@ def _experts_count_tokens_in_float(original: dict[str, Callable[..., Any]]) -> d
 
     @functools.wraps(grouped)
     def grouped_mm_experts_forward(self: Any, hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
-        if hidden_states.device.type != probe.DEVICE:
+        if hidden_states.device.type != neuron_device.DEVICE:
             return grouped(self, hidden_states, *args, **kwargs)
         with _integer_histc_as_float():
             return grouped(self, hidden_states, *args, **kwargs)
@@ -135,7 +135,7 @@ PATCHES: list[Patch] = [
         "named `torch_neuronx` is importable, and is `lru_cache`d; `TrainingArguments` (device `neuron:0`, "
         "`torch_compile_backend='neuron'`) and `is_torch_bf16_gpu_available()` rely on it. The replacement asks "
         "torch, caches only True and keeps the dynamo constant marker.",
-        replace=probe.detection,
+        replace=neuron_device.detection,
         upstream_fix="Test the registered PrivateUse1 backend name (or `torch.accelerator`) instead of the package.",
     ),
     Patch(

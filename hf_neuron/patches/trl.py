@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from hf_neuron.patches import probe
+from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
 __all__ = ["PATCHES"]
@@ -18,7 +18,7 @@ def _names_neuron(original: Callable[[Any, str], float | None]) -> Callable[[Any
     @functools.wraps(original)
     def get_peak_flops_per_device(accelerator: Any, dtype: str) -> float | None:
         device = accelerator.device
-        if device.type != probe.DEVICE:
+        if device.type != neuron_device.DEVICE:
             return original(accelerator, dtype)
         import torch
         from trl.trainer.utils import get_peak_flops
@@ -32,10 +32,10 @@ def _names_neuron(original: Callable[[Any, str], float | None]) -> Callable[[Any
 def _loads_on_the_process_device(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def create_model_from_path(model_id: str, architecture: Any = None, **kwargs: Any) -> Any:
-        if "device_map" not in kwargs and probe.neuron_available():
+        if "device_map" not in kwargs and neuron_device.neuron_available():
             from accelerate import PartialState
 
-            if PartialState().device.type == probe.DEVICE:
+            if PartialState().device.type == neuron_device.DEVICE:
                 kwargs["device_map"] = None  # the Trainer moves the model to the process's device
         return original(model_id, architecture, **kwargs)
 

@@ -1,6 +1,6 @@
 """The compatibility report: tables from matrix records, rendered as a static site.
 
-One module per job: :mod:`~hf_neuron.report.load` reads and checks records, :mod:`~hf_neuron.report.compat` the
+One module per job: :mod:`~hf_neuron.report.load` reads and checks records, :mod:`~hf_neuron.compat.baselines` the
 baseline, ranking and catalog, :mod:`~hf_neuron.report.status` says how an outcome counts,
 :mod:`~hf_neuron.report.tables` computes the numbers with pandas, :mod:`~hf_neuron.report.history` keeps one summary
 per run, :mod:`~hf_neuron.report.chart` lays out the trend, :mod:`~hf_neuron.report.render` writes HTML from

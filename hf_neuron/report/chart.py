@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hf_neuron.report.history import RunSummary
-from hf_neuron.report.status import CORE_SCENARIOS
+from hf_neuron.matrix.records import CORE_SCENARIOS
 
 __all__ = ["Point", "Series", "TrendChart", "trend_chart"]
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from hf_neuron.report.load import ReportInputError, parse_time
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.records import parse_time
 from hf_neuron.report.tables import Headline, RunInfo, Statuses
 
 __all__ = ["HISTORY_SCHEMA", "RunSummary", "previous_run", "read_history", "summarize", "with_run", "write_summary"]
@@ -83,7 +84,7 @@ def _read_summary(path: Path) -> RunSummary:
         summary = RunSummary(**data)
         parse_time(summary.finished_at)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise ReportInputError(f"{path}: not a run summary of schema {HISTORY_SCHEMA}: {exc}") from None
+        raise InputError(f"{path}: not a run summary of schema {HISTORY_SCHEMA}: {exc}") from None
     return summary
 
 

@@ -6,7 +6,6 @@ holding markup shows as text.
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 import shutil
@@ -20,11 +19,13 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from hf_neuron.compat.catalog import CatalogEntry
 from hf_neuron.report.chart import TrendChart
 from hf_neuron.report.downloads import Download
 from hf_neuron.report.history import RunSummary
-from hf_neuron.report.load import RecordProblem, parse_time
-from hf_neuron.report.status import CORE_SCENARIOS, STATUS_LABELS, STATUSES
+from hf_neuron.report.load import RecordProblem
+from hf_neuron.matrix.records import CORE_SCENARIOS, parse_time
+from hf_neuron.report.status import STATUS_LABELS, STATUSES
 from hf_neuron.report.tables import Change, Headline, RunInfo, frame_rows, scenario_columns
 
 __all__ = ["ArchPage", "IndexPage", "reproduce_command", "render_site", "trim_traceback"]
@@ -60,14 +61,13 @@ class IndexPage:
 class ArchPage:
     """Everything an architecture's page shows: its row of the matrix table and its cases by scenario (rows as
     :func:`~hf_neuron.report.tables.frame_rows` gives them), its statuses in the previous run (None when there
-    is no previous run), and its config and catalog entry when known."""
+    is no previous run), and its catalog entry when known."""
 
     model_type: str
     row: Mapping[str, Any]
     cases: Mapping[str, Mapping[str, Any]]
     previous: Mapping[str, str] | None = None
-    config: Mapping[str, Any] | None = None
-    catalog_entry: Mapping[str, Any] | None = None
+    catalog_entry: CatalogEntry | None = None
 
 
 def reproduce_command(model_type: str, scenario: str) -> str:
@@ -92,10 +92,6 @@ def _utc(timestamp: str) -> str:
     return parse_time(timestamp).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, default=str)
-
-
 def _backend(backend: str) -> tuple[str, str]:
     """The CSS kind and the label of a run's backend: ``reference``, ``real``, or anything else, flagged."""
     if backend in _BACKENDS:
@@ -118,7 +114,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        size=_size, percent=_percent, utc=_utc, pretty_json=_pretty_json, trim_traceback=trim_traceback
+        size=_size, percent=_percent, utc=_utc, trim_traceback=trim_traceback
     )
     env.globals.update(
         STATUS_LABELS=STATUS_LABELS,
@@ -149,7 +145,6 @@ def render_site(index: IndexPage, archs: Iterable[ArchPage], out: Path) -> None:
             rows=rows,
             rates=frame_rows(index.rates),
             pages={r["model_type"] for r in rows},
-            families=sorted({r["family"] for r in rows if r["family"]}),
             groups=sorted({r["group"] for r in rows if r["group"]}),
             root="",
         ),

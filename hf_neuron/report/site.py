@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hf_neuron.report.chart import trend_chart
-from hf_neuron.report.compat import Baseline, Ranking
+from hf_neuron.compat.baselines import Baseline
+from hf_neuron.compat.catalog import Catalog
+from hf_neuron.compat.ranking import Ranking
 from hf_neuron.report.downloads import write_downloads
 from hf_neuron.report.history import previous_run, read_history, summarize, with_run, write_summary
-from hf_neuron.report.load import RecordProblem, ReportInputError, is_name, load_records
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.records import is_name
+from hf_neuron.report.load import RecordProblem, load_records
 from hf_neuron.report.render import ArchPage, IndexPage, render_site
 from hf_neuron.report.tables import (
     case_frame,
@@ -44,27 +48,25 @@ def build_site(
     out: Path,
     *,
     baseline: Baseline,
-    catalog: Mapping[str, Mapping[str, Any]] | None = None,
+    catalog: Catalog | None = None,
     ranking: Ranking | None = None,
     history_dir: Path | None = None,
     top_n: int = 100,
-    arch_configs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> BuildResult:
     """Build the site of the run whose records are in ``results`` (directories or ``*.jsonl`` files) into ``out``.
 
-    ``catalog`` maps model types to entries with optional ``group`` and ``family``; its architectures without
-    records are listed as not run. ``arch_configs`` maps model types to the config each was built from. With
+    ``catalog``'s architectures without records are listed as not run, and each page shows its catalog entry. With
     ``history_dir``, the previous run's summary there gives the diff, all summaries the trend, and this run's
-    summary is added to it. Raises :class:`ReportInputError` when no valid record is found or several runs mix.
+    summary is added to it. Raises :class:`InputError` when no valid record is found or several runs mix.
     """
-    catalog = catalog or {}
-    if bad := sorted(m for m in catalog if not is_name(m)):
-        raise ReportInputError(f"catalog model types must be names of letters, digits, '_', '.' or '-': {bad}")
+    entries = catalog.by_type() if catalog else {}
+    if bad := sorted(m for m in entries if not is_name(m)):
+        raise InputError(f"catalog model types must be names of letters, digits, '_', '.' or '-': {bad}")
     loaded = load_records(results)
     if not loaded.records:
-        raise ReportInputError(f"no valid record in {', '.join(map(str, results))}")
+        raise InputError(f"no valid record in {', '.join(map(str, results))}")
     if len(run_ids := sorted({r["run_id"] for r in loaded.records})) > 1:
-        raise ReportInputError(f"the results hold {len(run_ids)} runs ({', '.join(run_ids)}): build one run at a time")
+        raise InputError(f"the results hold {len(run_ids)} runs ({', '.join(run_ids)}): build one run at a time")
 
     run = run_info(loaded.records)
     cases = case_frame(loaded.records)
@@ -110,8 +112,7 @@ def build_site(
             row=row,
             cases=by_arch.get(row["model_type"], {}),
             previous=previous.statuses.get(row["model_type"], {}) if previous else None,
-            config=(arch_configs or {}).get(row["model_type"]),
-            catalog_entry=catalog.get(row["model_type"]),
+            catalog_entry=entries.get(row["model_type"]),
         )
         for row in frame_rows(table)
     )

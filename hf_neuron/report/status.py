@@ -1,4 +1,4 @@
-"""How a case counts in the report: the scenarios, the core set, and the status shown in each cell.
+"""How a case counts in the report: the status shown in each cell, and whether an architecture runs unmodified.
 
 A cell's *status* is the record's outcome, with two additions: ``cpu-fails`` (the case failed on neuron and the
 same scenario also fails on the CPU alone, so it is not held against neuron) and ``not-run`` (no record).
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hf_neuron.matrix.records import DID_NOT_WORK, SCENARIO_NAMES
+
 __all__ = [
-    "CORE_SCENARIOS",
     "CPU_FAILS",
     "FAILING",
     "NEUTRAL",
     "NOT_RUN",
-    "SCENARIOS",
     "STATUSES",
     "STATUS_LABELS",
     "cell_status",
@@ -22,17 +22,12 @@ __all__ = [
     "scenario_order",
 ]
 
-#: Every scenario of the matrix, in column order.
-SCENARIOS: tuple[str, ...] = ("load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp")
-
-#: The scenarios an architecture must pass (or be excused from) to count as running unmodified on neuron.
-CORE_SCENARIOS: tuple[str, ...] = ("load", "forward", "generate", "train")
-
 CPU_FAILS = "cpu-fails"
 NOT_RUN = "not-run"
 
-#: Outcomes held against neuron (a known failure is still a failure; it is only expected).
-FAILING: frozenset[str] = frozenset({"failed", "error", "timeout", "crashed", "known-failure"})
+#: Outcomes held against neuron: every run that did not work, and a known failure (it is still a failure; it is
+#: only expected).
+FAILING: frozenset[str] = DID_NOT_WORK | {"known-failure"}
 
 #: Statuses that count neither for nor against neuron.
 NEUTRAL: frozenset[str] = frozenset({"skipped", CPU_FAILS})
@@ -78,5 +73,5 @@ def runs_unmodified(core_statuses: Iterable[str]) -> bool:
 
 
 def scenario_order(found: Iterable[str]) -> list[str]:
-    """The table's scenario columns: all of :data:`SCENARIOS` in order, then any other scenario found, by name."""
-    return list(SCENARIOS) + sorted(set(found) - set(SCENARIOS))
+    """The table's scenario columns: every scenario of the matrix in order, then any other scenario found, by name."""
+    return list(SCENARIO_NAMES) + sorted(set(found) - set(SCENARIO_NAMES))

@@ -8,11 +8,11 @@ from typing import Any
 
 import pandas as pd
 
-from hf_neuron.matrix.records import Record
-from hf_neuron.report.compat import Baseline, Ranking, baseline_mode
-from hf_neuron.report.load import parse_time
+from hf_neuron.compat.baselines import Baseline, Mode
+from hf_neuron.compat.catalog import Catalog
+from hf_neuron.compat.ranking import Ranking
+from hf_neuron.matrix.records import CORE_SCENARIOS, TRAINING_SCENARIOS, Record, parse_time
 from hf_neuron.report.status import (
-    CORE_SCENARIOS,
     FAILING,
     NEUTRAL,
     NOT_RUN,
@@ -26,6 +26,7 @@ __all__ = [
     "Headline",
     "RunInfo",
     "Statuses",
+    "baseline_mode",
     "case_frame",
     "case_statuses",
     "counted_core",
@@ -42,7 +43,7 @@ __all__ = [
 Statuses = Mapping[str, Mapping[str, str]]
 
 #: Columns of :func:`matrix_table` before and after the scenario columns.
-_LEAD_COLUMNS = ["rank", "top", "family", "group", "has_records", "runs_unmodified"]
+_LEAD_COLUMNS = ["rank", "top", "group", "has_records", "runs_unmodified"]
 _TRAIL_COLUMNS = ["baseline_inference", "baseline_training", "changed"]
 
 
@@ -64,7 +65,7 @@ class Headline:
 
     architectures: int
     runs_unmodified: int
-    #: the core scenarios counted: those of :data:`~hf_neuron.report.status.CORE_SCENARIOS` the run ran
+    #: the core scenarios counted: those of :data:`~hf_neuron.matrix.records.CORE_SCENARIOS` the run ran
     core: tuple[str, ...]
     catalog_not_run: int
     baseline_name: str
@@ -90,6 +91,12 @@ class Change:
         if self.before == "passed":
             return "regression"
         return "new-pass" if self.after == "passed" else "other"
+
+
+def baseline_mode(scenario: str) -> Mode:
+    """Which baseline support ``scenario`` is compared with: training for the scenarios that train
+    (:data:`~hf_neuron.matrix.records.TRAINING_SCENARIOS`), inference for the others."""
+    return "training" if scenario in TRAINING_SCENARIOS else "inference"
 
 
 def run_info(records: Sequence[Record]) -> RunInfo:
@@ -171,7 +178,7 @@ def matrix_table(
     cases: pd.DataFrame,
     *,
     baseline: Baseline,
-    catalog: Mapping[str, Mapping[str, Any]] | None = None,
+    catalog: Catalog | None = None,
     ranking: Ranking | None = None,
     top_n: int = 100,
     changed: frozenset[str] = frozenset(),
@@ -186,15 +193,14 @@ def matrix_table(
     Rows are ordered by rank (unranked last), then by name. ``top`` marks the ``top_n`` best-ranked rows;
     ``changed`` names the architectures to flag as changed since the previous run.
     """
-    catalog = catalog or {}
+    entries = catalog.by_type() if catalog else {}
     scenarios = scenario_order(cases["scenario"])
     table = cases.pivot(index="model_type", columns="scenario", values="status")
-    table = table.reindex(index=sorted(set(table.index) | set(catalog)), columns=scenarios)
+    table = table.reindex(index=sorted(set(table.index) | set(entries)), columns=scenarios)
     table = table.astype(object).fillna(NOT_RUN)
     table.columns.name = None
     groups = cases.groupby("model_type")["group"].first()
-    table["group"] = [groups.get(m) or catalog.get(m, {}).get("group") or "" for m in table.index]
-    table["family"] = [catalog.get(m, {}).get("family") or "" for m in table.index]
+    table["group"] = [groups.get(m) or (entries[m].group if m in entries else "") for m in table.index]
     table["rank"] = pd.array([ranking.ranks.get(m) if ranking else None for m in table.index], dtype="Int64")
     table["has_records"] = table.index.isin(groups.index)
     core = {group: counted_core(rows) for group, rows in table.groupby("group")}
@@ -239,7 +245,7 @@ def headline(table: pd.DataFrame, baseline: Baseline) -> Headline:
 def scenario_rates(table: pd.DataFrame, baseline: Baseline) -> pd.DataFrame:
     """Per scenario: passed, failing, excused (neutral) and not-run counts over the run's architectures, the pass
     rate (passed / (passed + failing)), and how many of those architectures the baseline supports in the scenario's
-    mode (:func:`~hf_neuron.report.compat.baseline_mode`)."""
+    mode (:func:`baseline_mode`)."""
     run = table[table["has_records"]]
     rows = []
     for scenario in scenario_columns(table):
@@ -255,7 +261,7 @@ def scenario_rates(table: pd.DataFrame, baseline: Baseline) -> pd.DataFrame:
                 "not_run": int((column == NOT_RUN).sum()),
                 "rate": passed / (passed + failing) if passed + failing else float("nan"),
                 "baseline_mode": baseline_mode(scenario),
-                "baseline_supported": sum(baseline.supports(m, scenario) for m in run.index),
+                "baseline_supported": sum(baseline.supports(m, baseline_mode(scenario)) for m in run.index),
                 "architectures": len(run),
             }
         )

@@ -1,12 +1,52 @@
 """Tiny local models, tokenizers and datasets built from configs: no hub.
 
-- :mod:`~hf_neuron.tiny.config`: a tiny config for any transformers ``model_type``, derived generically
-  (exceptions only from the reviewed ``compat/tiny_overrides.toml``, read by :mod:`~hf_neuron.tiny.overrides`)
-- :mod:`~hf_neuron.tiny.registry`: the generative model types and the class that builds each
-- :mod:`~hf_neuron.tiny.models`: build a tiny model with seeded weights; probe that it runs on the CPU
-- :mod:`~hf_neuron.tiny.tokenizer`: a byte-level BPE tokenizer with a chat template, trained on the fly
-- :mod:`~hf_neuron.tiny.checkpoint`: write a loadable checkpoint directory (weights, tokenizer, configs)
-- :mod:`~hf_neuron.tiny.dataset`: a few dozen short chats, as files ``datasets.load_dataset`` reads, or in memory
+One subpackage per model group: :mod:`~hf_neuron.tiny.text` (transformers causal and sequence-to-sequence LMs,
+derived generically from each config class's defaults) and :mod:`~hf_neuron.tiny.diffusion` (diffusers' denoiser
+backbones and pipelines around them). Shared by them: :mod:`~hf_neuron.tiny.tokenizer` (a byte-level BPE tokenizer
+with a chat template, trained on the fly) and :mod:`~hf_neuron.tiny.dataset` (a few dozen short chats).
+:func:`materialize` writes the tiny checkpoint of any catalog architecture; per-architecture exceptions are reviewed
+data in ``compat/`` (:mod:`hf_neuron.compat.tiny_overrides`, :mod:`hf_neuron.compat.tiny_diffusion`).
 
-Importing this package imports nothing heavy; each module imports transformers when it is used.
+Importing this package imports nothing heavy; each builder imports its libraries when it is used.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["BUILDERS", "Materialize", "materialize"]
+
+
+class Materialize(Protocol):
+    """Writes the tiny checkpoint of architecture ``name`` to ``out_dir`` (reused when already there)."""
+
+    def __call__(self, name: str, out_dir: Path, /, *, seed: int = 0) -> Path: ...
+
+
+def _text() -> Materialize:
+    from hf_neuron.tiny.text.checkpoint import materialize as build
+
+    return build
+
+
+def _diffusion() -> Materialize:
+    from hf_neuron.tiny.diffusion.backbones import materialize as build
+
+    return build
+
+
+#: The checkpoint builder of each catalog group (loaded on first use). A new model group adds its subpackage here.
+BUILDERS: dict[str, Callable[[], Materialize]] = {
+    "decoder": _text,
+    "encoder-decoder": _text,
+    "diffusion": _diffusion,
+}
+
+
+def materialize(group: str, name: str, out_dir: Path, *, seed: int = 0) -> Path:
+    """Write the tiny checkpoint of architecture ``name`` of catalog ``group`` to ``out_dir`` and return it."""
+    if group not in BUILDERS:
+        raise KeyError(f"no tiny builder for catalog group {group!r}; groups with one: {', '.join(BUILDERS)}")
+    return BUILDERS[group]()(name, Path(out_dir), seed=seed)

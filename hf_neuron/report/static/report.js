@@ -45,7 +45,6 @@
 
   function matches(row) {
     var text = control("filter-text").value.trim().toLowerCase();
-    var family = optional("filter-family");
     var group = optional("filter-group");
     var outcome = control("filter-outcome").value;
     var changed = control("filter-changed");
@@ -54,7 +53,6 @@
     var statuses = row.getAttribute("data-statuses").split(" ");
     var unmodified = row.getAttribute("data-unmodified") === "1";
     if (text && name.indexOf(text) < 0) { return false; }
-    if (family && row.getAttribute("data-family") !== family) { return false; }
     if (group && row.getAttribute("data-group") !== group) { return false; }
     if (outcome === "unmodified") {
       if (!unmodified) { return false; }

@@ -1,0 +1,192 @@
+"""``compat/catalog.json``: every generative architecture of the installed transformers and diffusers, as reviewed
+data, and the catalog groups.
+
+The file holds one architecture per line under a header with the transformers and diffusers versions and the
+generation date; each entry names its group and classes and says whether its tiny model ``builds`` and ``runs`` on
+the CPU. :func:`load_catalog` reads and validates it, :func:`write_catalog` writes it, :func:`diff_catalogs` tells
+what changed. :mod:`hf_neuron.matrix.catalog` generates it from the installed libraries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+
+__all__ = [
+    "CATALOG_PATH",
+    "GROUPS",
+    "TEXT_GROUPS",
+    "Catalog",
+    "CatalogDiff",
+    "CatalogEntry",
+    "Group",
+    "catalog_order",
+    "diff_catalogs",
+    "load_catalog",
+    "write_catalog",
+]
+
+CATALOG_PATH = COMPAT_DIR / "catalog.json"
+SCHEMA_VERSION = 1
+
+Group = Literal["decoder", "encoder-decoder", "multimodal", "diffusion"]
+#: The catalog groups, in catalog order: causal LMs, sequence-to-sequence LMs and image-text-to-text models of
+#: transformers, and diffusers' denoiser backbones.
+GROUPS: tuple[Group, ...] = get_args(Group)
+#: Groups whose models read and write token ids alone.
+TEXT_GROUPS: tuple[Group, ...] = ("decoder", "encoder-decoder")
+
+#: The libraries whose installed version the catalog was generated from (header fields of the file).
+_LIBRARIES = ("transformers", "diffusers")
+_SOURCE = (
+    "hf_neuron.matrix.catalog.generate: transformers auto mappings (causal LM -> decoder, seq2seq LM -> "
+    "encoder-decoder, image-text-to-text -> multimodal) and diffusers' denoiser backbones (-> diffusion); "
+    "builds/runs checked with tiny models on the CPU"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CatalogEntry:
+    """One architecture: its group, classes, and whether its tiny model builds and runs (null: not probed)."""
+
+    model_type: str
+    group: str
+    model_class: str
+    config_class: str
+    builds: bool | None
+    runs: bool | None
+    reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Catalog:
+    """The catalog: header fields and the entries, decoder group first, then by ``model_type``."""
+
+    transformers: str
+    diffusers: str
+    generated: str
+    entries: tuple[CatalogEntry, ...]
+
+    def by_type(self) -> dict[str, CatalogEntry]:
+        return {entry.model_type: entry for entry in self.entries}
+
+    def group(self, name: str) -> list[CatalogEntry]:
+        return [entry for entry in self.entries if entry.group == name]
+
+
+def catalog_order(entry: CatalogEntry) -> tuple[int, str]:
+    """The order of the file: by group (:data:`GROUPS` order), then by ``model_type``."""
+    return GROUPS.index(entry.group), entry.model_type
+
+
+def write_catalog(catalog: Catalog, path: Path | None = None) -> Path:
+    """Write ``catalog`` as JSON, one architecture per line, so that reviews diff line by line."""
+    path = CATALOG_PATH if path is None else Path(path)
+    header = {"schema": SCHEMA_VERSION, **{library: getattr(catalog, library) for library in _LIBRARIES},
+              "generated": catalog.generated, "source": _SOURCE}
+    lines = ["{"] + [f"  {json.dumps(key)}: {json.dumps(value)}," for key, value in header.items()]
+    rows = [json.dumps(dataclasses.asdict(entry), ensure_ascii=False) for entry in catalog.entries]
+    lines += ['  "architectures": [', ",\n".join(f"    {row}" for row in rows), "  ]", "}"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _entry(path: Path, index: int, row: Any) -> CatalogEntry:
+    where = f"architectures[{index}]"
+    if not isinstance(row, dict):
+        raise CompatFileError(path, f"{where} must be an object, got {type(row).__name__}")
+    fields = {field.name: field for field in dataclasses.fields(CatalogEntry)}
+    missing = [name for name in fields if name not in row and name != "reason"]
+    if missing:
+        raise CompatFileError(path, f"{where} misses {missing}")
+    unknown = sorted(set(row) - set(fields))
+    if unknown:
+        raise CompatFileError(path, f"{where} has unknown keys {unknown}")
+    for name in ("model_type", "group", "model_class", "config_class"):
+        if not isinstance(row[name], str) or not row[name]:
+            raise CompatFileError(path, f"{where}.{name} must be a non-empty string")
+    for name in ("builds", "runs"):
+        if row[name] is not None and not isinstance(row[name], bool):
+            raise CompatFileError(path, f"{where}.{name} must be true, false or null, got {row[name]!r}")
+    if row.get("reason") is not None and not isinstance(row["reason"], str):
+        raise CompatFileError(path, f"{where}.reason must be a string or null")
+    if row["group"] not in GROUPS:
+        raise CompatFileError(path, f"{where} ({row['model_type']}) has unknown group {row['group']!r}; "
+                                    f"groups are {', '.join(GROUPS)}")
+    return CatalogEntry(**row)
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    """Read and validate the catalog; a malformed file raises :class:`CompatFileError` naming file and problem."""
+    path = CATALOG_PATH if path is None else Path(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CompatFileError(path, "no such file: generate it with `hf-neuron matrix catalog --generate`") from None
+    except json.JSONDecodeError as error:
+        raise CompatFileError(path, f"not valid JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise CompatFileError(path, "the top level must be an object")
+    if document.get("schema") != SCHEMA_VERSION:
+        raise CompatFileError(path, f"schema must be {SCHEMA_VERSION}, got {document.get('schema')!r}")
+    for key in (*_LIBRARIES, "generated"):
+        if not isinstance(document.get(key), str):
+            raise CompatFileError(path, f"the header needs a string {key!r}")
+    rows = document.get("architectures")
+    if not isinstance(rows, list):
+        raise CompatFileError(path, "'architectures' must be a list")
+    entries = [_entry(path, index, row) for index, row in enumerate(rows)]
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        if entry.model_type in seen:
+            raise CompatFileError(path, f"duplicate model_type {entry.model_type!r} "
+                                        f"(architectures[{seen[entry.model_type]}] and [{index}])")
+        seen[entry.model_type] = index
+    return Catalog(document["transformers"], document["diffusers"], document["generated"], tuple(entries))
+
+
+@dataclasses.dataclass(frozen=True)
+class CatalogDiff:
+    """What changed between two catalogs (the generation date is not a change)."""
+
+    versions: tuple[tuple[str, str, str], ...]  # (library, before, after) of each library whose version changed
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[tuple[str, str, Any, Any], ...]  # (model_type, field, before, after)
+
+    def __bool__(self) -> bool:
+        return bool(self.versions or self.added or self.removed or self.changed)
+
+    def describe(self) -> str:
+        """A short human summary, one change per line."""
+        if not self:
+            return "catalog unchanged"
+        lines = [f"{library} {old} -> {new}" for library, old, new in self.versions]
+        lines += [f"+ {model_type}" for model_type in self.added]
+        lines += [f"- {model_type}" for model_type in self.removed]
+        lines += [f"~ {model_type}: {field} {old!r} -> {new!r}" for model_type, field, old, new in self.changed]
+        return "\n".join(lines)
+
+
+def diff_catalogs(before: Catalog, after: Catalog) -> CatalogDiff:
+    """New and removed model types, changed fields of the others, and the library versions that changed."""
+    old, new = before.by_type(), after.by_type()
+    changed = tuple(
+        (model_type, field.name, getattr(old[model_type], field.name), getattr(new[model_type], field.name))
+        for model_type in sorted(old.keys() & new.keys())
+        for field in dataclasses.fields(CatalogEntry)
+        if getattr(old[model_type], field.name) != getattr(new[model_type], field.name)
+    )
+    return CatalogDiff(
+        versions=tuple((library, getattr(before, library), getattr(after, library)) for library in _LIBRARIES
+                       if getattr(before, library) != getattr(after, library)),
+        added=tuple(sorted(new.keys() - old.keys())),
+        removed=tuple(sorted(old.keys() - new.keys())),
+        changed=changed,
+    )
+
+

@@ -1,0 +1,116 @@
+"""The reviewed per-backbone data of the diffusion group: ``compat/tiny_diffusion.toml``.
+
+``[backbones.<Class>]`` tables hold what the generic shrinker and input rules of
+:mod:`~hf_neuron.tiny.diffusion.backbones` cannot know: ``config`` (merged into the tiny config) and ``layout`` (of
+the latents: ``image``, ``video``, ``sequence`` or ``tokens``), each with a ``reason``; and the two-step pipeline
+that ``generate`` runs: ``pipeline`` (a diffusers pipeline class) with ``components`` naming, per argument of the
+pipeline, a ``[components.<name>]`` preset or ``"none"``, and optional ``call`` arguments. A preset is a
+``class`` (``diffusers.X``, ``transformers.X``, or ``tiny-tokenizer``) and its ``config``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hf_neuron.errors import InputError
+from hf_neuron.compat.files import COMPAT_DIR
+
+__all__ = ["LAYOUTS", "RECIPES_FILE", "Component", "Recipe", "load_recipes", "recipe"]
+
+RECIPES_FILE = COMPAT_DIR / "tiny_diffusion.toml"
+LAYOUTS = ("image", "video", "video-frames-first", "sequence", "tokens")
+NONE = "none"
+_BACKBONE_KEYS = {"reason", "config", "layout", "pipeline", "components", "call"}
+_COMPONENT_KEYS = {"class", "config"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Component:
+    """A pipeline component preset: ``class_name`` (``diffusers.X``, ``transformers.X``, ``tiny-tokenizer``)."""
+
+    name: str
+    class_name: str
+    config: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """What the data file says of one backbone (everything empty when it says nothing)."""
+
+    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    layout: str | None = None
+    pipeline: str | None = None
+    components: Mapping[str, Component | None] = dataclasses.field(default_factory=dict)
+    call: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _table(path: Path, where: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(f"{path}: {where} must be a table")
+    return value
+
+
+def _component(path: Path, name: str, raw: Any) -> Component:
+    table = _table(path, f"[components.{name}]", raw)
+    if set(table) - _COMPONENT_KEYS or not isinstance(table.get("class"), str):
+        raise InputError(f"{path}: [components.{name}] holds a 'class' string and an optional 'config' table")
+    return Component(name, table["class"], _table(path, f"[components.{name}].config", table.get("config", {})))
+
+
+def _recipe(path: Path, name: str, raw: Any, presets: Mapping[str, Component]) -> Recipe:
+    where = f"[backbones.{name}]"
+    table = _table(path, where, raw)
+    unknown = sorted(set(table) - _BACKBONE_KEYS)
+    if unknown:
+        raise InputError(f"{path}: {where} has unknown keys {unknown}; allowed: {sorted(_BACKBONE_KEYS)}")
+    if ("config" in table or "layout" in table) and not str(table.get("reason", "")).strip():
+        raise InputError(f"{path}: {where} changes the config or layout: say why in 'reason'")
+    if table.get("layout", LAYOUTS[0]) not in LAYOUTS:
+        raise InputError(f"{path}: {where} layout must be one of {', '.join(LAYOUTS)}")
+    components: dict[str, Component | None] = {}
+    for argument, preset in _table(path, f"{where}.components", table.get("components", {})).items():
+        if preset != NONE and preset not in presets:
+            raise InputError(f"{path}: {where} component {argument} = {preset!r} names no [components.*] "
+                                   f"preset; known: {', '.join(sorted(presets))}, or {NONE!r}")
+        components[argument] = None if preset == NONE else presets[preset]
+    if components and not isinstance(table.get("pipeline"), str):
+        raise InputError(f"{path}: {where} has components but no 'pipeline' class")
+    return Recipe(
+        config=_table(path, f"{where}.config", table.get("config", {})),
+        layout=table.get("layout"),
+        pipeline=table.get("pipeline"),
+        components=components,
+        call=_table(path, f"{where}.call", table.get("call", {})),
+    )
+
+
+def load_recipes(path: Path = RECIPES_FILE) -> dict[str, Recipe]:
+    """Read and validate the data file: backbone class name -> :class:`Recipe`."""
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML: {exc}") from exc
+    extra = sorted(set(document) - {"components", "backbones"})
+    if extra:
+        raise InputError(f"{path}: unknown top-level tables {extra}; use [components.*] and [backbones.*]")
+    presets = {name: _component(path, name, raw)
+               for name, raw in _table(path, "[components]", document.get("components", {})).items()}
+    return {name: _recipe(path, name, raw, presets)
+            for name, raw in _table(path, "[backbones]", document.get("backbones", {})).items()}
+
+
+@functools.cache
+def _recipes() -> dict[str, Recipe]:
+    return load_recipes()
+
+
+def recipe(name: str) -> Recipe:
+    """The recipe of backbone ``name`` (empty when the data file does not name it)."""
+    return _recipes().get(name, Recipe())

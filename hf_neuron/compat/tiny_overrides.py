@@ -1,0 +1,83 @@
+"""The reviewed per-architecture exceptions of the tiny shrinker: ``compat/tiny_overrides.toml``.
+
+Each table is named for a ``model_type`` and holds a ``reason`` (required: why the generic shrinker is not enough,
+or why the type cannot run), an optional ``config`` table merged into the tiny config's keyword arguments, and an
+optional ``runs = false`` for types that cannot build or run as a standalone tiny model on a CPU::
+
+    [lfm2_moe]
+    reason = "Lfm2MoeConfig leaves layer_types unset while the model indexes it"
+    config = { layer_types = ["conv", "full_attention"] }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+
+__all__ = ["OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
+
+OVERRIDES_PATH = COMPAT_DIR / "tiny_overrides.toml"
+
+_KEYS = {"reason", "config", "runs"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Override:
+    """One reviewed exception: why, what to merge into the tiny config, and whether the type runs at all."""
+
+    model_type: str
+    reason: str
+    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    runs: bool = True
+
+
+def _parse(path: Path, model_type: str, table: Any) -> Override:
+    if not isinstance(table, dict):
+        raise CompatFileError(path, f"[{model_type}] must be a table, got {type(table).__name__}")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise CompatFileError(path, f"[{model_type}] has unknown keys {unknown}; allowed: {sorted(_KEYS)}")
+    reason = table.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise CompatFileError(path, f"[{model_type}] needs a non-empty 'reason' string")
+    config = table.get("config", {})
+    if not isinstance(config, dict):
+        raise CompatFileError(path, f"[{model_type}] 'config' must be a table")
+    runs = table.get("runs", True)
+    if not isinstance(runs, bool):
+        raise CompatFileError(path, f"[{model_type}] 'runs' must be true or false")
+    return Override(model_type=model_type, reason=reason.strip(), config=config, runs=runs)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: Path, mtime_ns: int) -> dict[str, Override]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise CompatFileError(path, f"not valid TOML: {error}") from None
+    return {model_type: _parse(path, model_type, table) for model_type, table in sorted(document.items())}
+
+
+def load_overrides(path: Path | None = None) -> dict[str, Override]:
+    """The reviewed overrides by ``model_type`` (empty when the file does not exist)."""
+    path = OVERRIDES_PATH if path is None else Path(path)
+    if not path.exists():
+        return {}
+    return dict(_load(path, path.stat().st_mtime_ns))
+
+
+def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``update`` merged in; nested tables merge key by key, everything else is replaced."""
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

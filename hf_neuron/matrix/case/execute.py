@@ -1,0 +1,108 @@
+"""Running one case in a worker: the scenario on the device under a time limit, the CPU re-run, the record.
+
+When the scenario does not pass on the device (failed, error or timeout), it runs again with
+``ctx.device == "cpu"`` and that run becomes the record's ``cpu_outcome`` (and ``cpu_failure``): a failure the CPU
+shares is the architecture's, not the device's, and is classified ``fails-on-cpu``. A case whose architecture does
+not build (``Case.skip_reason``) is recorded ``skipped`` without running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from hf_neuron.matrix.case.device_memory import peak_bytes, reset_peak
+from hf_neuron.matrix.case.fingerprint import FailureInfo, describe_exception, describe_stack, frame_name
+from hf_neuron.matrix.case.isolation import CaseTimeout, TimeLimit
+from hf_neuron.compat.known_failures import KnownFailures
+from hf_neuron.matrix.records import Record
+from hf_neuron.matrix.scenarios.contract import CaseContext, Scenario, ScenarioResult, scenario_for
+from hf_neuron.matrix.selection import Case
+from hf_neuron.matrix.results.store import RecordWriter, now_iso
+from hf_neuron.matrix.case.verdict import Attempt, AttemptOutcome, to_record
+
+__all__ = ["CaseRunner"]
+
+#: Device outcomes after which the scenario runs again on the CPU.
+_RERUN_ON_CPU: frozenset[AttemptOutcome] = frozenset({"failed", "error", "timeout"})
+
+
+def _scenario_frame(scenario: Scenario) -> str:
+    code = getattr(scenario, "__code__", None)
+    return type(scenario).__name__ if code is None else frame_name(code.co_filename, code.co_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseRunner:
+    """Runs cases in this process, one at a time, and writes each one's record before returning it."""
+
+    scenarios: Mapping[str, Scenario]
+    known: KnownFailures
+    writer: RecordWriter
+    run_id: str
+    env: dict[str, Any]
+    device: str
+    timeout_s: float
+    workdir: Path
+
+    def _timed_out(self, frame: FrameType | None, *, stuck: bool) -> FailureInfo:
+        message = f"the case ran past its {self.timeout_s:g} s limit"
+        if stuck:
+            message += " and did not respond to the interruption (stuck in native code?): its worker was ended"
+        return describe_stack("CaseTimeout", message, frame, stop_at=CaseRunner._attempt.__code__)
+
+    def _attempt(self, scenario: Scenario, ctx: CaseContext, on_stuck: Callable[[FrameType | None], None]) -> Attempt:
+        try:
+            with TimeLimit(self.timeout_s, on_stuck):
+                result = scenario(ctx)
+        except CaseTimeout as timeout:
+            return Attempt("timeout", failure=self._timed_out(timeout.frame, stuck=False))
+        except Exception as exc:
+            return Attempt("error", failure=describe_exception(exc))
+        if not isinstance(result, ScenarioResult):
+            message = f"scenario {ctx.scenario!r} returned {type(result).__name__}, not a ScenarioResult"
+            return Attempt("error", failure=FailureInfo("TypeError", message, _scenario_frame(scenario), ""))
+        if result.outcome == "failed":
+            info = FailureInfo("CheckFailed", result.message or "", _scenario_frame(scenario), "")
+            return Attempt("failed", parity=result.parity, parity_missed=result.parity_missed, failure=info)
+        return Attempt(result.outcome, reason=result.message, parity=result.parity)
+
+    def run(self, case: Case) -> Record:
+        """Run ``case`` on the device (and on the CPU if it does not pass), record it, return the record."""
+        started_at, start = now_iso(), time.monotonic()
+        scenario = scenario_for(self.scenarios[case.scenario], case.group)
+        if scenario is None:
+            raise KeyError(f"scenario {case.scenario!r} has no implementation for group {case.group!r}")
+        ctx = CaseContext(case.model_type, case.group, case.scenario, self.device, self.workdir)
+
+        def record(attempt: Attempt, cpu: Attempt | None, peak: int | None) -> Record:
+            return to_record(
+                case, attempt, cpu=cpu, known=self.known, run_id=self.run_id, env=self.env,
+                started_at=started_at, finished_at=now_iso(), duration_s=time.monotonic() - start,
+                peak_memory_bytes=peak,
+            )
+
+        def stuck_on_device(frame: FrameType | None) -> None:
+            self.writer.write(record(Attempt("timeout", failure=self._timed_out(frame, stuck=True)), None, None))
+
+        if case.skip_reason is not None:
+            skipped = record(Attempt("skipped", reason=case.skip_reason), None, None)
+            self.writer.write(skipped)
+            return skipped
+        reset_peak(self.device)
+        attempt = self._attempt(scenario, ctx, stuck_on_device)
+        peak = peak_bytes(self.device)
+        cpu: Attempt | None = None
+        if attempt.outcome in _RERUN_ON_CPU and self.device != "cpu":
+
+            def stuck_on_cpu(frame: FrameType | None) -> None:
+                self.writer.write(record(attempt, Attempt("timeout", failure=self._timed_out(frame, stuck=True)), peak))
+
+            cpu = self._attempt(scenario, ctx.on("cpu"), stuck_on_cpu)
+        result = record(attempt, cpu, peak)
+        self.writer.write(result)
+        return result

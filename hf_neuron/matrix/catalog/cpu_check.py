@@ -1,0 +1,121 @@
+"""Does a tiny model build and run on the CPU? The checks behind the catalog's ``builds`` and ``runs``.
+
+:func:`check_text_model` builds a tiny transformers model, runs a forward pass with finite logits, then greedy
+generation; :func:`check_diffusion_backbone` builds a tiny denoiser and calls it once. Neither raises: the result
+names the first stage that failed and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING, Literal
+
+from hf_neuron.tiny.text.config import tiny_config
+from hf_neuron.tiny.text.models import build_model
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
+
+__all__ = ["CpuCheck", "Stage", "check_diffusion_backbone", "check_text_model"]
+
+#: The steps of a check, in order; ``"ok"`` in :attr:`CpuCheck.stage` means all requested steps passed.
+Stage = Literal["build", "forward", "generate"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuCheck:
+    """What a tiny model did on the CPU; ``stage`` is the first step that failed, or ``"ok"``."""
+
+    model_type: str
+    stage: str
+    error: str | None = None
+    parameters: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.stage == "ok"
+
+
+def _inputs(model: PreTrainedModel, batch: int, length: int) -> dict[str, torch.Tensor]:
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(8, 512, (batch, length), generator=generator)
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    if model.config.is_encoder_decoder:
+        inputs["decoder_input_ids"] = input_ids
+    return inputs
+
+
+def _check_logits(logits: torch.Tensor, batch: int, length: int, vocab_size: int) -> None:
+    import torch
+
+    if tuple(logits.shape) != (batch, length, vocab_size):
+        raise AssertionError(f"logits shape {tuple(logits.shape)} != {(batch, length, vocab_size)}")
+    if not torch.isfinite(logits).all():
+        raise AssertionError("logits are not finite")
+
+
+def _describe(error: BaseException) -> str:
+    """``Type: first line`` of the error, and of its cause (validation errors wrap the real message)."""
+    parts = []
+    while error is not None and len(parts) < 2:
+        lines = str(error).strip().splitlines()
+        parts.append(f"{type(error).__name__}: {lines[0].strip() if lines else ''}".rstrip(": "))
+        error = error.__cause__
+    return " <- ".join(parts)[:300]
+
+
+def check_text_model(model_type: str, *, until: Stage = "generate", batch: int = 2, length: int = 8) -> CpuCheck:
+    """Build the tiny ``model_type``, then (``until`` allowing) run a forward pass with finite logits of shape
+    ``(batch, length, vocab)`` and greedily generate 4 tokens. Never raises: the result tells the failing stage."""
+    import torch
+
+    start = time.perf_counter()
+    stage, parameters = "config", 0
+    try:
+        config = tiny_config(model_type)
+        stage = "build"
+        model = build_model(model_type, config=config)
+        parameters = sum(p.numel() for p in model.parameters())
+        if until in ("forward", "generate"):
+            stage = "forward"
+            inputs = _inputs(model, batch, length)
+            with torch.no_grad():
+                logits = model(**inputs).logits
+            _check_logits(logits, batch, length, config.get_text_config(decoder=True).vocab_size)
+        if until == "generate":
+            stage = "generate"
+            with torch.no_grad():
+                out = model.generate(**{k: v for k, v in inputs.items() if k != "decoder_input_ids"},
+                                     max_new_tokens=4, min_new_tokens=4, do_sample=False)
+            expected = (batch, (1 if model.config.is_encoder_decoder else length) + 4)
+            if tuple(out.shape) != expected:
+                raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {expected}")
+    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
+        return CpuCheck(model_type, stage, _describe(error), parameters, time.perf_counter() - start)
+    return CpuCheck(model_type, "ok", None, parameters, time.perf_counter() - start)
+
+
+def check_diffusion_backbone(name: str) -> CpuCheck:
+    """Build the tiny ``name`` backbone and call it once on its generic inputs (a finite prediction)."""
+    import torch
+
+    from hf_neuron.tiny.diffusion.backbones import build_backbone
+    from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs
+
+    start = time.perf_counter()
+    stage, parameters = "build", 0
+    try:
+        model = build_backbone(name)
+        parameters = sum(p.numel() for p in model.parameters())
+        stage = "forward"
+        prediction = denoise(model, forward_inputs(model))
+        if not torch.isfinite(prediction).all():
+            raise AssertionError("the prediction is not finite")
+    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
+        return CpuCheck(name, stage, _describe(error), parameters, time.perf_counter() - start)
+    return CpuCheck(name, "ok", None, parameters, time.perf_counter() - start)

@@ -1,0 +1,107 @@
+"""Generate the catalog from the installed libraries: every generative architecture, checked on the CPU.
+
+transformers' auto mappings give the text and multimodal groups (:mod:`hf_neuron.tiny.text.model_types`), diffusers'
+exported denoisers the diffusion group (:func:`~hf_neuron.tiny.diffusion.backbones.backbone_names`). Each is
+checked with a tiny model on the CPU (:mod:`~hf_neuron.matrix.catalog.cpu_check`): ``builds``, and for the groups
+in :data:`RUN_GROUPS` ``runs``. :func:`hf_neuron.compat.catalog.write_catalog` writes the result.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+
+from hf_neuron.compat.catalog import GROUPS, TEXT_GROUPS, Catalog, CatalogEntry, catalog_order
+from hf_neuron.compat.tiny_overrides import load_overrides
+from hf_neuron.matrix.catalog.cpu_check import CpuCheck, check_diffusion_backbone, check_text_model
+
+__all__ = ["RUN_GROUPS", "describe_groups", "generate_catalog", "unexpected_runs"]
+
+#: Groups whose entries say whether the tiny model runs (multimodal models need images, which the check lacks).
+RUN_GROUPS = (*TEXT_GROUPS, "diffusion")
+
+
+def _verdict(check: CpuCheck, runs_checked: bool) -> tuple[bool, bool | None, str | None]:
+    """``(builds, runs, reason)`` of an entry from its CPU check."""
+    builds = check.stage not in ("config", "build")
+    if not runs_checked:
+        return builds, None, None if builds else f"{check.stage}: {check.error}"
+    return builds, check.ok, None if check.ok else f"{check.stage}: {check.error}"
+
+
+def _transformers_entries(types: Iterable[str] | None, run_models: bool) -> list[CatalogEntry]:
+    import transformers
+
+    from hf_neuron.tiny.text.config import config_class
+    from hf_neuron.tiny.text.model_types import generative_types
+
+    known = generative_types()
+    wanted = sorted(known) if types is None else sorted(types)
+    unknown = [model_type for model_type in wanted if model_type not in known]
+    if unknown:
+        raise KeyError(f"not generative model types of transformers {transformers.__version__}: {unknown}")
+    overrides = load_overrides()
+    entries = []
+    for model_type in wanted:
+        group, class_name = known[model_type]
+        builds, runs, reason = (None, None, None)
+        if run_models:
+            runs_checked = group in RUN_GROUPS
+            result = check_text_model(model_type, until="generate" if runs_checked else "build")
+            builds, runs, reason = _verdict(result, runs_checked)
+        override = overrides.get(model_type)
+        if override is not None and not override.runs and reason is not None:
+            reason = override.reason
+        entries.append(CatalogEntry(model_type, group, class_name, config_class(model_type).__name__,
+                                    builds, runs, reason))
+    return entries
+
+
+def _diffusion_entries(run_models: bool) -> list[CatalogEntry]:
+    from hf_neuron.tiny.diffusion.backbones import backbone_names
+
+    entries = []
+    for name in backbone_names():
+        builds, runs, reason = _verdict(check_diffusion_backbone(name), True) if run_models else (None, None, None)
+        entries.append(CatalogEntry(name, "diffusion", name, name, builds, runs, reason))
+    return entries
+
+
+def generate_catalog(*, types: Iterable[str] | None = None, run_models: bool = True,
+                     today: datetime.date | None = None) -> Catalog:
+    """The catalog of the installed libraries (only the transformers ``types`` when given); ``run_models=False`` leaves
+    ``builds`` and ``runs`` unknown.
+
+    A reviewed ``runs = false`` in ``compat/tiny_overrides.toml`` supplies the reason of a type that fails.
+    """
+    import diffusers
+    import transformers
+
+    entries = _transformers_entries(types, run_models)
+    if types is None:
+        entries += _diffusion_entries(run_models)
+    return Catalog(
+        transformers=transformers.__version__,
+        diffusers=diffusers.__version__,
+        generated=(today or datetime.date.today()).isoformat(),
+        entries=tuple(sorted(entries, key=catalog_order)),
+    )
+
+
+def unexpected_runs(catalog: Catalog) -> list[str]:
+    """Types reviewed as ``runs = false`` that ran after all: their override should be removed."""
+    overrides = load_overrides()
+    return [entry.model_type for entry in catalog.entries
+            if entry.runs and entry.model_type in overrides and not overrides[entry.model_type].runs]
+
+
+def describe_groups(catalog: Catalog) -> str:
+    """How many types each group has, and how many of them build and run."""
+    parts = []
+    for group in GROUPS:
+        entries = catalog.group(group)
+        part = f"{group}: {len(entries)} types, {sum(1 for entry in entries if entry.builds)} build"
+        if group in RUN_GROUPS:
+            part += f", {sum(1 for entry in entries if entry.runs)} run"
+        parts.append(part)
+    return "; ".join(parts)

@@ -1,0 +1,70 @@
+"""The environment block of a run's records: the backend under test and the library versions.
+
+It is computed once, by the process that starts the run, without importing torch (the backend is the one
+:mod:`hf_neuron._autoload` will pick: the real TorchNeuron when installed, else the reference device when
+``HF_NEURON_EMULATOR=1``), and shared with every worker, so all records of a run carry the same block.
+A run on the ``neuron`` device needs one of the two: :func:`require_backend` refuses to start one without, so no
+record ever says backend ``none`` for a neuron run (``--device cpu`` makes a CPU-only baseline run).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from collections.abc import Mapping
+from typing import Any
+
+from hf_neuron._version import __version__
+from hf_neuron import backends
+from hf_neuron.errors import InputError
+from hf_neuron.settings import read
+
+__all__ = ["LIBRARIES", "NO_NEURON_DEVICE", "collect", "require_backend"]
+
+#: Why a neuron run does not start without a backend, and what to do.
+NO_NEURON_DEVICE = f"{backends.NO_NEURON_DEVICE} (--device cpu runs a CPU-only baseline)"
+
+#: Distribution names whose versions a record carries, by record key.
+LIBRARIES: dict[str, str] = {
+    "torch": "torch",
+    "transformers": "transformers",
+    "accelerate": "accelerate",
+    "peft": "peft",
+    "diffusers": "diffusers",
+}
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def collect() -> dict[str, Any]:
+    """The ``env`` block: backend, backend_version, device_count, whether hf-neuron's patches apply
+    (``HF_NEURON_PATCHES``: off, the run measures the libraries unmodified), python, library versions, hf_neuron,
+    host."""
+    if backends.real_backend_installed():
+        backend, backend_version, device_count = "real", _version(backends.REAL_PACKAGE.replace("_", "-")), None
+    elif read("HF_NEURON_EMULATOR"):
+        backend, backend_version, device_count = "reference", __version__, read("HF_NEURON_EMULATOR_DEVICES")
+    else:
+        backend, backend_version, device_count = "none", None, 0
+    return {
+        "backend": backend,
+        "backend_version": backend_version,
+        "device_count": device_count,
+        "patches": read("HF_NEURON_PATCHES"),
+        "python": platform.python_version(),
+        **{key: _version(distribution) for key, distribution in LIBRARIES.items()},
+        "hf_neuron": __version__,
+        "host": platform.node(),
+    }
+
+
+def require_backend(device: str, env: Mapping[str, Any]) -> None:
+    """Raise :class:`InputError` when ``device`` is a neuron device and ``env`` (from :func:`collect`) has no
+    neuron backend."""
+    if device.split(":")[0] == "neuron" and env["backend"] == "none":
+        raise InputError(NO_NEURON_DEVICE)

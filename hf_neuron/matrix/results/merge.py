@@ -1,0 +1,127 @@
+"""Merging the results directories of one run's shards into one results directory.
+
+Records are deduplicated by ``case_id``: two records of a case that say the same (outcome, cpu outcome, failure
+fingerprint) are one result seen twice, and the later one is kept; records that disagree are a conflict, which is
+an error unless ``on_conflict="latest"`` keeps the later one. Directories of different runs, or shards of one run
+started with different selections, are refused; shards missing from ``1/N .. N/N`` are reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.records import Record
+from hf_neuron.matrix.results.store import Manifest, read_manifest, read_records, write_manifest
+
+__all__ = ["CONFLICT_POLICIES", "ConflictPolicy", "Merged", "merge", "write_merged"]
+
+ConflictPolicy = Literal["error", "latest"]
+CONFLICT_POLICIES: tuple[ConflictPolicy, ...] = get_args(ConflictPolicy)
+MERGED_RECORDS = "records.jsonl"
+
+
+@dataclasses.dataclass(frozen=True)
+class Merged:
+    """The merged run: its manifest, one record per case (sorted by case_id), and what merging found."""
+
+    manifest: Manifest
+    records: tuple[Record, ...]
+    duplicates: int
+    conflicts: tuple[str, ...]
+    missing_shards: tuple[str, ...]
+
+
+def _verdict(record: Record) -> tuple[Any, ...]:
+    failure = record["failure"]
+    return record["outcome"], record["cpu_outcome"], None if failure is None else failure["fingerprint"]
+
+
+def _describe(records: list[Record]) -> str:
+    return ", ".join(f"{r['outcome']} at {r['finished_at']}" for r in records)
+
+
+def _manifests(dirs: Sequence[Path]) -> list[Manifest]:
+    manifests = []
+    for directory in dirs:
+        manifest = read_manifest(directory)
+        if manifest is None:
+            raise InputError(f"{directory} is not a results directory of `hf-neuron matrix run` (no run.json)")
+        manifests.append(manifest)
+    run_ids = sorted({m.run_id for m in manifests})
+    if len(run_ids) > 1:
+        raise InputError(
+            f"the directories hold different runs ({', '.join(run_ids)}): merge the shards of one run "
+            "(give every shard the same --run-id)"
+        )
+    return manifests
+
+
+def _common(manifests: list[Manifest]) -> tuple[dict[str, Any] | None, str | None, tuple[str, ...]]:
+    """The selection without its shard, the device, and the shards missing from 1/N..N/N."""
+    unsharded = [None if m.selection is None else {**m.selection, "shard": None} for m in manifests]
+    if any(selection != unsharded[0] for selection in unsharded):
+        raise InputError(f"the shards of run {manifests[0].run_id} were started with different selections: "
+                               + "; ".join(json.dumps(s) for s in unsharded))
+    devices = {m.device for m in manifests}
+    if len(devices) > 1:
+        raise InputError(f"the shards of run {manifests[0].run_id} ran on different devices: {devices}")
+    shards = {m.selection["shard"] for m in manifests if m.selection and m.selection.get("shard")}
+    counts = {int(shard.split("/")[1]) for shard in shards}
+    missing: tuple[str, ...] = ()
+    if len(counts) > 1:
+        raise InputError(f"the directories hold shards of different splits: {', '.join(sorted(shards))}")
+    if counts:
+        (count,) = counts
+        missing = tuple(f"{i}/{count}" for i in range(1, count + 1) if f"{i}/{count}" not in shards)
+    return unsharded[0], devices.pop(), missing
+
+
+def merge(dirs: Sequence[Path], on_conflict: ConflictPolicy = "error") -> Merged:
+    """Merge the results directories ``dirs`` of one run."""
+    if not dirs:
+        raise InputError("give at least one results directory to merge")
+    manifests = _manifests(dirs)
+    selection, device, missing = _common(manifests)
+    by_case: dict[str, list[Record]] = {}
+    for directory in dirs:
+        for record in read_records(directory):
+            by_case.setdefault(record["case_id"], []).append(record)
+    kept, duplicates, conflicts = [], 0, []
+    for case_id in sorted(by_case):
+        records = sorted(by_case[case_id], key=lambda r: r["finished_at"])
+        if len({_verdict(r) for r in records}) > 1:
+            conflicts.append(f"{case_id}: {_describe(records)}")
+        else:
+            duplicates += len(records) - 1
+        kept.append(records[-1])
+    if conflicts and on_conflict == "error":
+        shown = "\n  ".join(conflicts[:20])
+        raise InputError(
+            f"{len(conflicts)} case(s) have records that disagree:\n  {shown}\n"
+            "rerun them, or pass --on-conflict latest to keep each case's latest record"
+        )
+    manifest = Manifest(
+        run_id=manifests[0].run_id,
+        created_at=min(m.created_at for m in manifests),
+        selection=selection,
+        device=device,
+        merged_from=tuple(str(d) for d in dirs),
+    )
+    return Merged(manifest, tuple(kept), duplicates, tuple(conflicts), missing)
+
+
+def write_merged(merged: Merged, out: Path) -> None:
+    """Write ``merged`` as a results directory ``out`` (which must not hold a run yet)."""
+    if read_manifest(out) is not None or read_records(out):
+        raise InputError(f"{out} already holds a run: merge into a new directory")
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / f".{MERGED_RECORDS}.{os.getpid()}"
+    staging.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged.records))
+    os.replace(staging, out / MERGED_RECORDS)
+    write_manifest(out, merged.manifest)

@@ -1,0 +1,275 @@
+"""The scenario contract: what a scenario receives, what it returns, and how scenario sets are loaded.
+
+A scenario is a function ``def forward(ctx: CaseContext) -> ScenarioResult`` with one job. It runs its computation
+on ``ctx.device`` and compares it with the same computation on the CPU, with the tolerance of
+:data:`TOLERANCES` for the dtype (use :func:`compare`). It returns :meth:`ScenarioResult.passed`,
+:meth:`~ScenarioResult.failed` (its check did not hold) or :meth:`~ScenarioResult.skipped` (not applicable, with a
+reason); anything it raises is recorded as ``error`` with a fingerprint. The runner times it out, survives its
+crashes, and, when it does not pass on the device, calls it again with ``ctx.device == "cpu"`` to learn whether
+the architecture fails on the CPU alone (``cpu_outcome``): a scenario must therefore also work when ``ctx.device`` is
+``"cpu"``.
+
+A scenario that is implemented differently for different catalog groups (text models, diffusion models) is a
+:class:`PerGroup`: it names one function per group, and a group it does not name has no case of that scenario
+(:func:`scenario_for`). A plain function applies to every group.
+
+A *scenario set* is a module with a ``SCENARIOS`` mapping, scenario name -> scenario, in run order; the default
+is :mod:`hf_neuron.matrix.scenarios.builtin`, and ``--scenario-module`` names another (dotted name or ``.py``
+file). Scenario modules are imported by the pytest controller too, to list the cases: import torch and
+transformers inside the functions, not at module level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.records import SCENARIO_NAMES, Parity
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "DEFAULT_SCENARIO_MODULE",
+    "EXACT",
+    "TOLERANCES",
+    "CaseContext",
+    "PerGroup",
+    "Scenario",
+    "ScenarioResult",
+    "Tolerance",
+    "compare",
+    "compare_named",
+    "load_scenarios",
+    "scenario_for",
+    "tolerance_for",
+]
+
+
+DEFAULT_SCENARIO_MODULE = "hf_neuron.matrix.scenarios.builtin"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """Largest accepted ``max |actual - expected|`` is ``atol + rtol * max |expected|``."""
+
+    atol: float
+    rtol: float
+
+    def bound(self, expected_scale: float) -> float:
+        return self.atol + self.rtol * expected_scale
+
+
+#: For results that must not change at all (a model saved and loaded again on the same device).
+EXACT = Tolerance(atol=0.0, rtol=0.0)
+
+#: Parity tolerances, per dtype name, written down once. The reference device runs the CPU's kernels, so it
+#: matches the CPU far more closely; these bounds are for the real device's different kernels and reductions.
+TOLERANCES: Mapping[str, Tolerance] = {
+    "float32": Tolerance(atol=1e-4, rtol=1e-4),
+    "float16": Tolerance(atol=1e-2, rtol=1e-2),
+    "bfloat16": Tolerance(atol=5e-2, rtol=2e-2),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseContext:
+    """What a scenario gets: the architecture, the device to run on, and where its tiny checkpoint is built."""
+
+    model_type: str
+    group: str
+    scenario: str
+    device: str
+    workdir: Path
+    seed: int = 0
+
+    @property
+    def checkpoint(self) -> Path:
+        """The architecture's tiny checkpoint directory, built on first use and shared by the run's workers.
+
+        Workers may race to build the same architecture: the builders publish by atomic rename and never remove
+        what another process may be reading. Once built, a checkpoint is used as it is for the rest of the run (the
+        run's scratch directory is new, so nothing in it can be stale)."""
+        from hf_neuron import tiny
+
+        final = self.workdir / "checkpoints" / self.model_type
+        return final if final.is_dir() else tiny.materialize(self.group, self.model_type, final, seed=self.seed)
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        """The tolerance for ``dtype`` (``"float32"``, ``"bfloat16"``, ...)."""
+        return tolerance_for(dtype)
+
+    def on(self, device: str) -> CaseContext:
+        """The same case on another device (the runner's CPU re-run uses ``ctx.on("cpu")``)."""
+        return dataclasses.replace(self, device=device)
+
+
+ResultOutcome = Literal["passed", "failed", "skipped"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScenarioResult:
+    """What a scenario returns: its outcome, a parity measurement if it made one, and a message saying why."""
+
+    outcome: ResultOutcome
+    message: str | None = None
+    parity: Parity | None = None
+
+    @classmethod
+    def passed(cls, parity: Parity | None = None) -> ScenarioResult:
+        return cls("passed", None, parity)
+
+    @classmethod
+    def failed(cls, message: str, parity: Parity | None = None) -> ScenarioResult:
+        """The scenario ran and its check did not hold; ``message`` says which check and by how much."""
+        return cls("failed", message, parity)
+
+    @classmethod
+    def skipped(cls, reason: str) -> ScenarioResult:
+        return cls("skipped", reason, None)
+
+    @property
+    def parity_missed(self) -> bool:
+        return self.parity is not None and not self.parity["value"] <= self.parity["tolerance"]
+
+
+def tolerance_for(dtype: str) -> Tolerance:
+    """The :data:`TOLERANCES` row of ``dtype`` (``"float32"``, ``"bfloat16"``, ...)."""
+    try:
+        return TOLERANCES[dtype]
+    except KeyError:
+        raise KeyError(f"no tolerance for dtype {dtype!r}; known: {', '.join(TOLERANCES)}") from None
+
+
+Scenario = Callable[[CaseContext], ScenarioResult]
+
+
+@dataclasses.dataclass(frozen=True)
+class PerGroup:
+    """One scenario implemented per catalog group: ``PerGroup({"decoder": text_forward, "diffusion": ...})``."""
+
+    implementations: Mapping[str, Scenario]
+
+    def __call__(self, ctx: CaseContext) -> ScenarioResult:
+        return self.implementations[ctx.group](ctx)
+
+
+def scenario_for(scenario: Scenario, group: str) -> Scenario | None:
+    """The function that runs ``scenario`` for an architecture of ``group``, or None when it has no such case."""
+    if isinstance(scenario, PerGroup):
+        return scenario.implementations.get(group)
+    return scenario
+
+
+def _measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Parity:
+    import torch
+
+    reference = expected.detach().to("cpu", torch.float64)
+    diff = (actual.detach().to("cpu", torch.float64) - reference).abs().max().item() if reference.numel() else 0.0
+    scale = reference.abs().max().item() if reference.numel() else 0.0
+    return Parity(metric="max_abs_diff", value=float(diff), tolerance=tolerance.bound(scale))
+
+
+def _tolerance_of(expected: torch.Tensor, tolerance: Tolerance | None) -> tuple[Tolerance, str]:
+    """The bound to apply and its name: ``tolerance`` if given, else exact for integers and booleans, else the
+    :data:`TOLERANCES` row of the dtype."""
+    dtype = str(expected.dtype).removeprefix("torch.")
+    if tolerance is None and not (expected.is_floating_point() or expected.is_complex()):
+        tolerance = EXACT
+    if tolerance is not None:
+        return tolerance, "exact" if tolerance == EXACT else "given tolerance"
+    return tolerance_for(dtype), dtype
+
+
+def compare(
+    actual: torch.Tensor, expected: torch.Tensor, what: str, tolerance: Tolerance | None = None,
+    reference: str = "the CPU's",
+) -> ScenarioResult:
+    """Passed when ``actual`` (any device) is within ``tolerance`` (default: the :data:`TOLERANCES` row of
+    ``expected``'s dtype; exact for integer and boolean tensors) of ``expected``; the parity is the max abs
+    difference. ``reference`` names where ``expected`` comes from, for the message."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        return ScenarioResult.failed(f"{what} have shape {tuple(actual.shape)}, {reference} {tuple(expected.shape)}")
+    bound, name = _tolerance_of(expected, tolerance)
+    parity = _measure(actual, expected, bound)
+    result = ScenarioResult.passed(parity)
+    if result.parity_missed:
+        return ScenarioResult.failed(
+            f"{what} differ from {reference}: max abs diff {parity['value']:.3g} > tolerance "
+            f"{parity['tolerance']:.3g} ({name})",
+            parity,
+        )
+    return result
+
+
+def compare_named(
+    actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], what: str,
+    tolerance: Tolerance | None = None, reference: str = "the CPU's",
+) -> ScenarioResult:
+    """:func:`compare` for each name of ``expected``; the result of the worst one (by difference / tolerance),
+    named in the message. A name in only one of the two fails."""
+    missing, extra = sorted(set(expected) - set(actual)), sorted(set(actual) - set(expected))
+    if missing:
+        return ScenarioResult.failed(f"{what}: {len(missing)} missing on the device, e.g. {', '.join(missing[:3])}")
+    if extra:
+        return ScenarioResult.failed(f"{what}: {len(extra)} on the device only, e.g. {', '.join(extra[:3])}")
+    results = {name: compare(actual[name], expected[name], f"{what} {name}", tolerance, reference)
+               for name in expected}
+    if not results:
+        return ScenarioResult.passed()
+
+    def badness(result: ScenarioResult) -> float:
+        if result.parity is None:  # a shape mismatch
+            return float("inf")
+        value, bound = result.parity["value"], result.parity["tolerance"]
+        return value / bound if bound > 0 else (0.0 if value == 0 else float("inf"))
+
+    return max(results.values(), key=badness)
+
+
+def _import(spec: str) -> Any:
+    if spec.endswith(".py"):
+        path = Path(spec).resolve()
+        if not path.is_file():
+            raise InputError(f"scenario module {spec!r}: no such file")
+        name = f"hf_neuron_matrix_scenarios_{path.stem}"
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise InputError(f"scenario module {spec!r}: cannot be imported as a Python file")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module
+        loader_spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and spec.startswith(exc.name):
+            raise InputError(
+                f"scenario module {spec!r} not found: give a dotted module name or a path ending in .py"
+            ) from exc
+        raise
+
+
+def load_scenarios(spec: str = DEFAULT_SCENARIO_MODULE) -> dict[str, Scenario]:
+    """Import the scenario set ``spec`` (dotted module name or ``.py`` path) and return its ``SCENARIOS``."""
+    module = _import(spec)
+    scenarios = getattr(module, "SCENARIOS", None)
+    if not isinstance(scenarios, Mapping) or not scenarios:
+        raise InputError(
+            f"scenario module {spec!r} must define SCENARIOS, a non-empty mapping of scenario name -> function"
+        )
+    for name, scenario in scenarios.items():
+        if name not in SCENARIO_NAMES:
+            raise InputError(
+                f"scenario module {spec!r} defines {name!r}, which is not a scenario name; "
+                f"use one of: {', '.join(SCENARIO_NAMES)}"
+            )
+        if not callable(scenario):
+            raise InputError(f"scenario module {spec!r}: SCENARIOS[{name!r}] is not a function")
+    return dict(scenarios)

@@ -1,0 +1,143 @@
+"""The training scenarios of text models: ``train`` (full fine-tuning) and ``lora`` (a PEFT LoRA adapter).
+
+Both train in train mode with training-time randomness off (dropout, layer drop, router jitter), on one fixed
+batch whose labels are its inputs, with AdamW whose ``foreach`` is pinned (AdamW picks the multi-tensor path on a
+device and the per-tensor one on the CPU by itself, and the two round differently). Every step starts from
+``torch.manual_seed(seed)``, so that randomness the switches miss is at least drawn the same way on both sides.
+The first step's loss, gradients and updated weights are compared with the CPU's; further steps on the device
+must lower the loss.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare, compare_named
+from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["LEARNING_RATE", "STEPS", "lora", "train"]
+
+#: Optimizer steps on the device; the loss after the last must be below the first.
+STEPS = 3
+LEARNING_RATE = 1e-3
+_LORA_RANK = 4
+
+
+def _step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, input_ids: torch.Tensor, seed: int
+          ) -> torch.Tensor:
+    """One optimizer step on the batch, from ``torch.manual_seed(seed)``; returns the loss (detached) and leaves
+    the gradients in place."""
+    import torch
+
+    torch.manual_seed(seed)
+    optimizer.zero_grad(set_to_none=True)
+    inputs = model_inputs(model, input_ids)  # type: ignore[arg-type]
+    loss: torch.Tensor = model(**inputs, labels=inputs["input_ids"]).loss
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
+    import torch
+
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(trainable, lr=LEARNING_RATE, foreach=False)
+
+
+def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+
+
+def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def _first_step_parity(model: torch.nn.Module, reference: torch.nn.Module, input_ids: torch.Tensor, seed: int
+                       ) -> ScenarioResult:
+    """Loss, gradients and updated trainable weights of one step on ``model`` against ``reference`` (CPU).
+
+    Passed with the gradients' parity (the worst parameter), or the first comparison that failed."""
+    optimizer, reference_optimizer = _optimizer(model), _optimizer(reference)
+    loss = _step(model, optimizer, input_ids, seed)
+    expected_loss = _step(reference, reference_optimizer, input_ids, seed)
+    gradients = compare_named(_gradients(model), _gradients(reference), "gradient of")
+    for result in (
+        compare(loss, expected_loss, "loss"),
+        gradients,
+        compare_named(_trainable(model), _trainable(reference), "weight after one AdamW step"),
+    ):
+        if result.outcome != "passed":
+            return result
+    return gradients
+
+
+def _loss_goes_down(model: torch.nn.Module, input_ids: torch.Tensor, seed: int, parity: ScenarioResult
+                    ) -> ScenarioResult:
+    """``parity`` (passed) if :data:`STEPS` more steps lower the loss, else failed."""
+    optimizer = _optimizer(model)
+    losses = [float(_step(model, optimizer, input_ids, seed)) for _ in range(STEPS)]
+    if not losses[-1] < losses[0]:
+        return ScenarioResult.failed(f"the loss did not go down over {STEPS} AdamW steps (lr {LEARNING_RATE:g}): "
+                                     f"{', '.join(f'{loss:.6g}' for loss in losses)}")
+    return parity
+
+
+def train(ctx: CaseContext) -> ScenarioResult:
+    """One AdamW step matches the CPU's (loss, every gradient, every updated weight); the loss goes down."""
+    reference = load_model(ctx, "cpu", train=True)
+    model = load_model(ctx, ctx.device, train=True)
+    input_ids = sample_ids(ctx, reference)
+    parity = _first_step_parity(model, reference, input_ids, ctx.seed)
+    if parity.outcome != "passed":
+        return parity
+    return _loss_goes_down(model, input_ids, ctx.seed, parity)
+
+
+def _with_lora(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with a LoRA adapter on all its linear layers (PEFT's ``"all-linear"``, the head excluded)."""
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(r=_LORA_RANK, lora_alpha=2 * _LORA_RANK, lora_dropout=0.0, target_modules="all-linear")
+    return get_peft_model(model, config)
+
+
+def lora(ctx: CaseContext) -> ScenarioResult:
+    """A LoRA adapter on all linear layers, added on the device, trains like the CPU's; only its weights change.
+
+    The device's adapter starts from the CPU's initial adapter weights (their initialization is random), copied
+    parameter by parameter (PEFT's own state-dict round trip drops the adapters of modules under
+    ``shared_experts``, peft 0.21).
+    """
+    import torch
+
+    torch.manual_seed(ctx.seed)
+    base = load_model(ctx, "cpu", train=True)
+    input_ids = sample_ids(ctx, base)
+    reference = _with_lora(base)
+    model = _with_lora(load_model(ctx, ctx.device, train=True))
+    initial = dict(reference.named_parameters())
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                parameter.copy_(initial[name])
+    not_adapter = [name for name in _trainable(model) if "lora_" not in name]
+    if not_adapter:
+        return ScenarioResult.failed(f"{len(not_adapter)} trainable parameters outside the adapter: "
+                                     f"{', '.join(not_adapter[:5])}")
+    before = {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters()}
+    parity = _first_step_parity(model, reference, input_ids, ctx.seed)
+    if parity.outcome != "passed":
+        return parity
+    after = {name: p.detach().to("cpu") for name, p in model.named_parameters()}
+    changed = {name for name in before if not torch.equal(before[name], after[name])}
+    frozen_changed = sorted(name for name in changed if "lora_" not in name)
+    if frozen_changed:
+        return ScenarioResult.failed(f"a LoRA step changed {len(frozen_changed)} frozen base weights: "
+                                     f"{', '.join(frozen_changed[:5])}")
+    if not changed:
+        return ScenarioResult.failed("a LoRA step changed no adapter weight")
+    return _loss_goes_down(model, input_ids, ctx.seed, parity)

@@ -1,0 +1,282 @@
+"""The inputs of one call of a tiny diffusion backbone, built from the names of its ``forward``'s parameters.
+
+:func:`forward_inputs` builds the keyword inputs from :data:`INPUTS` (how to build each known parameter, and when to
+pass an optional one) and the backbone's config; :func:`denoise` calls the backbone and returns its prediction.
+A backbone whose latents are laid out differently says so in ``compat/tiny_diffusion.toml`` (``layout``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron.compat.tiny_diffusion import recipe
+from hf_neuron.tiny.diffusion.backbones import BATCH, FRAMES, LATENT_SIZE, ROTARY_AXES, TEXT_LENGTH, TEXT_WIDTH
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["INPUTS", "denoise", "forward_inputs"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """What the inputs of one backbone are built from."""
+
+    config: Mapping[str, Any]
+    layout: str
+
+    def get(self, *names: str, default: Any = None) -> Any:
+        """The first of ``names`` the config sets (not None)."""
+        return next((self.config[n] for n in names if self.config.get(n) is not None), default)
+
+    def first_int(self, *names: str, default: int) -> int:
+        """:meth:`get` as an int (the last item of a list or tuple, as for per-axis patch sizes)."""
+        value = self.get(*names, default=default)
+        return int(value[-1] if isinstance(value, (list, tuple)) else value)
+
+    @property
+    def size(self) -> int:
+        return self.first_int("sample_size", default=LATENT_SIZE)
+
+    @property
+    def channels(self) -> int:
+        return self.first_int("in_channels", "in_dim", "latent_channels", default=4)
+
+    @property
+    def text_width(self) -> int:
+        return self.first_int("encoder_hid_dim", "caption_channels", "joint_attention_dim", "cross_attention_dim",
+                              "text_embed_dim", "text_dim", "cap_feat_dim", "text_hidden_dim", "condition_dim",
+                              "context_in_dim", "context_dim", default=TEXT_WIDTH)
+
+    @property
+    def text_cross_attention(self) -> bool:
+        """Whether the backbone attends to text: not when its config sets ``cross_attention_dim`` (and
+        ``caption_channels``) to None."""
+        return self.get("cross_attention_dim", "caption_channels") is not None
+
+    @property
+    def position_axes(self) -> int:
+        """Columns of a token position: one per rotary axis (3 unless the config has more)."""
+        axes = next((v for n, v in self.config.items() if ROTARY_AXES.fullmatch(n) and isinstance(v, (list, tuple))),
+                    ())
+        return max(len(axes), 3)
+
+    @property
+    def tokens(self) -> int:
+        return (self.size // max(self.first_int("patch_size", default=1), 1)) ** 2
+
+
+def _latents(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
+    sizes = {
+        "image": (BATCH, shape.channels, shape.size, shape.size),
+        "video": (BATCH, shape.channels, FRAMES, shape.size, shape.size),
+        "video-frames-first": (BATCH, FRAMES, shape.channels, shape.size, shape.size),
+        "sequence": (BATCH, shape.channels, shape.size * shape.size),
+        "tokens": (BATCH, shape.tokens, shape.channels),
+    }[shape.layout]
+    return torch.randn(sizes, generator=generator)
+
+
+def _ids(count: int, *, grid: bool, axes: int = 3) -> torch.Tensor:
+    """Positions of ``count`` tokens as (count, ``axes``) rows (0, y, x, 0...) on a square grid, or zeros for text."""
+    import torch
+
+    ids = torch.zeros(count, axes)
+    if grid:
+        side = _side(count)
+        ids[:, 1] = torch.arange(count) // side
+        ids[:, 2] = torch.arange(count) % side
+    return ids
+
+
+_Input = Callable[[_Shape, "torch.Generator"], Any]
+#: The config arguments giving the width of a second text encoder's states (``encoder_hidden_states_2``), and of a
+#: T5's next to a CLIP (``encoder_hidden_states_t5``).
+_SECOND_TEXT = ("text_embed_2_dim",)
+_T5_TEXT = ("cross_attention_dim_t5", "text_embed_dim_t5")
+
+
+def _text(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
+    return torch.randn(BATCH, TEXT_LENGTH, shape.text_width, generator=generator)
+
+
+def _sets(*names: str) -> Callable[[_Shape], bool]:
+    """When to pass an optional input: the config sets one of ``names`` (not None)."""
+    return lambda shape: shape.get(*names) is not None
+
+
+def _enabled(name: str) -> Callable[[_Shape], bool]:
+    """When to pass an optional input: the config's flag ``name`` is true."""
+    return lambda shape: bool(shape.get(name))
+
+
+def _second_text(*names: str) -> tuple[_Input, Callable[[_Shape], bool]]:
+    """A second text encoder's states, of the width the config names in ``names``; passed when the config sets one
+    (the backbone has that text projection)."""
+
+    def build(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+        import torch
+
+        return torch.randn(BATCH, TEXT_LENGTH, shape.get(*names), generator=generator)
+
+    return build, _sets(*names)
+
+
+def _side(count: int) -> int:
+    """The side of the square grid of ``count`` tokens."""
+    return max(int(count**0.5), 1)
+
+
+def _pooled_tokens(shape: _Shape, generator: torch.Generator, name: str) -> torch.Tensor:
+    """A pooled embedding as one token, (BATCH, 1, the config's ``name``)."""
+    import torch
+
+    return torch.randn(BATCH, 1, shape.get(name, default=TEXT_WIDTH), generator=generator)
+
+
+def _frame_indices() -> torch.Tensor:
+    """The latents' frame numbers, (FRAMES,), shared by the batch (as the Framepack pipeline passes them)."""
+    import torch
+
+    return torch.arange(FRAMES)
+
+
+def _control(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    """Control latents (a VACE context): the latents' layout with the config's ``vace_in_channels``."""
+    return _latents(_Shape({**shape.config, "in_channels": shape.get("vace_in_channels")}, shape.layout), generator)
+
+
+def _pooled(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
+    return torch.randn(BATCH, shape.get("pooled_projection_dim", default=TEXT_WIDTH), generator=generator)
+
+
+def _full(value: float, *, dtype: str = "float32", width: int | None = None) -> _Input:
+    """An input of ``BATCH`` rows (of ``width`` columns) filled with ``value``."""
+
+    def build(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+        import torch
+
+        size = (BATCH,) if width is None else (BATCH, width)
+        return torch.full(size, value, dtype=getattr(torch, dtype))
+
+    return build
+
+
+def _image_sizes(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    import torch
+
+    return torch.tensor([[shape.size, shape.size]] * BATCH, dtype=torch.float32)
+
+
+#: A text mask: every token attends.
+_TEXT_MASK = _full(1, dtype="long", width=TEXT_LENGTH)
+
+
+def _always(shape: _Shape) -> bool:
+    return True
+
+
+def _never(shape: _Shape) -> bool:
+    return False
+
+
+#: Forward parameter name -> (how to build its value, when to pass it if it is optional): an optional parameter is
+#: passed only when its condition on the config holds (a conditioning the tiny config enables), else left to its
+#: default. A required parameter is always built.
+INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
+    "hidden_states": (_latents, _always),
+    "sample": (_latents, _always),
+    "x": (_latents, _always),
+    "timestep": (_full(500.0), _always),
+    "t": (_full(500.0), _always),
+    "timesteps": (_full(500.0), _always),
+    "timestep_r": (_full(250.0), _never),  # a mean-flow target time r (<= t), when required (AceStep, AnyFlow)
+    "r_timestep": (_full(250.0), _never),
+    "image_latents": (_latents, _never),  # the image's latents, when required (I2VGenXL)
+    "timestep_ratio": (_full(0.5), _always),  # StableCascade's time in [0, 1]
+    "fps": (_full(8, dtype="long"), _always),
+    "img_shapes": (lambda s, g: [[(1, _side(s.tokens), _side(s.tokens))]] * BATCH, _always),
+    "clip_text_pooled": (lambda s, g: _pooled_tokens(s, g, "clip_text_pooled_in_channels"), _always),
+    "encoder_hidden_states": (_text, lambda s: "cross_attention_dim" not in s.config or s.text_cross_attention),
+    "cap_feats": (_text, _always),
+    "encoder_attention_mask": (_TEXT_MASK, _always),
+    "encoder_hidden_states_2": _second_text(*_SECOND_TEXT),
+    "encoder_attention_mask_2": (_TEXT_MASK, _sets(*_SECOND_TEXT)),
+    "encoder_hidden_states_t5": _second_text(*_T5_TEXT),
+    "image_embeds": _second_text("image_embed_dim", "image_proj_dim"),
+    "indices_latents": (lambda s, g: _frame_indices(), _always),
+    "control_hidden_states": (_control, _sets("vace_in_channels")),
+    "image_meta_size": (_full(LATENT_SIZE, width=6), _enabled("use_style_cond_and_image_meta_size")),
+    "style": (_full(0, dtype="long"), _enabled("use_style_cond_and_image_meta_size")),
+    "text_embedding_mask": (_TEXT_MASK, _sets(*_T5_TEXT)),
+    "text_embedding_mask_t5": (_TEXT_MASK, _sets(*_T5_TEXT)),
+    "pooled_projections": (_pooled, _sets("pooled_projection_dim")),
+    "img_ids": (lambda s, g: _ids(s.tokens, grid=True, axes=s.position_axes), _always),
+    "txt_ids": (lambda s, g: _ids(TEXT_LENGTH, grid=False, axes=s.position_axes), _always),
+    "guidance": (_full(3.5), _enabled("guidance_embeds")),
+    "class_labels": (_full(0, dtype="long"), _sets("num_embeds_ada_norm", "num_class_embeds")),
+    "added_cond_kwargs": (lambda s, g: {"resolution": None, "aspect_ratio": None}, _always),
+    "original_size": (_image_sizes, _always),
+    "target_size": (_image_sizes, _always),
+    "crop_coords": (_full(0, width=2), _always),
+}
+
+
+def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
+    """The keyword inputs of one call of the tiny backbone ``model``, on the CPU, drawn from ``seed``.
+
+    Raises ``ValueError`` naming a required parameter of ``forward`` that :data:`INPUTS` cannot build.
+    """
+    import torch
+
+    name = type(model).__name__
+    parameters = inspect.signature(model.forward).parameters
+    shape = _Shape(dict(model.config), recipe(name).layout or _layout(name, parameters))  # type: ignore[arg-type]
+    generator = torch.Generator().manual_seed(seed)
+    inputs: dict[str, Any] = {}
+    for parameter in parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        required = parameter.default is inspect.Parameter.empty
+        if parameter.name not in INPUTS:
+            if required:
+                raise ValueError(f"{name}.forward needs {parameter.name!r}, which the matrix cannot build "
+                                 "(hf_neuron.tiny.diffusion.inputs.INPUTS)")
+            continue
+        build, wanted = INPUTS[parameter.name]
+        if required or wanted(shape):
+            inputs[parameter.name] = build(shape, generator)
+    return inputs
+
+
+def _layout(name: str, parameters: Mapping[str, inspect.Parameter]) -> str:
+    """Latent layout: packed tokens when ``forward`` takes their positions or grid (``img_ids``, ``img_shapes``), else
+    from the class name's dimensionality (``3D`` video, frames after channels; ``1D`` sequence), else an image. A
+    backbone that differs says so in ``compat/tiny_diffusion.toml`` (``layout``)."""
+    if "img_ids" in parameters or "img_shapes" in parameters:
+        return "tokens"
+    if "3D" in name or "Video" in name:
+        return "video"
+    if "1D" in name:
+        return "sequence"
+    return "image"
+
+
+def denoise(model: torch.nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
+    """One call of the backbone; its prediction (the first output)."""
+    import torch
+
+    with torch.no_grad():
+        output = model(**inputs, return_dict=False) if "return_dict" in inspect.signature(model.forward).parameters \
+            else model(**inputs)
+    prediction: torch.Tensor = output[0] if isinstance(output, (tuple, list)) else output.sample
+    return prediction

@@ -1,0 +1,113 @@
+"""Write tiny checkpoints to disk: config, random weights (safetensors), tokenizer and generation config.
+
+A materialized directory loads offline with ``AutoModelForCausalLM.from_pretrained(dir)`` (or the group's auto class)
+and ``AutoTokenizer.from_pretrained(dir)``. The same ``(model_type, seed, overrides)`` under the same library versions
+gives the same files; a directory whose stamp records the same content key is reused as it is.
+
+Concurrent builders are safe (matrix workers build the same architecture at the same time): the files are written
+to a private staging directory, which is renamed to a directory named for its content key, ``.<name>.<key>``, next
+to ``out_dir``; ``out_dir`` itself is a symbolic link to it, replaced atomically. A rebuild with another key (another
+seed, new library versions) points the link elsewhere and leaves the old content in place, so a process still
+reading it is never disturbed: nothing is ever deleted but the builder's own staging directory. A real directory
+found at ``out_dir`` (written by an older version) is renamed aside, not removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hf_neuron.tiny.text.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.text.models import build_model
+from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
+
+__all__ = ["STAMP", "content_key", "materialize"]
+
+#: The file that records what a materialized directory holds; written last.
+STAMP = "hf-neuron-tiny.json"
+_FORMAT = 1
+
+
+def content_key(model_type: str, *, seed: int = 0, overrides: Mapping[str, Any] | None = None) -> str:
+    """A hash of everything the checkpoint's bytes depend on: type, seed, the resolved tiny config, versions."""
+    import tokenizers
+    import torch
+    import transformers
+
+    recipe = {
+        "format": _FORMAT,
+        "model_type": model_type,
+        "seed": seed,
+        "config": tiny_config_kwargs(model_type, overrides),
+        "tokenizer": tokenizer_fingerprint(),
+        "versions": [transformers.__version__, torch.__version__, tokenizers.__version__],
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def _stamped_key(directory: Path) -> str | None:
+    try:
+        return json.loads((directory / STAMP).read_text())["key"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _publish(staging: Path, keyed: Path, key: str) -> None:
+    """Rename ``staging`` to ``keyed``, unless a concurrent builder published the same content first."""
+    try:
+        os.rename(staging, keyed)
+    except OSError:
+        if _stamped_key(keyed) != key:  # not the same checkpoint published by someone else: a real failure
+            raise
+
+
+def _point(link: Path, target: Path) -> None:
+    """Make ``link`` a symbolic link to ``target`` (a sibling), replacing what was there atomically."""
+    if link.is_dir() and not link.is_symlink():
+        with contextlib.suppress(FileNotFoundError):  # a concurrent caller moved it first
+            link.rename(link.with_name(f".{link.name}.replaced-{secrets.token_hex(4)}"))
+    temporary = link.with_name(f".{link.name}.link-{secrets.token_hex(4)}")
+    temporary.symlink_to(target.name, target_is_directory=True)
+    try:
+        os.replace(temporary, link)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def materialize(model_type: str, out_dir: Path, *, seed: int = 0, overrides: Mapping[str, Any] | None = None) -> Path:
+    """Write the tiny ``model_type`` checkpoint to ``out_dir`` (reused when already there) and return ``out_dir``.
+
+    Safe to call from several processes at once for the same or different content (see the module docstring).
+    """
+    out_dir = Path(out_dir)
+    key = content_key(model_type, seed=seed, overrides=overrides)
+    if _stamped_key(out_dir) == key:
+        return out_dir
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    keyed = out_dir.with_name(f".{out_dir.name}.{key[:16]}")
+    if _stamped_key(keyed) != key:
+        config = tiny_config(model_type, overrides)
+        model = build_model(model_type, seed=seed, config=config)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
+        try:
+            model.save_pretrained(staging)
+            if model.config is not config:  # the decoder of a composite: keep the model_type the auto classes know
+                config.architectures = [type(model).__name__]
+                config.save_pretrained(staging)
+            tiny_tokenizer().save_pretrained(staging)
+            stamp = {"key": key, "model_type": model_type, "seed": seed, "overrides": dict(overrides or {})}
+            (staging / STAMP).write_text(json.dumps(stamp, indent=1, sort_keys=True, default=repr) + "\n")
+            _publish(staging, keyed, key)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    _point(out_dir, keyed)
+    return out_dir
