@@ -6,7 +6,7 @@ import dataclasses
 import importlib.metadata
 import importlib.util
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "NEURON_DEVICE_HOWTO",
@@ -16,6 +16,7 @@ __all__ = [
     "BackendKind",
     "autoload_status",
     "backend",
+    "neuron_module",
     "real_backend_installed",
     "record_autoload",
     "reference_device_active",
@@ -66,6 +67,14 @@ class BackendInfo:
         return f"{name} {self.version}, {self.device_count} device(s)"
 
 
+def neuron_module() -> Any:
+    """``torch.neuron``: the device module of whichever backend registered ``neuron`` (torch's type stubs do not
+    know it, so it is typed loosely here, once). Imports torch if it is not imported yet."""
+    import torch
+
+    return torch.neuron  # type: ignore[attr-defined]
+
+
 def real_backend_installed() -> bool:
     """True when the real TorchNeuron package can be imported (without importing it)."""
     return importlib.util.find_spec(REAL_PACKAGE) is not None
@@ -83,9 +92,10 @@ def backend() -> BackendInfo:
     if _reference_active:
         from hf_neuron._version import __version__
 
-        return BackendInfo("reference", __version__, torch.neuron.device_count(), "HF_NEURON_EMULATOR=1")
+        return BackendInfo("reference", __version__, neuron_module().device_count(), "HF_NEURON_EMULATOR=1")
+    version: str | None
     try:
         version = importlib.metadata.version("torch-neuronx")
     except importlib.metadata.PackageNotFoundError:
         version = getattr(sys.modules.get(REAL_PACKAGE), "__version__", None)
-    return BackendInfo("real", version, torch.neuron.device_count(), f"{REAL_PACKAGE} registered `neuron`")
+    return BackendInfo("real", version, neuron_module().device_count(), f"{REAL_PACKAGE} registered `neuron`")

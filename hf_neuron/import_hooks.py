@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -38,6 +38,9 @@ class Watcher(Protocol):
         """Catch up on watched modules already imported (called on every import of a watched library)."""
 
 
+W = TypeVar("W", bound=Watcher)
+
+
 class _PatchingLoader:
     """Runs the real loader, then hands the executed module to the registry."""
 
@@ -56,20 +59,20 @@ class _PatchingLoader:
         self._registry.module_executed(module)
 
 
-class PostImportFinder:
+class PostImportFinder(Generic[W]):
     """A meta-path finder that never finds anything itself: it wraps the loaders of a watcher's modules.
 
     ``libraries`` are the top-level packages watched; ``registry`` builds (or returns) the watcher on first need.
     """
 
-    def __init__(self, libraries: Collection[str], registry: Callable[[], Watcher]) -> None:
+    def __init__(self, libraries: Collection[str], registry: Callable[[], W]) -> None:
         self._libraries = frozenset(libraries)
         self._registry_factory = registry
-        self._registry: Watcher | None = None
+        self._registry: W | None = None
         self._busy = threading.local()
 
     @property
-    def registry(self) -> Watcher:
+    def registry(self) -> W:
         """The watcher this finder feeds (built on first use)."""
         if self._registry is None:
             self._registry = self._registry_factory()
@@ -99,7 +102,7 @@ class PostImportFinder:
         finally:
             self._busy.active = False
         if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _PatchingLoader(spec.loader, registry)
+            spec.loader = _PatchingLoader(spec.loader, registry)  # type: ignore[assignment]  # a loader by protocol
         return spec
 
     def _find_elsewhere(
@@ -130,7 +133,7 @@ class _OneModule:
     def __init__(self, name: str, callback: Callable[[ModuleType], None]) -> None:
         self.name = name
         self.callback: Callable[[ModuleType], None] | None = callback
-        self.finder: PostImportFinder | None = None
+        self.finder: PostImportFinder[_OneModule] | None = None
 
     def watches(self, module_name: str) -> bool:
         return module_name == self.name and self.callback is not None

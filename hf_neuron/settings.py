@@ -14,7 +14,7 @@ from typing import Any
 
 from hf_neuron.errors import InputError
 
-__all__ = ["SWITCHES", "SettingError", "Switch", "ReferenceDeviceSettings", "read", "reference_device_settings"]
+__all__ = ["SWITCHES", "ReferenceDeviceSettings", "SettingError", "Switch", "read", "reference_device_settings"]
 
 
 class SettingError(InputError):

@@ -12,6 +12,7 @@ backend against CPU tensors through a plain gloo group (what the backend adds to
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -70,8 +71,8 @@ def _worker(args: argparse.Namespace) -> None:
                "gradient_mib": gradient_numel * 4 / 2**20}
     for name, numel in (("all_reduce_gradients", gradient_numel), ("all_reduce_4mib", 2**20)):
         on_device, on_cpu = torch.ones(numel, device=device), torch.ones(numel)
-        timings[f"{name}_neuron_ms"] = _median_ms(lambda: dist.all_reduce(on_device), 20)
-        timings[f"{name}_gloo_cpu_ms"] = _median_ms(lambda: dist.all_reduce(on_cpu, group=gloo), 20)
+        timings[f"{name}_neuron_ms"] = _median_ms(functools.partial(dist.all_reduce, on_device), 20)
+        timings[f"{name}_gloo_cpu_ms"] = _median_ms(functools.partial(dist.all_reduce, on_cpu, group=gloo), 20)
     if rank == 0:
         print(RESULT + json.dumps({"processes": world, **timings}), flush=True)
     dist.destroy_process_group()

@@ -20,11 +20,12 @@ from typing import Any
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.catalog import GROUPS, Catalog, CatalogEntry
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.report.site import build_site
 from hf_neuron.matrix.records import SCENARIO_NAMES as SCENARIOS
+from hf_neuron.report.site import build_site
 
 BASELINE = Path(__file__).resolve().parent.parent / "compat" / "baselines" / "optimum-neuron-0.4.5.json"
-OUTCOMES = ["passed"] * 40 + ["failed"] * 2 + ["error"] * 3 + ["timeout", "crashed"] + ["skipped"] * 2 + ["known-failure"] * 2
+OUTCOMES = (["passed"] * 40 + ["failed"] * 2 + ["error"] * 3 + ["timeout", "crashed"] + ["skipped"] * 2
+            + ["known-failure"] * 2)
 
 KNOWN = ["llama", "qwen3", "granite", "mistral", "gemma3", "phi3", "qwen2", "mixtral", "gpt2", "bert"]
 
@@ -56,7 +57,9 @@ def _record(rng: random.Random, run_id: str, day: int, model_type: str, group: s
         }
         if failing
         else None,
-        "known_failure": {"id": f"{model_type}-{scenario}", "reason": "tracked upstream"} if outcome == "known-failure" else None,
+        "known_failure": {"id": f"{model_type}-{scenario}", "reason": "tracked upstream"}
+        if outcome == "known-failure"
+        else None,
         "env": {"backend": "reference", "backend_version": "0.1.0", "python": "3.11.7", "torch": "2.13.0",
                 "transformers": "5.24.0", "accelerate": "1.15.0", "peft": "0.21.2", "diffusers": "0.42.1",
                 "hf_neuron": "0.1.0", "device_count": 2, "host": "bench"},

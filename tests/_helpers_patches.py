@@ -56,7 +56,7 @@ def require_neuron() -> None:
 
     from hf_neuron.patches import installation, neuron_device
 
-    assert neuron_device.neuron_registered(), "no neuron device in the test process: run pytest with HF_NEURON_EMULATOR=1"
+    assert neuron_device.neuron_registered(), "no neuron device in the test process: set HF_NEURON_EMULATOR=1"
     assert installation() is not None, f"the patches are not installed (HF_NEURON_PATCHES=0?) on {torch.__version__}"
 
 

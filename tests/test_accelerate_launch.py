@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from _helpers_patches import SCRIPTS, require_neuron, run
+
 from hf_neuron.patches import installation
 from hf_neuron.patches.accelerate import PATCHES
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import torch
-
 from _helpers_distributed import WORLD, rank_results, run_launcher, succeeded
 from _helpers_patches import SCRIPTS
 

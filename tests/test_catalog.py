@@ -17,7 +17,7 @@ from hf_neuron.compat.catalog import Catalog, CatalogEntry, diff_catalogs, load_
 from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.ranking import RankEntry, load_ranking, write_ranking
 from hf_neuron.matrix.catalog.generate import generate_catalog
-from hf_neuron.matrix.catalog.hub_ranking import HubUnreachable, refresh_ranking
+from hf_neuron.matrix.catalog.hub_ranking import HubUnreachableError, refresh_ranking
 from hf_neuron.tiny.text.model_types import generative_types
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ranking" / "hub_list_models.json"
@@ -54,7 +54,7 @@ def test_every_causal_lm_type_is_in_the_decoder_group_first() -> None:
     decoder = [entry.model_type for entry in catalog.group("decoder")]
     assert decoder == sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     assert [entry.model_type for entry in catalog.entries[: len(decoder)]] == decoder
-    with pytest.raises(KeyError, match="not generative model types of transformers .*: \\['bert_tokenizer'\\]"):
+    with pytest.raises(KeyError, match=r"not generative model types of transformers .*: \['bert_tokenizer'\]"):
         generate_catalog(types=["bert_tokenizer"], run_models=False)
 
 
@@ -107,8 +107,8 @@ def test_diff_names_new_removed_and_changed_types() -> None:
 
 
 def _catalog_text(rows: Any, **header: Any) -> str:
-    return json.dumps({"schema": 1, "transformers": "5.24.0", "diffusers": "0.42.1", "generated": "2026-01-02", **header,
-                       "architectures": rows})
+    return json.dumps({"schema": 1, "transformers": "5.24.0", "diffusers": "0.42.1", "generated": "2026-01-02",
+                       **header, "architectures": rows})
 
 
 @pytest.mark.parametrize(
@@ -208,7 +208,7 @@ def test_refresh_offline_fails_cleanly_and_keeps_the_file(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "ranking.csv"
     path.write_text("model_type,rank,source\nllama,1,seed\n")
-    with pytest.raises(HubUnreachable, match="cannot list models on the Hugging Face Hub"):
+    with pytest.raises(HubUnreachableError, match="cannot list models on the Hugging Face Hub"):
         refresh_ranking(limit=3)  # the real client: HF_HUB_OFFLINE=1 in the tests
     assert main_refresh(path, limit=3) == 2
     assert capsys.readouterr().err.startswith("error: cannot list models on the Hugging Face Hub (")

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from _helpers_patches import require_neuron
 
 pytestmark = pytest.mark.usefixtures("_device")
@@ -17,7 +16,7 @@ def _device() -> None:
     require_neuron()
 
 
-@pytest.mark.parametrize("device, expected", [
+@pytest.mark.parametrize(("device", "expected"), [
     ("neuron", "neuron:0"), ("neuron:1", "neuron:1"), (torch.device("neuron", 1), "neuron:1"), ("cpu", "cpu"),
 ])
 def test_safetensors_loads_onto_a_neuron_device(tmp_path: Path, device: object, expected: str) -> None:

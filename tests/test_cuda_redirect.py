@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-
 from _helpers_patches import require_neuron, run
+
 from hf_neuron.patches import cuda_redirect
 
 SCRIPT = """

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from _helpers_patches import SCRIPTS, require_neuron, run
+
 from hf_neuron.patches import neuron_device
 
 pytestmark = pytest.mark.usefixtures("_device")

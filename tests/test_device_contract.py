@@ -122,7 +122,7 @@ def _manual_seed_all(n: ModuleType) -> None:
     a = [torch.rand(3, device=f"neuron:{i}").cpu() for i in range(n.device_count())]
     n.manual_seed_all(5)
     b = [torch.rand(3, device=f"neuron:{i}").cpu() for i in range(n.device_count())]
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=False))
 
 
 def _seed(n: ModuleType) -> None:

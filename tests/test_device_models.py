@@ -60,11 +60,11 @@ def test_train_steps_parity(models: tuple[torch.nn.Module, torch.nn.Module]) -> 
     losses: list[tuple[float, float]] = []
     for _ in range(3):
         step = []
-        for model, batch in zip((cpu, device), (ids, ids.to("neuron"))):
+        for model, batch in zip((cpu, device), (ids, ids.to("neuron")), strict=False):
             loss = model(batch, labels=batch).loss
             loss.backward()
             step.append(loss.item())
-        for p, q in zip(cpu.parameters(), device.parameters()):
+        for p, q in zip(cpu.parameters(), device.parameters(), strict=False):
             assert torch.equal(q.grad.cpu(), p.grad)
         for optimizer in optimizers:
             optimizer.step()
@@ -72,7 +72,7 @@ def test_train_steps_parity(models: tuple[torch.nn.Module, torch.nn.Module]) -> 
         losses.append((step[0], step[1]))
     assert all(cpu_loss == device_loss for cpu_loss, device_loss in losses)
     assert losses[-1][1] < losses[0][1], "loss goes down"
-    for p, q in zip(cpu.parameters(), device.parameters()):
+    for p, q in zip(cpu.parameters(), device.parameters(), strict=False):
         assert torch.equal(q.detach().cpu(), p.detach())
 
 

@@ -53,8 +53,13 @@ def test_ops_with_index_and_size_tensors() -> None:
 
 def test_convolutions_and_ffts_match_cpu() -> None:
     torch.manual_seed(0)
-    for conv, shape in ((torch.nn.Conv1d(4, 6, 3, groups=2), (2, 4, 9)), (torch.nn.Conv2d(3, 4, 3, padding=1), (1, 3, 8, 8)),
-                        (torch.nn.ConvTranspose2d(3, 2, 2, stride=2), (1, 3, 4, 4)), (torch.nn.Conv3d(2, 2, 2), (1, 2, 4, 4, 4))):
+    convolutions = (
+        (torch.nn.Conv1d(4, 6, 3, groups=2), (2, 4, 9)),
+        (torch.nn.Conv2d(3, 4, 3, padding=1), (1, 3, 8, 8)),
+        (torch.nn.ConvTranspose2d(3, 2, 2, stride=2), (1, 3, 4, 4)),
+        (torch.nn.Conv3d(2, 2, 2), (1, 2, 4, 4, 4)),
+    )
+    for conv, shape in convolutions:
         x = torch.randn(shape, requires_grad=True)
         expected = conv(x)
         expected.sum().backward()
@@ -70,7 +75,8 @@ def test_convolutions_and_ffts_match_cpu() -> None:
         conv.to("cpu")
     signal = torch.randn(3, 64)
     torch.testing.assert_close(torch.fft.rfft(signal.to("neuron")).cpu(), torch.fft.rfft(signal))
-    torch.testing.assert_close(torch.fft.ifft(torch.fft.fft(signal.to("neuron"))).real.cpu(), signal, atol=1e-5, rtol=1e-5)
+    round_trip = torch.fft.ifft(torch.fft.fft(signal.to("neuron"))).real.cpu()
+    torch.testing.assert_close(round_trip, signal, atol=1e-5, rtol=1e-5)
 
 
 def test_group_norm_on_channels_last_strided_input() -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from _helpers import run
+
 from hf_neuron.device.topology import Topology, parse_core_list, topology
 from hf_neuron.settings import SettingError
 

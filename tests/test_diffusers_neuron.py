@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-
 from _helpers_patches import require_neuron
 
 pytestmark = pytest.mark.usefixtures("_device")

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 import torch
 import torch.distributed as dist
-
-from _helpers_distributed import launch, rank_results, succeeded
 from _helpers import run
+from _helpers_distributed import launch, rank_results, succeeded
 
 # Each rank runs every collective and writes, per check, the values (and device) it ends up with.
 COLLECTIVES = """

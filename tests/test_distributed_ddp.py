@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from _helpers_distributed import launch, rank_results, succeeded
 
 pytestmark = pytest.mark.distributed

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _helpers_distributed import launch, rank_results, succeeded
 
 #: A rank's exit status and output, and the error file it wrote for the launcher.

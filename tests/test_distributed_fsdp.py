@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from _helpers_distributed import launch, rank_results, succeeded
 
 pytestmark = pytest.mark.distributed

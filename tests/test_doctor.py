@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from _helpers_patches import SCRIPTS, fake_distribution, fake_library, run
+
 from hf_neuron.patches import default_registry
 
 NO_DEVICE = "no neuron device: install torch-neuronx on Trainium, or set HF_NEURON_EMULATOR=1 for the reference device"

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import SCENARIO_NAMES
-from hf_neuron.matrix.case.fingerprint import FailureInfo
-from hf_neuron.compat.known_failures import load_known_failures
 from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH as KNOWN_FAILURES_FILE
-from hf_neuron.matrix.selection import Case
+from hf_neuron.compat.known_failures import load_known_failures
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.case.fingerprint import FailureInfo
 from hf_neuron.matrix.case.verdict import Attempt, to_record
+from hf_neuron.matrix.records import SCENARIO_NAMES
+from hf_neuron.matrix.selection import Case
 
 ENTRY = """
 [[known_failure]]
@@ -37,7 +37,7 @@ def test_the_project_file_is_valid() -> None:
 
 def test_a_missing_file_is_empty_unless_asked_for(tmp_path: Path) -> None:
     assert load_known_failures(tmp_path / "none.toml", SCENARIO_NAMES).entries == ()
-    with pytest.raises(InputError, match="none.toml does not exist"):
+    with pytest.raises(InputError, match=r"none\.toml does not exist"):
         load_known_failures(tmp_path / "none.toml", SCENARIO_NAMES, required=True)
 
 
@@ -86,7 +86,8 @@ def test_matching_prefers_the_scenario_and_honours_the_message(tmp_path: Path) -
 
 
 def _record(tmp_path: Path, attempt: Attempt) -> dict[str, object]:
-    known = load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra='message = "aten::conv"')), SCENARIO_NAMES)
+    entry = ENTRY.format(scenario="forward", extra='message = "aten::conv"')
+    known = load_known_failures(_write(tmp_path, entry), SCENARIO_NAMES)
     return to_record(  # type: ignore[return-value]
         Case("mamba", "decoder", "forward"), attempt, cpu=Attempt("passed"), known=known, run_id="r", env={},
         started_at="t0", finished_at="t1", duration_s=1.0, peak_memory_bytes=None,

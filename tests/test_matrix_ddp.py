@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from _helpers import run
-from hf_neuron.matrix.scenarios.ddp import ddp
+
 from hf_neuron.matrix.scenarios.contract import CaseContext
+from hf_neuron.matrix.scenarios.ddp import ddp
 
 
 @pytest.mark.distributed

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.tiny.diffusion.backbones import LATENT_SIZE, _split_even, backbone_names, build_backbone, tiny_config
-from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs
 from hf_neuron.compat.tiny_diffusion import load_recipes, recipe
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.matrix.scenarios.diffusion import forward, generate
+from hf_neuron.tiny.diffusion.backbones import LATENT_SIZE, _split_even, backbone_names, build_backbone, tiny_config
+from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs
 
 torch = pytest.importorskip("torch")
 

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from _helpers_matrix import FAKE, SLOW, a_record, case_counts, cli, cli_process, raw_records
+
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.results.store import RecordWriter, open_run, read_records
 

@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from _helpers_matrix import FAKE, FIXTURES, case_counts, cli, raw_records
+
 from hf_neuron.matrix.records import OUTCOMES, Record
 
 pytestmark = pytest.mark.slow

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-
 from _helpers_matrix import FAKE, FIXTURES, cli
-from hf_neuron.errors import InputError
+
 from hf_neuron.compat.slices import SLICES_PATH as SLICES_FILE
+from hf_neuron.compat.slices import load_slices
+from hf_neuron.errors import InputError
 from hf_neuron.matrix.scenarios.contract import load_scenarios
 from hf_neuron.matrix.selection import Architecture, Selection, read_catalog, select
-from hf_neuron.compat.slices import load_slices
 
 CATALOG = [Architecture("llama", "decoder"), Architecture("gpt2", "decoder"), Architecture("t5", "encoder-decoder")]
 SCENARIOS = ["load", "forward"]

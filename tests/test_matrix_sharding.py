@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-
 from _helpers_matrix import FAKE, a_record, cli, raw_records
+
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.results.merge import merge, write_merged
-from hf_neuron.matrix.selection import Architecture, Selection, Shard, select
 from hf_neuron.matrix.results.store import Manifest, RecordWriter, write_manifest
+from hf_neuron.matrix.selection import Architecture, Selection, Shard, select
 
 CATALOG = [Architecture(f"arch{i}", "decoder") for i in range(7)]
 SCENARIOS = ["load", "forward", "generate"]
@@ -75,15 +75,17 @@ def _results(directory: Path, run_id: str, shard: str | None, records: list[tupl
 
 
 def test_merge_drops_duplicates_and_refuses_conflicts(tmp_path: Path) -> None:
-    one = _results(tmp_path / "1", "r", "1/2", [("a::load", "passed", "2025-01-01T00:00:01+00:00"), ("b::load", "passed", "2025-01-01T00:00:01+00:00")])
-    two = _results(tmp_path / "2", "r", "2/2", [("a::load", "passed", "2025-01-01T00:00:02+00:00"), ("c::load", "failed", "2025-01-01T00:00:01+00:00")])
+    t1, t2 = "2025-01-01T00:00:01+00:00", "2025-01-01T00:00:02+00:00"
+    one = _results(tmp_path / "1", "r", "1/2", [("a::load", "passed", t1), ("b::load", "passed", t1)])
+    two = _results(tmp_path / "2", "r", "2/2", [("a::load", "passed", t2), ("c::load", "failed", t1)])
     merged = merge([one, two])
     assert [r["case_id"] for r in merged.records] == ["a::load", "b::load", "c::load"]
     assert merged.duplicates == 1 and merged.missing_shards == ()
     assert next(r for r in merged.records if r["case_id"] == "a::load")["finished_at"] == "2025-01-01T00:00:02+00:00"
 
     three = _results(tmp_path / "3", "r", "2/2", [("b::load", "failed", "2025-01-01T00:00:03+00:00")])
-    with pytest.raises(InputError, match=r"1 case\(s\) have records that disagree:\n  b::load: passed at 2025-01-01T00:00:01\+00:00"):
+    disagree = r"1 case\(s\) have records that disagree:\n  b::load: passed at 2025-01-01T00:00:01\+00:00"
+    with pytest.raises(InputError, match=disagree):
         merge([one, three])
     latest = merge([one, three], on_conflict="latest")
     assert next(r for r in latest.records if r["case_id"] == "b::load")["outcome"] == "failed"

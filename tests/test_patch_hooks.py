@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from _helpers_patches import fake_library, run
+
 from hf_neuron.patches import hook
 from hf_neuron.patches.registry import Patch, Registry
 

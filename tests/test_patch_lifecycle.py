@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import torch
-
 from _helpers_patches import fake_distribution, reinstalled, require_neuron, run
+
 from hf_neuron.patches import default_registry, installation
-from hf_neuron.patches.libraries import LIBRARIES
 from hf_neuron.patches.bindings import modules_in
+from hf_neuron.patches.libraries import LIBRARIES
 
 Probe = Callable[[Path, Path], Any]
 
@@ -24,7 +24,7 @@ Probe = Callable[[Path, Path], Any]
 def _error(call: Callable[[], Any]) -> Any:
     try:
         return call()
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - the error's type is the answer
         return type(error).__name__
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _helpers_patches import fake_library
+
 from hf_neuron.patches import default_registry, hook
 from hf_neuron.patches.libraries import LIBRARIES
 from hf_neuron.patches.registry import STATUS_TEXT, Patch, Registry

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from _helpers_patches import require_neuron
 
 pytestmark = pytest.mark.usefixtures("_device")

@@ -1,4 +1,4 @@
-"""The README stays true: generated sections match the code, and the commands it gives exist."""
+"""The README stays true: the generated reference matches the code, and the commands it gives exist."""
 
 from __future__ import annotations
 
@@ -12,9 +12,23 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 
-def test_generated_sections_are_up_to_date() -> None:
-    result = run([sys.executable, str(ROOT / "scripts" / "update_readme.py"), "--check"])
+def test_generated_reference_is_up_to_date() -> None:
+    result = run([sys.executable, str(ROOT / "scripts" / "update_docs.py"), "--check"])
     assert result.returncode == 0, result.stderr
+
+
+def test_a_stale_reference_is_found(tmp_path: Path) -> None:
+    script = (ROOT / "scripts" / "update_docs.py").read_text()
+    stale = tmp_path / "update_docs.py"
+    stale.write_text(script.replace('Path(__file__).resolve().parent.parent / "docs"', f'Path({str(tmp_path)!r})'))
+    (tmp_path / "reference.md").write_text("# an old reference\n")
+    result = run([sys.executable, str(stale), "--check"])
+    assert result.returncode == 1 and "docs/reference.md is out of date" in result.stderr
+
+
+def test_readme_links_resolve() -> None:
+    for target in re.findall(r"\]\(((?:docs|reports)/[^)#]+)", README):
+        assert (ROOT / target).exists(), f"README links {target}, which is missing"
 
 
 def test_quick_start_scripts_exist_and_are_executable() -> None:

@@ -13,10 +13,10 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from _helpers_report import a_catalog
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.ranking import Ranking
-from _helpers_report import a_catalog
 from hf_neuron.report.site import build_site
 
 pytestmark = pytest.mark.browser
@@ -45,7 +45,8 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("browser")
-    common = dict(baseline=load_baseline(BASELINE), catalog=CATALOG, ranking=RANKING, history_dir=work / "history", top_n=3)
+    common = {"baseline": load_baseline(BASELINE), "catalog": CATALOG, "ranking": RANKING,
+              "history_dir": work / "history", "top_n": 3}
     build_site([RECORDS / "run-1"], work / "previous", **common)
     build_site([RECORDS / "run-2"], work / "site", **common)
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(work / "site")))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from hf_neuron.report.chart import trend_chart
@@ -54,6 +56,6 @@ def test_only_the_last_runs_are_drawn_and_labels_do_not_crowd() -> None:
     xs = [x for x, _, _ in chart.x_labels]
     assert len(xs) <= 6
     step = (chart.right - chart.left) / 19
-    assert min(b - a for a, b in zip(xs, xs[1:])) >= 2 * step
+    assert min(b - a for a, b in itertools.pairwise(xs)) >= 2 * step
     assert [anchor for _, _, anchor in chart.x_labels][:: len(xs) - 1] == ["start", "end"]
     assert [t for _, t in chart.y_ticks] == ["0%", "25%", "50%", "75%", "100%"]

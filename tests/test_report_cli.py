@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from _helpers_report import a_catalog
+
 from hf_neuron.cli import main
 from hf_neuron.compat.catalog import write_catalog
 
@@ -24,7 +24,8 @@ def _build(tmp_path: Path, *extra: str, results: str = "run-2") -> int:
 def test_build_writes_the_site_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _build(tmp_path, "--history", str(tmp_path / "history")) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"built {tmp_path / 'site' / 'index.html'} from 40 records (7 architectures) of run nightly-2026-11-28")
+    index = tmp_path / "site" / "index.html"
+    assert out.startswith(f"built {index} from 40 records (7 architectures) of run nightly-2026-11-28")
     assert (tmp_path / "site" / "arch" / "falcon.html").is_file()
     assert (tmp_path / "history" / "nightly-2026-11-28.json").is_file()
 
@@ -73,5 +74,6 @@ def test_bad_inputs_exit_1_with_a_message(
 
 
 def test_missing_results_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", "build", "--results", str(tmp_path / "none"), "--out", str(tmp_path), "--baseline", str(BASELINE)]) == 1
+    args = ["--results", str(tmp_path / "none"), "--out", str(tmp_path), "--baseline", str(BASELINE)]
+    assert main(["report", "build", *args]) == 1
     assert "none: no such results directory or file" in capsys.readouterr().err

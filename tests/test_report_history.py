@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.report.history import RunSummary, previous_run, read_history, with_run, write_summary
 from hf_neuron.errors import InputError
+from hf_neuron.report.history import RunSummary, previous_run, read_history, with_run, write_summary
 from hf_neuron.report.tables import RunInfo
 
 

@@ -37,7 +37,8 @@ def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
     assert sorted(problems) == [2, 3, 4, 5, 6, 7]  # line 8 is blank: ignored
     assert problems[2].startswith("not valid JSON: ")
     assert problems[3] == "expected a JSON object, got list"
-    assert problems[4].startswith("'outcome' must be one of passed, failed, error, timeout, crashed, skipped, known-failure")
+    outcomes = "passed, failed, error, timeout, crashed, skipped, known-failure"
+    assert problems[4].startswith(f"'outcome' must be one of {outcomes}")
     assert '(got "pass")' in problems[4]
     assert problems[5] == "missing field 'duration_s'"
     assert problems[6] == "'case_id' is 'llama::forward', expected 'llama::train'"

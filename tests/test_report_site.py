@@ -7,16 +7,16 @@ import re
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import ClassVar
 
 import pandas as pd
 import pytest
+from _helpers_report import a_catalog
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.errors import InputError
 from hf_neuron.report.site import BuildResult, build_site
-
-from _helpers_report import a_catalog
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
 BASELINE = load_baseline(Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json")
@@ -27,7 +27,7 @@ RANKING = Ranking({"llama": 1, "mistral": 2, "qwen3": 3, "gemma3": 4}, "hub down
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BuildResult]:
     work = tmp_path_factory.mktemp("report")
-    common = dict(baseline=BASELINE, catalog=CATALOG, ranking=RANKING, history_dir=work / "history", top_n=3)
+    common = {"baseline": BASELINE, "catalog": CATALOG, "ranking": RANKING, "history_dir": work / "history", "top_n": 3}
     build_site([RECORDS / "run-1"], work / "site-1", **common)
     result = build_site([RECORDS / "run-2"], work / "site", **common)
     return work / "site", result
@@ -40,7 +40,7 @@ def _page(site: tuple[Path, BuildResult], name: str = "index.html") -> str:
 class _TextOf(HTMLParser):
     """Collects the text inside the element with a given id."""
 
-    VOID = {"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+    VOID: ClassVar[set[str]] = {"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 
     def __init__(self, element_id: str) -> None:
         super().__init__()
@@ -87,7 +87,8 @@ def test_headline_numbers(site: tuple[Path, BuildResult]) -> None:
     html = _page(site)
     assert _by_id(html, "headline-count") == "5 of 7"
     assert _by_id(html, "baseline-count") == "9"
-    assert _by_id(html, "headline-title") == "5 of 7 architectures run unmodified on neuron; Optimum Neuron 0.4.5 supports 9."
+    assert _by_id(html, "headline-title") == (
+        "5 of 7 architectures run unmodified on neuron; Optimum Neuron 0.4.5 supports 9.")
     assert "71%" in html  # 5 of 7
     assert "(+1 since the previous run)" in html  # 4 of 6 before
     assert _by_id(html, "top-count") == "2 of 3"  # llama yes, mistral no, qwen3 yes
@@ -125,7 +126,8 @@ def _matrix_rows(html: str) -> dict[str, str]:
 def test_table_rows_follow_the_ranking_with_baseline_columns(site: tuple[Path, BuildResult]) -> None:
     rows = _matrix_rows(_page(site))
     assert list(rows) == ["llama", "mistral", "qwen3", "gemma3", "bert", "falcon", "gpt2", "phi3"]
-    baseline_cells = {name: re.findall(r'class="baseline-cell"[^>]*><span class="(yes|no)"', row) for name, row in rows.items()}
+    cell = r'class="baseline-cell"[^>]*><span class="(yes|no)"'
+    baseline_cells = {name: re.findall(cell, row) for name, row in rows.items()}
     assert baseline_cells["phi3"] == ["yes", "no"]
     assert baseline_cells["llama"] == ["yes", "yes"]
     assert baseline_cells["mistral"] == ["no", "no"]
@@ -147,7 +149,8 @@ def test_diff_at_the_top(site: tuple[Path, BuildResult]) -> None:
     assert _by_id(html, "regression-count") == "2 regressions"
     assert _by_id(html, "new-pass-count") == "4 new passes"
     assert _by_id(html, "regressions") == "mistral generate pass → error gpt2 compile pass → crash"
-    assert _by_id(html, "new-passes") == "bert train error → pass falcon load — → pass falcon train — → pass phi3 load error → pass"
+    assert _by_id(html, "new-passes") == (
+        "bert train error → pass falcon load — → pass falcon train — → pass phi3 load error → pass")
     assert "2 other changes" in _text(html)
 
 
@@ -211,7 +214,8 @@ def test_downloads(site: tuple[Path, BuildResult]) -> None:
     lines = (root / "downloads" / "records.jsonl").read_text().splitlines()
     assert len(lines) == 40 and json.loads(lines[0])["case_id"] == "bert::forward"
     csv = pd.read_csv(root / "downloads" / "matrix.csv", index_col="model_type")
-    assert csv.loc["falcon", ["forward", "runs_unmodified", "baseline_inference"]].tolist() == ["cpu-fails", True, False]
+    columns = ["forward", "runs_unmodified", "baseline_inference"]
+    assert csv.loc["falcon", columns].tolist() == ["cpu-fails", True, False]
     parquet = pd.read_parquet(root / "downloads" / "matrix.parquet")
     assert parquet.index.tolist() == csv.index.tolist()
     assert parquet["generate"].tolist() == csv["generate"].tolist()

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _helpers_report import a_catalog
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.report.load import load_records
-from _helpers_report import a_catalog
 from hf_neuron.matrix.records import CORE_SCENARIOS
 from hf_neuron.matrix.records import SCENARIO_NAMES as SCENARIOS
+from hf_neuron.report.load import load_records
 from hf_neuron.report.status import cell_status, runs_unmodified
 from hf_neuron.report.tables import (
     case_frame,
@@ -137,14 +137,16 @@ def test_diff_between_two_runs() -> None:
     changes = diff_runs(case_statuses(_cases("run-1")), case_statuses(_cases("run-2")))
     by_kind = {kind: {(c.model_type, c.scenario, c.before, c.after) for c in changes if c.kind == kind}
                for kind in ("regression", "new-pass", "other")}
-    assert by_kind["regression"] == {("gpt2", "compile", "passed", "crashed"), ("mistral", "generate", "passed", "error")}
+    assert by_kind["regression"] == {
+        ("gpt2", "compile", "passed", "crashed"), ("mistral", "generate", "passed", "error")}
     assert by_kind["new-pass"] == {
         ("bert", "train", "error", "passed"),
         ("falcon", "load", "not-run", "passed"),
         ("falcon", "train", "not-run", "passed"),
         ("phi3", "load", "error", "passed"),
     }
-    assert by_kind["other"] == {("falcon", "forward", "not-run", "cpu-fails"), ("falcon", "generate", "not-run", "cpu-fails")}
+    assert by_kind["other"] == {
+        ("falcon", "forward", "not-run", "cpu-fails"), ("falcon", "generate", "not-run", "cpu-fails")}
 
 
 def test_changed_rows_are_flagged(cases: pd.DataFrame) -> None:
@@ -173,7 +175,8 @@ def test_a_slice_without_some_core_scenarios_is_judged_on_the_core_it_ran(cases:
 def test_a_group_is_judged_on_the_core_scenarios_it_runs(cases: pd.DataFrame) -> None:
     # A diffusion backbone has forward and generate only; a decoder missing train is still not proven to run.
     llama = cases[cases["model_type"] == "llama"]
-    backbone = llama[llama["scenario"].isin(["forward", "generate"])].assign(model_type="UNet2DModel", group="diffusion")
+    backbone = llama[llama["scenario"].isin(["forward", "generate"])]
+    backbone = backbone.assign(model_type="UNet2DModel", group="diffusion")
     short = llama[llama["scenario"] != "train"].assign(model_type="llama_no_train")
     table = matrix_table(pd.concat([cases, backbone, short]), baseline=BASELINE)
     assert table.loc["UNet2DModel", ["load", "train", "runs_unmodified"]].tolist() == ["not-run", "not-run", True]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from _helpers import run
+
 from hf_neuron import settings
 from hf_neuron.settings import SettingError
 
@@ -33,10 +33,12 @@ def test_values_are_parsed() -> None:
     ("name", "value", "message"),
     [
         ("HF_NEURON_EMULATOR", "maybe", "HF_NEURON_EMULATOR='maybe' is not a switch value: use 1 to turn it on or 0"),
-        ("HF_NEURON_EMULATOR_DEVICES", "0", "HF_NEURON_EMULATOR_DEVICES='0' is not a device count: use a whole number from 1 to 128"),
+        ("HF_NEURON_EMULATOR_DEVICES", "0",
+         "HF_NEURON_EMULATOR_DEVICES='0' is not a device count: use a whole number from 1 to 128"),
         ("HF_NEURON_EMULATOR_DEVICES", "two", "is not a device count"),
         ("HF_NEURON_EMULATOR_DEVICES", "129", "is not a device count"),
-        ("HF_NEURON_EMULATOR_MEMORY_GB", "-1", "HF_NEURON_EMULATOR_MEMORY_GB='-1' is not a memory size: use a positive number of GiB"),
+        ("HF_NEURON_EMULATOR_MEMORY_GB", "-1",
+         "HF_NEURON_EMULATOR_MEMORY_GB='-1' is not a memory size: use a positive number of GiB"),
         ("HF_NEURON_EMULATOR_64BIT", "fast", "HF_NEURON_EMULATOR_64BIT='fast' is not one of: exact, narrow"),
         ("HF_NEURON_EMULATOR_ALIASING", "none", "is not one of: zero-copy, copy"),
     ],

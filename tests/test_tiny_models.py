@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_neuron.tiny.text.checkpoint import STAMP, materialize
-from hf_neuron.tiny.text.config import tiny_config, tiny_config_kwargs
-from hf_neuron.tiny.dataset import examples, tiny_dataset
-from hf_neuron.tiny.dataset import materialize as materialize_dataset
-from hf_neuron.matrix.catalog.cpu_check import check_text_model as probe
-from hf_neuron.tiny.text.models import build_model
 from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.tiny_overrides import load_overrides
+from hf_neuron.matrix.catalog.cpu_check import check_text_model as probe
+from hf_neuron.tiny.dataset import examples, tiny_dataset
+from hf_neuron.tiny.dataset import materialize as materialize_dataset
+from hf_neuron.tiny.text.checkpoint import STAMP, materialize
+from hf_neuron.tiny.text.config import tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.text.model_types import generative_types
+from hf_neuron.tiny.text.models import build_model
 from hf_neuron.tiny.tokenizer import (
     BOS_TOKEN_ID,
     EOS_TOKEN_ID,
@@ -125,7 +125,8 @@ def test_reviewed_and_explicit_overrides_apply() -> None:
     ("text", "problem"),
     [
         ("[llama]\nconfig = { num_hidden_layers = 3 }\n", "[llama] needs a non-empty 'reason' string"),
-        ('[llama]\nreason = "x"\nbuilds = false\n', "[llama] has unknown keys ['builds']; allowed: ['config', 'reason', 'runs']"),
+        ('[llama]\nreason = "x"\nbuilds = false\n',
+         "[llama] has unknown keys ['builds']; allowed: ['config', 'reason', 'runs']"),
         ('[llama]\nreason = "x"\nruns = "no"\n', "[llama] 'runs' must be true or false"),
         ("[llama\n", "not valid TOML"),
     ],
@@ -242,7 +243,8 @@ def test_dataset_files_load_with_datasets(tmp_path: Path) -> None:
     text = datasets.load_dataset(str(directory), "text")
     assert set(chats) == {"train", "test"} and chats["train"].column_names == ["messages"]
     assert chats["train"].num_rows + chats["test"].num_rows == len(examples()) >= 36
-    assert text["train"]["text"][0] == "Question: What is the capital of France?\nAnswer: The capital of France is Paris."
+    assert text["train"]["text"][0] == (
+        "Question: What is the capital of France?\nAnswer: The capital of France is Paris.")
     assert chats["train"].to_list() == tiny_dataset()["train"].to_list()
 
 

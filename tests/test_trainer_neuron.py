@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 import torch
-
 from _helpers_patches import require_neuron
 
 pytestmark = pytest.mark.usefixtures("_device")
@@ -35,7 +34,7 @@ def _losses(trainer: Any) -> list[float]:
     return [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
 
 
-@pytest.mark.parametrize("options, tolerance", [({}, 1e-4), ({"bf16": True}, 2e-2)], ids=["fp32", "bf16"])
+@pytest.mark.parametrize(("options", "tolerance"), [({}, 1e-4), ({"bf16": True}, 2e-2)], ids=["fp32", "bf16"])
 def test_trainer_trains_on_neuron_like_the_cpu(tiny_llama: Path, tmp_path: Path, options: dict[str, Any],
                                                tolerance: float) -> None:
     trainer = _trainer(tiny_llama, tmp_path / "neuron", **options)

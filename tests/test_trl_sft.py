@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-
 from _helpers_patches import SCRIPTS, require_neuron, run
-
 
 #: ``trl sft`` on a free port (``0``), so that launches of parallel test workers never share accelerate's default.
 TRL_SFT = [str(SCRIPTS / "trl"), "sft", "--main_process_port", "0"]

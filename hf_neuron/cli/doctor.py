@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron import settings
-from hf_neuron.backends import NO_NEURON_DEVICE
+from hf_neuron.backends import NO_NEURON_DEVICE, neuron_module
 
 if TYPE_CHECKING:
     from hf_neuron.patches.registry import Patch
@@ -27,15 +27,14 @@ _NO_AUTOLOAD = "the torch backend autoload did not run (TORCH_DEVICE_BACKEND_AUT
 
 
 def _backend(problems: list[str]) -> dict[str, Any]:
-    import torch
 
     from hf_neuron.backends import autoload_status, backend
 
     info = backend()
     devices = []
     if info.kind != "none":
-        devices = [{"device": torch.neuron.get_device_name(index),
-                    "name": torch.neuron.get_device_properties(index).name} for index in range(info.device_count)]
+        devices = [{"device": neuron_module().get_device_name(index),
+                    "name": neuron_module().get_device_properties(index).name} for index in range(info.device_count)]
     elif settings.read("HF_NEURON_EMULATOR"):
         why = _NO_AUTOLOAD if os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0" else autoload_status()
         problems.append(f"HF_NEURON_EMULATOR=1 but no neuron device is registered: {why}")
@@ -64,7 +63,7 @@ def _patches(problems: list[str]) -> tuple[bool, bool, list[dict[str, Any]]]:
             if installed_version(patch.library) is not None:
                 try:
                     importlib.import_module(patch.module)
-                except Exception as error:  # report it; the other patches still deserve a verdict
+                except Exception as error:  # noqa: BLE001 - report it; the other patches still deserve a verdict
                     problems.append(f"importing {patch.module} failed: {type(error).__name__}: {error}")
         for state in registry.states():
             rows.append(_row(state.patch, state.status, state.text, state.detail))
@@ -111,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report["problems"] else 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``doctor`` command."""
     parser = subparsers.add_parser("doctor", help="Check the neuron backend, its devices and the patches.",
                                    description=__doc__.splitlines()[0])

@@ -81,8 +81,17 @@ def catalog_generate(path: Path = CATALOG_PATH, *, check: bool = False, run_mode
     With ``check``, write nothing and return 1 when the committed catalog is out of date (for CI); otherwise write
     it and return 0. Returns 2 when the committed catalog is malformed.
     """
-    from hf_neuron.compat.catalog import Catalog, diff_catalogs, load_catalog, write_catalog
-    from hf_neuron.matrix.catalog.generate import describe_groups, generate_catalog, unexpected_runs
+    from hf_neuron.compat.catalog import (
+        Catalog,
+        diff_catalogs,
+        load_catalog,
+        write_catalog,
+    )
+    from hf_neuron.matrix.catalog.generate import (
+        describe_groups,
+        generate_catalog,
+        unexpected_runs,
+    )
 
     catalog = generate_catalog(run_models=run_models)
     try:
@@ -107,11 +116,11 @@ def ranking_refresh(path: Path = RANKING_PATH, *, limit: int = 500, list_models:
     """``hf-neuron matrix catalog --refresh-ranking``: rewrite the ranking from the Hub; 0 on success, 2 when the
     Hub cannot be reached or names no known type (the file is left unchanged then)."""
     from hf_neuron.compat.ranking import write_ranking
-    from hf_neuron.matrix.catalog.hub_ranking import HubUnreachable, refresh_ranking
+    from hf_neuron.matrix.catalog.hub_ranking import HubUnreachableError, refresh_ranking
 
     try:
         entries = refresh_ranking(limit=limit, list_models=list_models)
-    except HubUnreachable as error:
+    except HubUnreachableError as error:
         print(f"error: {error}; {path} was left unchanged", file=sys.stderr)
         return 2
     if not entries:
@@ -131,7 +140,7 @@ def _catalog(args: argparse.Namespace) -> int:
     return catalog_generate(check=args.check)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``hf-neuron matrix`` and its actions."""
     from hf_neuron.matrix.results.merge import CONFLICT_POLICIES
 

@@ -20,7 +20,8 @@ def smoke(steps: int, model_type: str) -> int:
     if info.kind == "none":
         print(f"{NO_NEURON_DEVICE} ({info.reason})", file=sys.stderr)
         return 1
-    model = build_model(model_type, seed=0).to("neuron").train()
+    model = build_model(model_type, seed=0)
+    torch.nn.Module.to(model, "neuron").train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     torch.manual_seed(0)
     batch = torch.randint(4, model.config.vocab_size, (4, 32), device="neuron")

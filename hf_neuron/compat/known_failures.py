@@ -19,12 +19,12 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
-from pathlib import Path
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
-from hf_neuron.errors import InputError
 from hf_neuron.compat.files import COMPAT_DIR
+from hf_neuron.errors import InputError
 
 __all__ = ["ANY_SCENARIO", "KNOWN_FAILURES_PATH", "KnownFailure", "KnownFailures", "load_known_failures"]
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.errors import InputError
 from hf_neuron.compat.files import COMPAT_DIR
+from hf_neuron.errors import InputError
 
 __all__ = ["LAYOUTS", "RECIPES_FILE", "Component", "Recipe", "load_recipes", "recipe"]
 

@@ -311,7 +311,8 @@ def memory_summary(device: torch.device | str | int | None = None, abbreviated: 
     mib = 2**20
     return "\n".join([
         f"neuron:{index} memory (hf-neuron reference device)",
-        f"  allocated: {stats['allocated_bytes']['current'] / mib:.1f} MiB (peak {stats['allocated_bytes']['peak'] / mib:.1f} MiB)",
+        f"  allocated: {stats['allocated_bytes']['current'] / mib:.1f} MiB "
+        f"(peak {stats['allocated_bytes']['peak'] / mib:.1f} MiB)",
         f"  live allocations: {stats['allocation']['current']}",
         f"  free / total: {free / mib:.0f} / {total / mib:.0f} MiB",
         f"  out-of-memory errors: {stats['num_ooms']}",

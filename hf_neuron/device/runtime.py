@@ -24,7 +24,7 @@ def load() -> ModuleType:
         from hf_neuron.device import build
 
         _extension = build.load()
-    return _extension  # type: ignore[no-any-return]
+    return _extension
 
 
 def extension() -> Any:

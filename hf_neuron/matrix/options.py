@@ -13,10 +13,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from hf_neuron.errors import InputError
 from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH
 from hf_neuron.compat.slices import SLICES_PATH
-from hf_neuron.matrix.scenarios.contract import DEFAULT_SCENARIO_MODULE, load_scenarios, scenario_for
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.scenarios.contract import (
+    DEFAULT_SCENARIO_MODULE,
+    load_scenarios,
+    scenario_for,
+)
 from hf_neuron.matrix.selection import Case, Selection, Shard, read_catalog, select
 
 __all__ = ["DEFAULT_TIMEOUT_S", "OPTIONS", "MatrixConfig", "Option", "add_options", "pytest_args"]

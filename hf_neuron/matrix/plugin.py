@@ -24,20 +24,24 @@ from typing import IO, Any
 
 import pytest
 
-from hf_neuron.matrix.results import environment
+from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.case.execute import CaseRunner
 from hf_neuron.matrix.case.fingerprint import FailureInfo
-from hf_neuron.matrix.case.isolation import describe_exit, harden_worker, read_fatal_error
-from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
+from hf_neuron.matrix.case.isolation import (
+    describe_exit,
+    harden_worker,
+    read_fatal_error,
+)
+from hf_neuron.matrix.case.verdict import Attempt, to_record
 from hf_neuron.matrix.options import MatrixConfig, add_options
 from hf_neuron.matrix.progress import Progress
 from hf_neuron.matrix.records import SCENARIO_NAMES, Record
-from hf_neuron.matrix.scenarios.contract import load_scenarios
-from hf_neuron.matrix.selection import Case
+from hf_neuron.matrix.results import environment
 from hf_neuron.matrix.results.store import RecordWriter, now_iso, open_run, read_records
 from hf_neuron.matrix.results.summary import summarize
-from hf_neuron.matrix.case.verdict import Attempt, to_record
+from hf_neuron.matrix.scenarios.contract import load_scenarios
+from hf_neuron.matrix.selection import Case
 from hf_neuron.matrix.workdir import create_workdir, remove_workdir
 from hf_neuron.settings import SettingError
 

@@ -11,7 +11,7 @@ Fields (``schema`` 1):
 ``case_id``             ``"<model_type>::<scenario>"``, unique within a run
 ``model_type``          transformers ``model_type`` (or a diffusers class name in the diffusion group)
 ``group``               catalog group, e.g. ``decoder``, ``encoder-decoder``, ``multimodal``, ``diffusion``
-``scenario``            ``load``, ``forward``, ``generate``, ``train``, ``lora``, ``bf16``, ``compile``, ``save``, ``ddp``
+``scenario``            one of :data:`SCENARIO_NAMES`
 ``outcome``             one of :data:`OUTCOMES`
 ``reason``              why, for ``skipped`` and ``known-failure``; else null
 ``duration_s``          wall seconds of the case
@@ -40,7 +40,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal, TypedDict, get_args
 
 __all__ = [
@@ -131,7 +131,7 @@ Check = Callable[[Any], "str | None"]
 def parse_time(value: str) -> datetime:
     """An ISO-8601 timestamp as an aware datetime (a timestamp without offset is taken as UTC)."""
     parsed = datetime.fromisoformat(value)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def is_name(value: Any) -> bool:

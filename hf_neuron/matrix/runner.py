@@ -21,10 +21,10 @@ from typing import IO, Any
 
 import pytest
 
-from hf_neuron.matrix.results import environment
+from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.options import MatrixConfig, pytest_args
-from hf_neuron.compat.files import REPO_ROOT
+from hf_neuron.matrix.results import environment
 from hf_neuron.matrix.results.store import read_manifest, read_records
 from hf_neuron.matrix.results.summary import summarize
 

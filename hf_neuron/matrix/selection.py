@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.errors import InputError
 from hf_neuron.compat.slices import load_slices
+from hf_neuron.errors import InputError
 
 __all__ = ["Applies", "Architecture", "Case", "Selection", "Shard", "read_catalog", "select"]
 

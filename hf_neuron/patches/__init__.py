@@ -9,6 +9,7 @@ The records and the registry are in :mod:`hf_neuron.patches.registry`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections.abc import Sequence
@@ -38,14 +39,14 @@ def default_registry() -> Registry:
     if _registry is None:
         from hf_neuron.patches.registry import Registry
 
-        _registry = Registry({library: (lambda library=library: _library_patches(library)) for library in LIBRARIES})
+        _registry = Registry({library: functools.partial(_library_patches, library) for library in LIBRARIES})
     return _registry
 
 
 class Installation:
     """A handle on hooked patches: ``revert()`` removes the hook and restores every original and every copy."""
 
-    def __init__(self, finder: PostImportFinder, extra: Sequence[Registry] = ()) -> None:
+    def __init__(self, finder: PostImportFinder[Registry], extra: Sequence[Registry] = ()) -> None:
         self.finder = finder
         #: Registries applied at install time besides the hooked one (the opt-in CUDA redirect).
         self.extra = tuple(extra)

@@ -8,7 +8,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from hf_neuron.backends import NEURON_DEVICE_HOWTO
+from hf_neuron.backends import NEURON_DEVICE_HOWTO, neuron_module
 from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
@@ -31,7 +31,7 @@ def _device_count(kind: str) -> int:
     import torch
 
     if kind == neuron_device.DEVICE:
-        return int(torch.neuron.device_count()) if neuron_device.neuron_registered() else 0
+        return int(neuron_module().device_count()) if neuron_device.neuron_registered() else 0
     return int(getattr(torch, kind).device_count())
 
 
@@ -82,7 +82,7 @@ def _applies_device(original: Callable[[argparse.Namespace], Any]) -> Callable[[
     return launch_command
 
 
-def _fp16_allows_neuron(original: types.FunctionType) -> types.FunctionType:
+def _fp16_allows_neuron(original: types.FunctionType) -> Callable[..., Any]:
     code = original.__code__
     constants = tuple((*c, neuron_device.DEVICE) if c == _FP16_DEVICES else c for c in code.co_consts)
     if constants == code.co_consts:
@@ -101,7 +101,8 @@ def _scaler_on_neuron(original: Callable[..., Any]) -> Callable[..., Any]:
         import torch
         from accelerate.utils import DistributedType
 
-        if distributed_type != DistributedType.FSDP and not torch.cuda.is_available() and neuron_device.neuron_available():
+        on_neuron = not torch.cuda.is_available() and neuron_device.neuron_available()
+        if distributed_type != DistributedType.FSDP and on_neuron:
             return torch.amp.GradScaler(neuron_device.DEVICE, **kwargs)
         return original(distributed_type, **kwargs)
 
@@ -112,14 +113,13 @@ def _max_memory_on_neuron(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def get_max_memory(max_memory: dict[Any, Any] | None = None) -> dict[Any, Any]:
         import psutil
-        import torch
         from accelerate.utils.modeling import convert_file_size_to_int
 
         if not neuron_device.neuron_is_accelerator():
             return original(max_memory)
-        count = torch.neuron.device_count()
+        count = neuron_module().device_count()
         if max_memory is None:
-            free = {index: int(torch.neuron.mem_get_info(index)[0]) for index in range(count)}
+            free = {index: int(neuron_module().mem_get_info(index)[0]) for index in range(count)}
             return {**free, "cpu": psutil.virtual_memory().available}
         sizes = {
             key if neuron_device.neuron_index(key) is None else neuron_device.neuron_index(key): (

@@ -89,7 +89,7 @@ def _redirects_construction(where: str) -> Callable[[type], type]:
             def __subclasscheck__(cls, subclass: type) -> bool:
                 return issubclass(subclass, original)
 
-        def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:  # noqa: N807 - replaces a class's __new__
             args, kwargs = _redirect_all(args, kwargs, where)
             return original(*args, **kwargs)
 

@@ -10,6 +10,7 @@ and every copy of the replacement made since). Nothing here imports a patched li
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.metadata
 import logging
 import sys
@@ -184,7 +185,7 @@ class Registry:
         grouped: dict[str, list[Patch]] = {}
         for patch in patches:
             grouped.setdefault(patch.library, []).append(patch)
-        return cls({library: (lambda group=group: group) for library, group in grouped.items()}, **options)
+        return cls({library: functools.partial(tuple, group) for library, group in grouped.items()}, **options)
 
     # -- what is declared ------------------------------------------------------------------------------------------
 
@@ -236,7 +237,7 @@ class Registry:
         original = vars(owner)[name] if owned else getattr(owner, name)
         try:
             replacement = patch.replace(original)
-        except Exception as error:  # a patch must never break the import it runs in
+        except Exception as error:  # noqa: BLE001 - a patch must never break the import it runs in
             entry.status, entry.detail = "failed", f"{type(error).__name__}: {error}"
             logger.warning("patch %s failed: %s", patch.id, entry.detail)
             return

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from hf_neuron.backends import neuron_module
 from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
@@ -30,13 +31,13 @@ def _places_on_neuron(original: Callable[..., None]) -> Callable[..., None]:
     signature = inspect.signature(original)
 
     @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807 - replaces Pipeline.__init__
         bound = signature.bind(self, *args, **kwargs)
         device = bound.arguments.get("device")
         model = bound.arguments.get("model")
         if device is None and getattr(model, "hf_device_map", None) is None:
             current = getattr(model, "device", None)  # a model already on a neuron device stays there
-            device = current.index if neuron_device.neuron_index(current) is not None else 0
+            device = neuron_device.neuron_index(current) or 0
         if isinstance(device, int) and device >= 0 and neuron_device.neuron_is_accelerator():
             import torch
 
@@ -74,7 +75,7 @@ def _saves_neuron_rng(original: Callable[[Any, str], None]) -> Callable[[Any, st
 
             path = _rng_file(self, output_dir)
             states = _load_states(path)
-            neuron = torch.neuron
+            neuron = neuron_module()
             states[neuron_device.DEVICE] = neuron.get_rng_state_all() if _distributed(self) else neuron.get_rng_state()
             torch.save(states, path)
 
@@ -85,13 +86,14 @@ def _restores_neuron_rng(original: Callable[[Any, str | None], None]) -> Callabl
     @functools.wraps(original)
     def _load_rng_state(self: Any, checkpoint: str | None) -> None:
         original(self, checkpoint)
-        if checkpoint is None or not neuron_device.neuron_available() or not os.path.isfile(_rng_file(self, checkpoint)):
+        if checkpoint is None or not neuron_device.neuron_available():
             return
-        import torch
+        if not os.path.isfile(_rng_file(self, checkpoint)):
+            return
 
         state = _load_states(_rng_file(self, checkpoint)).get(neuron_device.DEVICE)
         if state is not None:
-            (torch.neuron.set_rng_state_all if _distributed(self) else torch.neuron.set_rng_state)(state)
+            (neuron_module().set_rng_state_all if _distributed(self) else neuron_module().set_rng_state)(state)
 
     return _load_rng_state
 

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from hf_neuron.backends import neuron_module
 from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
 
@@ -20,11 +21,10 @@ def _names_neuron(original: Callable[[Any, str], float | None]) -> Callable[[Any
         device = accelerator.device
         if device.type != neuron_device.DEVICE:
             return original(accelerator, dtype)
-        import torch
         from trl.trainer.utils import get_peak_flops
 
-        index = device.index if device.index is not None else torch.neuron.current_device()
-        return get_peak_flops(torch.neuron.get_device_properties(index).name, dtype)
+        index = device.index if device.index is not None else neuron_module().current_device()
+        return get_peak_flops(neuron_module().get_device_properties(index).name, dtype)
 
     return get_peak_flops_per_device
 

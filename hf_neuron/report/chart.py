@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hf_neuron.report.history import RunSummary
 from hf_neuron.matrix.records import CORE_SCENARIOS
+from hf_neuron.report.history import RunSummary
 
 __all__ = ["Point", "Series", "TrendChart", "trend_chart"]
 
@@ -83,7 +84,8 @@ def trend_chart(
 
     lines = [series("runs unmodified", _COLORS[0], lambda run: run.unmodified_rate, emphasis=True)]
     for index, scenario in enumerate(scenarios, start=1):
-        lines.append(series(scenario, _COLORS[index % len(_COLORS)], lambda run, s=scenario: run.rate(s)))
+        rate = functools.partial(RunSummary.rate, scenario=scenario)
+        lines.append(series(scenario, _COLORS[index % len(_COLORS)], rate))
     every = max(1, -(-len(runs) // _MAX_X_LABELS))
     last = len(runs) - 1
     labelled = [i for i in range(0, last, every) if last - i >= every / 2] + [last]

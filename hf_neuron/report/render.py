@@ -11,7 +11,7 @@ import shlex
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timezone
+from datetime import UTC
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,15 +20,21 @@ import jinja2
 import pandas as pd
 
 from hf_neuron.compat.catalog import CatalogEntry
+from hf_neuron.matrix.records import CORE_SCENARIOS, parse_time
 from hf_neuron.report.chart import TrendChart
 from hf_neuron.report.downloads import Download
 from hf_neuron.report.history import RunSummary
 from hf_neuron.report.load import RecordProblem
-from hf_neuron.matrix.records import CORE_SCENARIOS, parse_time
 from hf_neuron.report.status import STATUS_LABELS, STATUSES
-from hf_neuron.report.tables import Change, Headline, RunInfo, frame_rows, scenario_columns
+from hf_neuron.report.tables import (
+    Change,
+    Headline,
+    RunInfo,
+    frame_rows,
+    scenario_columns,
+)
 
-__all__ = ["ArchPage", "IndexPage", "reproduce_command", "render_site", "trim_traceback"]
+__all__ = ["ArchPage", "IndexPage", "render_site", "reproduce_command", "trim_traceback"]
 
 #: Lines of a traceback shown on an architecture page (the last ones, nearest the error).
 TRACEBACK_LINES = 40
@@ -89,7 +95,7 @@ def _size(value: int | None) -> str:
 
 
 def _utc(timestamp: str) -> str:
-    return parse_time(timestamp).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return parse_time(timestamp).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _backend(backend: str) -> tuple[str, str]:

@@ -7,14 +7,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.report.chart import trend_chart
 from hf_neuron.compat.baselines import Baseline
 from hf_neuron.compat.catalog import Catalog
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.report.downloads import write_downloads
-from hf_neuron.report.history import previous_run, read_history, summarize, with_run, write_summary
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.records import is_name
+from hf_neuron.report.chart import trend_chart
+from hf_neuron.report.downloads import write_downloads
+from hf_neuron.report.history import (
+    previous_run,
+    read_history,
+    summarize,
+    with_run,
+    write_summary,
+)
 from hf_neuron.report.load import RecordProblem, load_records
 from hf_neuron.report.render import ArchPage, IndexPage, render_site
 from hf_neuron.report.tables import (

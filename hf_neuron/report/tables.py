@@ -11,7 +11,12 @@ import pandas as pd
 from hf_neuron.compat.baselines import Baseline, Mode
 from hf_neuron.compat.catalog import Catalog
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.matrix.records import CORE_SCENARIOS, TRAINING_SCENARIOS, Record, parse_time
+from hf_neuron.matrix.records import (
+    CORE_SCENARIOS,
+    TRAINING_SCENARIOS,
+    Record,
+    parse_time,
+)
 from hf_neuron.report.status import (
     FAILING,
     NEUTRAL,
@@ -117,8 +122,8 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
     """One row per case, with the record's fields flattened and the cell ``status`` added."""
     rows: list[dict[str, Any]] = []
     for r in records:
-        parity = r["parity"] or {}
-        failure = r["failure"] or {}
+        parity: Mapping[str, Any] = r["parity"] or {}
+        failure: Mapping[str, Any] = r["failure"] or {}
         rows.append(
             {
                 "model_type": r["model_type"],
@@ -204,7 +209,9 @@ def matrix_table(
     table["rank"] = pd.array([ranking.ranks.get(m) if ranking else None for m in table.index], dtype="Int64")
     table["has_records"] = table.index.isin(groups.index)
     core = {group: counted_core(rows) for group, rows in table.groupby("group")}
-    table["runs_unmodified"] = [runs_unmodified(table.loc[m, core[g]]) for m, g in zip(table.index, table["group"])]
+    table["runs_unmodified"] = [
+        runs_unmodified(table.loc[m, core[g]]) for m, g in zip(table.index, table["group"], strict=True)
+    ]
     table = table.sort_values("rank", kind="stable", na_position="last")
     table["top"] = table["rank"].notna().to_numpy() & (pd.RangeIndex(len(table)) < top_n)
     table["baseline_inference"] = table.index.isin(baseline.inference)

@@ -104,7 +104,7 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
     """A fresh :class:`~transformers.PreTrainedTokenizerFast` of :data:`VOCAB_SIZE` tokens with a chat template."""
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer.from_str(_trained_json()),
         pad_token=SPECIAL_TOKENS["pad_token"],
         bos_token=SPECIAL_TOKENS["bos_token"],
@@ -115,7 +115,6 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
         model_max_length=512,
         clean_up_tokenization_spaces=False,
     )
-    return tokenizer
 
 
 def tokenizer_fingerprint() -> str:

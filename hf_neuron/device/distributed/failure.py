@@ -77,7 +77,7 @@ def _first_failure(mine: Failure) -> Failure:
         _store.set_timeout(_STORE_TIMEOUT)
         claimed = _store.compare_set(FAILURE_KEY, "", json.dumps(dataclasses.asdict(mine)))
         return Failure(**json.loads(claimed))
-    except Exception:  # the store's host is gone: this rank cannot know, it reports itself
+    except Exception:  # noqa: BLE001 - the store's host is gone: this rank cannot know, it reports itself
         return mine
 
 

@@ -1,7 +1,8 @@
 """``NeuronProcessGroup``: the process group of the ``neuron`` c10d backend on the reference device.
 
 A Python subclass of ``torch.distributed.ProcessGroup`` (a ``Backend`` has no Python constructor) that owns a gloo
-group and runs every collective on CPU views of the neuron tensors' host memory (:mod:`hf_neuron.device.distributed.views`).
+group and runs every collective on CPU views of the neuron tensors' host memory
+(:mod:`hf_neuron.device.distributed.views`).
 CPU tensors pass straight through, so object collectives work too. What gloo lacks is filled in here:
 ``ReduceOp.AVG`` and ``PREMUL_SUM`` (which FSDP2 uses) run as a sum scaled on completion, the coalesced variants run
 one collective per tensor, and the single-tensor gathers and scatters flatten their buffers (gloo wants the output
@@ -34,7 +35,7 @@ from hf_neuron.device.distributed.work import NeuronWork
 
 __all__ = ["NeuronProcessGroup"]
 
-_RedOp = dist.ReduceOp.RedOpType
+_RedOp: Any = dist.ReduceOp.RedOpType
 Tensors = list[torch.Tensor]
 
 
@@ -45,8 +46,9 @@ def _reduce_options(kind: Callable[[], Any], opts: Any) -> Any:
     return single
 
 
-def _divide(tensor: torch.Tensor, divisor: int) -> None:
-    tensor.div_(divisor, rounding_mode=None if tensor.is_floating_point() or tensor.is_complex() else "trunc")
+def _divide(tensors: Sequence[torch.Tensor], divisor: int) -> None:
+    for tensor in tensors:
+        tensor.div_(divisor, rounding_mode=None if tensor.is_floating_point() or tensor.is_complex() else "trunc")
 
 
 class NeuronProcessGroup(dist.ProcessGroup):
@@ -57,9 +59,10 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self, store: dist.Store, rank: int, size: int, timeout: datetime.timedelta, group_name: str = "", *,
         backend_name: str,
     ) -> None:
-        super().__init__(rank, size)
+        super().__init__(rank, size)  # type: ignore[call-arg]  # the binding takes (rank, size); the stub lists more
         self._backend_name = backend_name
-        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("gloo/", store), rank, size, timeout)
+        # Any: gloo's collectives are bindings that torch's stubs do not declare.
+        self._gloo: Any = dist.ProcessGroupGloo(dist.PrefixStore("gloo/", store), rank, size, timeout)
         self._group_name = group_name
         self._group_desc = ""
         self._coalescing: list[NeuronWork] | None = None
@@ -106,11 +109,11 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
     def _reduction(self, opts: Any, outputs: Callable[[], Sequence[torch.Tensor]], staging: Staging) -> Any:
         """``opts`` with a reduction gloo knows: AVG and PREMUL_SUM become SUM, scaled on completion."""
-        op = opts.reduceOp
-        kind = op.op if isinstance(op, dist.ReduceOp) else op
+        op: Any = opts.reduceOp
+        kind = op.op if isinstance(op, dist.ReduceOp) else op  # type: ignore[attr-defined]  # stubs omit .op
         if kind == _RedOp.AVG:
             size = self.size()
-            staging.then(lambda: [_divide(tensor, size) for tensor in outputs()])
+            staging.then(lambda: _divide(outputs(), size))
         elif kind == _RedOp.PREMUL_SUM:
             factor = op.factor
             factor = factor.item() if isinstance(factor, torch.Tensor) else float(factor)
@@ -149,12 +152,12 @@ class NeuronProcessGroup(dist.ProcessGroup):
         opts = self._reduction(opts, lambda: views, staging)
         return self._issue(outputs, staging, self._gloo.reduce_scatter(views, sources, opts))
 
-    def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> NeuronWork:
+    def reduce_scatter_single(self, output: torch.Tensor, source: torch.Tensor, opts: Any = None) -> NeuronWork:
         opts = opts or ReduceScatterOptions()
         staging = Staging()
         view = staging.sink(output)
         opts = self._reduction(opts, lambda: [view], staging)
-        work = self._gloo._reduce_scatter_base(view.view(-1), staging.source(input).view(-1), opts)
+        work = self._gloo._reduce_scatter_base(view.view(-1), staging.source(source).view(-1), opts)
         return self._issue([output], staging, work)
 
     _reduce_scatter_base = reduce_scatter_single
@@ -181,11 +184,11 @@ class NeuronProcessGroup(dist.ProcessGroup):
         work = self._gloo.allgather(views, staging.sources(inputs), opts or AllgatherOptions())
         return self._issue([tensor for chunks in outputs for tensor in chunks], staging, work)
 
-    def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> NeuronWork:
+    def all_gather_single(self, output: torch.Tensor, source: torch.Tensor, opts: Any = None) -> NeuronWork:
         staging = Staging()
         view = staging.sink(output)
         work = self._gloo._allgather_base(
-            view.view(-1), staging.source(input).view(-1), opts or AllgatherOptions()
+            view.view(-1), staging.source(source).view(-1), opts or AllgatherOptions()
         )
         return self._issue([output], staging, work)
 
@@ -220,13 +223,13 @@ class NeuronProcessGroup(dist.ProcessGroup):
         return self._issue(outputs, staging, work)
 
     def all_to_all_single(
-        self, output: torch.Tensor, input: torch.Tensor, output_splits: list[int], input_splits: list[int],
+        self, output: torch.Tensor, source: torch.Tensor, output_splits: list[int], input_splits: list[int],
         opts: Any = None,
     ) -> NeuronWork:
         staging = Staging()
         view = staging.sink(output)
         work = self._gloo.alltoall_base(
-            view, staging.source(input), output_splits, input_splits, opts or AllToAllOptions()
+            view, staging.source(source), output_splits, input_splits, opts or AllToAllOptions()
         )
         return self._issue([output], staging, work)
 

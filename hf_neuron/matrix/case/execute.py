@@ -15,15 +15,25 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from hf_neuron.matrix.case.device_memory import peak_bytes, reset_peak
-from hf_neuron.matrix.case.fingerprint import FailureInfo, describe_exception, describe_stack, frame_name
-from hf_neuron.matrix.case.isolation import CaseTimeout, TimeLimit
 from hf_neuron.compat.known_failures import KnownFailures
-from hf_neuron.matrix.records import Record
-from hf_neuron.matrix.scenarios.contract import CaseContext, Scenario, ScenarioResult, scenario_for
-from hf_neuron.matrix.selection import Case
-from hf_neuron.matrix.results.store import RecordWriter, now_iso
+from hf_neuron.matrix.case.device_memory import peak_bytes, reset_peak
+from hf_neuron.matrix.case.fingerprint import (
+    FailureInfo,
+    describe_exception,
+    describe_stack,
+    frame_name,
+)
+from hf_neuron.matrix.case.isolation import CaseTimeout, TimeLimit
 from hf_neuron.matrix.case.verdict import Attempt, AttemptOutcome, to_record
+from hf_neuron.matrix.records import Record
+from hf_neuron.matrix.results.store import RecordWriter, now_iso
+from hf_neuron.matrix.scenarios.contract import (
+    CaseContext,
+    Scenario,
+    ScenarioResult,
+    scenario_for,
+)
+from hf_neuron.matrix.selection import Case
 
 __all__ = ["CaseRunner"]
 
@@ -61,7 +71,7 @@ class CaseRunner:
                 result = scenario(ctx)
         except CaseTimeout as timeout:
             return Attempt("timeout", failure=self._timed_out(timeout.frame, stuck=False))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever a scenario raises is its record's failure
             return Attempt("error", failure=describe_exception(exc))
         if not isinstance(result, ScenarioResult):
             message = f"scenario {ctx.scenario!r} returned {type(result).__name__}, not a ScenarioResult"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from hf_neuron.compat.known_failures import KnownFailures
 from hf_neuron.matrix.case.classify import classify
 from hf_neuron.matrix.case.fingerprint import FailureInfo
-from hf_neuron.compat.known_failures import KnownFailures
 from hf_neuron.matrix.records import SCHEMA_VERSION, CpuFailure, Failure, Parity, Record
 from hf_neuron.matrix.selection import Case
 

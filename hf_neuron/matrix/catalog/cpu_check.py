@@ -61,11 +61,12 @@ def _check_logits(logits: torch.Tensor, batch: int, length: int, vocab_size: int
 
 def _describe(error: BaseException) -> str:
     """``Type: first line`` of the error, and of its cause (validation errors wrap the real message)."""
-    parts = []
-    while error is not None and len(parts) < 2:
-        lines = str(error).strip().splitlines()
-        parts.append(f"{type(error).__name__}: {lines[0].strip() if lines else ''}".rstrip(": "))
-        error = error.__cause__
+    parts: list[str] = []
+    link: BaseException | None = error
+    while link is not None and len(parts) < 2:
+        lines = str(link).strip().splitlines()
+        parts.append(f"{type(link).__name__}: {lines[0].strip() if lines else ''}".rstrip(": "))
+        link = link.__cause__
     return " <- ".join(parts)[:300]
 
 
@@ -90,8 +91,8 @@ def check_text_model(model_type: str, *, until: Stage = "generate", batch: int =
         if until == "generate":
             stage = "generate"
             with torch.no_grad():
-                out = model.generate(**{k: v for k, v in inputs.items() if k != "decoder_input_ids"},
-                                     max_new_tokens=4, min_new_tokens=4, do_sample=False)
+                prompt = {k: v for k, v in inputs.items() if k != "decoder_input_ids"}
+                out = model.generate(**prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False)  # type: ignore[operator]
             expected = (batch, (1 if model.config.is_encoder_decoder else length) + 4)
             if tuple(out.shape) != expected:
                 raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {expected}")

@@ -11,9 +11,19 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 
-from hf_neuron.compat.catalog import GROUPS, TEXT_GROUPS, Catalog, CatalogEntry, catalog_order
+from hf_neuron.compat.catalog import (
+    GROUPS,
+    TEXT_GROUPS,
+    Catalog,
+    CatalogEntry,
+    catalog_order,
+)
 from hf_neuron.compat.tiny_overrides import load_overrides
-from hf_neuron.matrix.catalog.cpu_check import CpuCheck, check_diffusion_backbone, check_text_model
+from hf_neuron.matrix.catalog.cpu_check import (
+    CpuCheck,
+    check_diffusion_backbone,
+    check_text_model,
+)
 
 __all__ = ["RUN_GROUPS", "describe_groups", "generate_catalog", "unexpected_runs"]
 

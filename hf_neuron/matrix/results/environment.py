@@ -14,8 +14,8 @@ import platform
 from collections.abc import Mapping
 from typing import Any
 
-from hf_neuron._version import __version__
 from hf_neuron import backends
+from hf_neuron._version import __version__
 from hf_neuron.errors import InputError
 from hf_neuron.settings import read
 

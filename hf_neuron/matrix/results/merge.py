@@ -17,7 +17,12 @@ from typing import Any, Literal, get_args
 
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.records import Record
-from hf_neuron.matrix.results.store import Manifest, read_manifest, read_records, write_manifest
+from hf_neuron.matrix.results.store import (
+    Manifest,
+    read_manifest,
+    read_records,
+    write_manifest,
+)
 
 __all__ = ["CONFLICT_POLICIES", "ConflictPolicy", "Merged", "merge", "write_merged"]
 

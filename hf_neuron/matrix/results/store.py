@@ -97,7 +97,7 @@ def _check_record(path: Path, number: int, value: Any) -> Record:
     problems = validate_record(value)
     if problems:
         raise InputError(f"{path}:{number}: not a matrix record: {'; '.join(problems)}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _read_file(path: Path) -> list[Record]:

@@ -18,7 +18,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare_named
+from hf_neuron.backends import neuron_module
+from hf_neuron.matrix.scenarios.contract import (
+    CaseContext,
+    ScenarioResult,
+    compare_named,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -37,7 +42,11 @@ def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def _whole_batch_gradients(ctx: CaseContext) -> dict[str, torch.Tensor]:
     """A single process's gradients on the CPU, on the case's whole batch."""
-    from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids
+    from hf_neuron.matrix.scenarios.text_models import (
+        load_model,
+        model_inputs,
+        sample_ids,
+    )
 
     model = load_model(ctx, "cpu", train=True)
     inputs = model_inputs(model, sample_ids(ctx, model))
@@ -52,9 +61,9 @@ def ddp(ctx: CaseContext) -> ScenarioResult:
     from hf_neuron.device.distributed.launch import root_cause, run, torchrun
 
     on_neuron = torch.device(ctx.device).type == "neuron"
-    if on_neuron and torch.neuron.device_count() < WORLD:
+    if on_neuron and neuron_module().device_count() < WORLD:
         return ScenarioResult.skipped(
-            f"ddp needs {WORLD} neuron devices, this process sees {torch.neuron.device_count()} "
+            f"ddp needs {WORLD} neuron devices, this process sees {neuron_module().device_count()} "
             "(the reference device: set HF_NEURON_EMULATOR_DEVICES=2)"
         )
     ctx.checkpoint  # noqa: B018 - build it once here, before the ranks read it
@@ -85,7 +94,11 @@ def _rank_step(case: dict[str, str]) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids
+    from hf_neuron.matrix.scenarios.text_models import (
+        load_model,
+        model_inputs,
+        sample_ids,
+    )
 
     local_rank = int(os.environ["LOCAL_RANK"])
     on_neuron = torch.device(case["device"]).type == "neuron"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hf_neuron.compat.tiny_diffusion import recipe
+from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare
 from hf_neuron.tiny.diffusion.backbones import backbone_class
 from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs
 from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline
-from hf_neuron.compat.tiny_diffusion import recipe
-from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare
 
 if TYPE_CHECKING:
     import torch

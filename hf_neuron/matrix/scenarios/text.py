@@ -13,8 +13,21 @@ import tempfile
 from typing import TYPE_CHECKING
 
 from hf_neuron.matrix.records import Parity
-from hf_neuron.matrix.scenarios.contract import EXACT, CaseContext, ScenarioResult, Tolerance, compare, compare_named
-from hf_neuron.matrix.scenarios.text_models import Greedy, greedy, load_model, model_inputs, sample_ids
+from hf_neuron.matrix.scenarios.contract import (
+    EXACT,
+    CaseContext,
+    ScenarioResult,
+    Tolerance,
+    compare,
+    compare_named,
+)
+from hf_neuron.matrix.scenarios.text_models import (
+    Greedy,
+    greedy,
+    load_model,
+    model_inputs,
+    sample_ids,
+)
 
 if TYPE_CHECKING:
     import torch

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare, compare_named
+from hf_neuron.matrix.scenarios.contract import (
+    CaseContext,
+    ScenarioResult,
+    compare,
+    compare_named,
+)
 from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids
 
 if TYPE_CHECKING:

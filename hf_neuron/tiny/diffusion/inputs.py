@@ -13,7 +13,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_diffusion import recipe
-from hf_neuron.tiny.diffusion.backbones import BATCH, FRAMES, LATENT_SIZE, ROTARY_AXES, TEXT_LENGTH, TEXT_WIDTH
+from hf_neuron.tiny.diffusion.backbones import (
+    BATCH,
+    FRAMES,
+    LATENT_SIZE,
+    ROTARY_AXES,
+    TEXT_LENGTH,
+    TEXT_WIDTH,
+)
 
 if TYPE_CHECKING:
     import torch

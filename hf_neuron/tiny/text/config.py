@@ -490,4 +490,4 @@ def tiny_config(model_type: str, overrides: Mapping[str, Any] | None = None, *,
                 reviewed: Mapping[str, Override] | None = None, dims: TinyDims = DIMS) -> PreTrainedConfig:
     """A tiny, valid config of ``model_type`` with eager attention (see the module docstring for the rules)."""
     kwargs = tiny_config_kwargs(model_type, overrides, reviewed=reviewed, dims=dims)
-    return config_class(model_type)(**kwargs, attn_implementation="eager")
+    return config_class(model_type)(**{**kwargs, "attn_implementation": "eager"})
