@@ -103,6 +103,10 @@ SWITCHES: tuple[Switch, ...] = (
     Switch("HF_NEURON_EMULATOR_WARN_FALLBACK", _flag, "0",
            "Warn once per operator that the real backend is expected to run on the CPU (\"would fall back on "
            "Trainium\"); implies the op log."),
+    Switch("HF_NEURON_EMULATOR_COMPILE_CONTRACT", _choice("trainium", "lenient"), "trainium",
+           "`trainium`: `torch.compile(backend=\"neuron\")` also refuses what the Neuron compiler rejects by default, "
+           "integer scatter-with-compute (`scatter_add`, `index_add`, `scatter_reduce`, accumulating `index_put` on "
+           "integers: NCC_EVRF060); `lenient` compiles them as the CPU does. `dynamic=True` is refused either way."),
     Switch("HF_NEURON_EMULATOR_ALIASING", _choice("zero-copy", "copy"), "zero-copy",
            "Debug mode `copy`: CPU kernels run on copies of device tensors, copied back after the call, instead of "
            "on aliases of device memory."),

@@ -1,10 +1,13 @@
-"""Failure classes: each rule of the reviewed table on the kind of message it exists for, and what comes first."""
+"""Failure classes (each rule of the reviewed table on the kind of message it exists for, and what comes first), and
+the CPU's verdict: only the same failure on the CPU excuses the device's."""
 
 from __future__ import annotations
 
 import pytest
 
-from hf_neuron.matrix.case.classify import FAILURE_CLASSES, RULES, classify
+from hf_neuron.matrix.case.classify import FAILURE_CLASSES, NEURON_ONLY_CLASSES, RULES, classify
+from hf_neuron.matrix.case.fingerprint import FailureInfo
+from hf_neuron.matrix.case.verdict import Attempt, compare_with_cpu
 
 
 @pytest.mark.parametrize(
@@ -29,24 +32,52 @@ from hf_neuron.matrix.case.classify import FAILURE_CLASSES, RULES, classify
         ("torch.OutOfMemoryError: neuron out of memory. Tried to allocate 2.00 GiB", "out-of-memory"),
         ("MemoryError: ", "out-of-memory"),
         ("ValueError: something else entirely", "other"),
+        ("NotImplementedError: attn_implementation='flex_attention' needs Inductor (...), which has no lowering for "
+         "the neuron device: load the model with attn_implementation='sdpa'", "needs-inductor"),
+        ("torch._inductor.exc.InductorError: LoweringException: AssertionError:\n  target: aten.mean.dim\n"
+         "  Pointwise(\n      'neuron',", "needs-inductor"),
+        ("torch._dynamo.exc.BackendCompilerFailed: backend='neuron' raised:\nNeuronCompilerRejectionError: the "
+         "Neuron compiler rejects integer scatter-with-compute (aten.scatter_add on torch.int64)", "compile"),
     ],
 )
 def test_rules(text: str, expected: str) -> None:
-    assert classify("error", text, cpu_outcome="passed", parity_missed=False) == expected
+    assert classify("error", text, parity_missed=False) == expected
 
 
 def test_what_the_runner_knows_comes_before_the_rules() -> None:
     oom_text = "torch.OutOfMemoryError: out of memory"
-    assert classify("error", oom_text, cpu_outcome="error", parity_missed=False) == "fails-on-cpu"
-    assert classify("timeout", oom_text, cpu_outcome="timeout", parity_missed=False) == "fails-on-cpu"
-    assert classify("timeout", "CaseTimeout: ran past", cpu_outcome="passed", parity_missed=False) == "timeout"
+    assert classify("timeout", oom_text, parity_missed=False) == "timeout"
     abort = "WorkerCrash: killed by signal SIGABRT"
-    assert classify("crashed", abort, cpu_outcome=None, parity_missed=False) == "crash"
-    assert (classify("crashed", "WorkerCrash: killed by signal SIGKILL", cpu_outcome=None, parity_missed=False)
-            == "out-of-memory")
-    assert classify("failed", "CheckFailed: logits differ", cpu_outcome="passed", parity_missed=True) == (
-        "numerics-mismatch"
-    )
+    assert classify("crashed", abort, parity_missed=False) == "crash"
+    assert classify("crashed", "WorkerCrash: killed by signal SIGKILL", parity_missed=False) == "out-of-memory"
+    assert classify("failed", "CheckFailed: logits differ", parity_missed=True) == "numerics-mismatch"
+
+
+def _error(kind: str, message: str, frame: str = "modeling_llama.py:forward") -> Attempt:
+    return Attempt("error", failure=FailureInfo(kind, message, frame, ""))
+
+
+def test_only_the_same_failure_on_the_cpu_excuses_the_device() -> None:
+    on_neuron = _error("ValueError", "expected 12 tokens on neuron:0, got 17")
+    assert compare_with_cpu(on_neuron, _error("ValueError", "expected 12 tokens on cpu, got 13")) == "same-failure"
+    assert compare_with_cpu(on_neuron, Attempt("passed")) == "passes"
+    assert compare_with_cpu(on_neuron, None) == "not-rerun"
+    assert compare_with_cpu(on_neuron, _error("KeyError", "'heavily_compressed_attention'")) == "different-failure"
+    # another message of a specific class is the same failure; of 'other', it is not
+    oom = _error("torch.OutOfMemoryError", "neuron out of memory")
+    assert compare_with_cpu(oom, _error("MemoryError", "cannot allocate", "alloc.py:grow")) == "same-failure"
+    assert compare_with_cpu(_error("ValueError", "bad"), _error("ValueError", "worse", "x.py:y")) == (
+        "different-failure")
+
+
+def test_a_timeout_never_excuses_and_is_never_excused() -> None:
+    timeout = Attempt("timeout", failure=FailureInfo("CaseTimeout", "the case ran past its 300 s limit", "", ""))
+    assert compare_with_cpu(timeout, timeout) == "different-failure"
+    assert compare_with_cpu(_error("ValueError", "bad"), timeout) == "different-failure"
+
+
+def test_failures_that_need_inductor_are_neurons_without_asking_the_cpu() -> None:
+    assert {"needs-inductor"} == NEURON_ONLY_CLASSES
 
 
 def test_the_table_is_closed_and_documented() -> None:

@@ -21,7 +21,7 @@ from hf_neuron.matrix.case.fingerprint import describe_exception, fingerprint, n
          "expected torch.Size(<shape>) got torch.Size(<shape>)"),
         ("Tried to allocate 2.50 GiB; 1e-05 tolerance", "Tried to allocate <n> GiB; <n> tolerance"),
         ("Expected all tensors to be on the same device, but found cuda:0 and neuron:1",
-         "Expected all tensors to be on the same device, but found cuda:<n> and neuron:<n>"),
+         "Expected all tensors to be on the same device, but found <device> and <device>"),
         ("'addmm' not implemented for 'BFloat16' (float16, int64 kept)",
          "'addmm' not implemented for 'BFloat16' (float16, int64 kept)"),
         ("see https://github.com/pytorch/pytorch/issues/1234", "see https://github.com/pytorch/pytorch/issues/<n>"),

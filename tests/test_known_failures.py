@@ -90,7 +90,7 @@ def _record(tmp_path: Path, attempt: Attempt) -> dict[str, object]:
     known = load_known_failures(_write(tmp_path, entry), SCENARIO_NAMES)
     return to_record(  # type: ignore[return-value]
         Case("mamba", "decoder", "forward"), attempt, cpu=Attempt("passed"), known=known, run_id="r", env={},
-        started_at="t0", finished_at="t1", duration_s=1.0, peak_memory_bytes=None,
+        started_at="t0", finished_at="t1", duration_s=1.0,
     )
 
 

@@ -143,7 +143,8 @@ ALLOWED: dict[str, set[str]] = {
     "device": {"device", "settings", "errors", "import_hooks"},
     "patches": {"patches", "backends", "settings", "errors", "import_hooks"},
     "report": {"report", "compat", "errors", "matrix.records"},
-    "matrix": {"matrix", "tiny", "compat", "device", "backends", "settings", "errors", "_version"},
+    "matrix": {"matrix", "tiny", "compat", "device", "patches", "backends", "settings", "errors", "_version",
+               "import_hooks"},
 }
 
 

@@ -1,4 +1,5 @@
-"""The matrix `ddp` scenario: 2 processes' gradients against one process on the whole batch, skip below 2 devices."""
+"""The matrix `ddp` scenario: 2 long-lived ranks' gradients against one process on the whole batch, each rank's device
+and peak memory as the ranks report them, untested below 2 devices, and a failing rank's error."""
 
 from __future__ import annotations
 
@@ -7,41 +8,51 @@ from pathlib import Path
 import pytest
 from _helpers import run
 
+from hf_neuron.matrix.scenarios import ddp as ddp_module
 from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.matrix.scenarios.ddp import ddp
 
 
 @pytest.mark.distributed
-def test_ddp_passes_on_a_tiny_llama_with_its_gradient_parity(tmp_path: Path) -> None:
+def test_ddp_passes_on_a_tiny_llama_with_each_ranks_facts_and_keeps_its_ranks(tmp_path: Path) -> None:
     result = ddp(CaseContext("llama", "decoder", "ddp", "neuron", tmp_path))
     assert result.outcome == "passed", result.message
     assert result.parity is not None and result.parity["metric"] == "max_abs_diff"
     assert result.parity["value"] <= 1e-6  # the same kernels; only the order of a 2-term sum differs
     assert result.parity["tolerance"] > 1e-5
     assert sorted(path.name for path in (tmp_path / "ddp" / "llama-neuron").iterdir()) == ["rank0.pt", "rank1.pt"]
+    ranks = result.details["ranks"]  # type: ignore[index]
+    assert [(rank["rank"], rank["device"]) for rank in ranks] == [(0, "neuron:0"), (1, "neuron:1")]
+    assert all(rank["peak_memory_bytes"] > 0 for rank in ranks)
+    first = ddp_module._ranks["neuron"]
+    again = ddp(CaseContext("gpt2", "decoder", "ddp", "neuron", tmp_path))
+    assert again.outcome == "passed", again.message
+    assert ddp_module._ranks["neuron"] is first and first.alive()  # the same ranks served the second case
 
 
-def test_ddp_is_skipped_with_a_reason_below_two_devices(tmp_path: Path) -> None:
+def test_ddp_is_untested_with_a_reason_below_two_devices(tmp_path: Path) -> None:
     result = run(
         f"""
         from pathlib import Path
         from hf_neuron.matrix.scenarios.ddp import ddp
         from hf_neuron.matrix.scenarios.contract import CaseContext
         result = ddp(CaseContext("llama", "decoder", "ddp", "neuron", Path({str(tmp_path)!r})))
-        print(result.outcome, "|", result.message)
+        print(result.outcome, result.gap, "|", result.message)
         """,
         {"HF_NEURON_EMULATOR_DEVICES": "1"},
     )
     assert result.stdout.strip() == (
-        "skipped | ddp needs 2 neuron devices, this process sees 1 (the reference device: set "
+        "untested devices | ddp needs 2 neuron devices, this process sees 1 (the reference device: set "
         "HF_NEURON_EMULATOR_DEVICES=2)"), result.stderr
-    assert not (tmp_path / "checkpoints").exists()  # skipped before building anything
+    assert not (tmp_path / "checkpoints").exists()  # untested before building anything
 
 
 @pytest.mark.distributed
-def test_a_failing_run_raises_with_the_ranks_error(tmp_path: Path) -> None:
+def test_a_failing_rank_raises_with_its_error_and_the_next_case_gets_new_ranks(tmp_path: Path) -> None:
     mismatched = CaseContext("llama", "encoder-decoder", "ddp", "neuron", tmp_path)  # a causal LM as seq2seq
     with pytest.raises(RuntimeError) as failure:
         ddp(mismatched)
     assert str(failure.value).startswith("the 2-process DDP run failed (exit 1): ValueError: Unrecognized "
                                          "configuration class <class 'transformers.models.llama.configuration_llama.")
+    assert not ddp_module._ranks["neuron"].alive()
+    assert ddp(CaseContext("llama", "decoder", "ddp", "neuron", tmp_path)).outcome == "passed"

@@ -94,10 +94,10 @@ def test_forward_and_generate_pass(tmp_path_factory: pytest.TempPathFactory, nam
         assert result.parity is not None and result.parity["value"] <= result.parity["tolerance"]
 
 
-def test_generate_without_a_recipe_is_skipped_with_the_reason(tmp_path: Path) -> None:
+def test_generate_without_a_recipe_is_untested_with_the_reason(tmp_path: Path) -> None:
     name = next(n for n in backbone_names() if recipe(n).pipeline is None)
     result = generate(CaseContext(name, "diffusion", "generate", "cpu", tmp_path))
-    assert result.outcome == "skipped" and result.message == (
+    assert result.outcome == "untested" and result.gap == "pipeline-recipe" and result.message == (
         f"compat/tiny_diffusion.toml has no pipeline recipe for {name}")
 
 

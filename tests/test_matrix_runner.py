@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _helpers_matrix import FAKE, FIXTURES, case_counts, cli, raw_records
 
-from hf_neuron.matrix.records import OUTCOMES, Record
+from hf_neuron.matrix.records import OUTCOMES, Record, validate_record
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 def test_every_case_has_exactly_one_record(run: Run) -> None:
     listed = cli("list", *FAKE).stdout.split()
-    assert sorted(run.records) == sorted(listed) and len(listed) == 20
+    assert sorted(run.records) == sorted(listed) and len(listed) == 24
     assert set(case_counts(run.results).values()) == {1}
 
 
@@ -110,9 +110,17 @@ def test_parity_and_cpu_outcomes_are_classified(run: Run) -> None:
     assert mismatch["failure"]["failure_class"] == "numerics-mismatch"
     broken = records["cpubroken::forward"]
     assert broken["outcome"] == "error" and broken["cpu_outcome"] == "error"
-    assert broken["cpu_failure"] == {key: broken["failure"][key] for key in ("type", "message", "frame", "fingerprint")}
-    assert records["raises::forward"]["cpu_failure"] is None  # the CPU passed
-    assert broken["failure"]["failure_class"] == "fails-on-cpu"
+    fields = ("type", "message", "frame", "fingerprint", "failure_class")
+    assert broken["cpu_failure"] == {key: broken["failure"][key] for key in fields}
+    assert broken["cpu_verdict"] == "same-failure" and broken["failure"]["failure_class"] == "other"
+    raises = records["raises::forward"]
+    assert raises["cpu_failure"] is None and raises["cpu_verdict"] == "passes"  # the CPU passed
+    differs = records["cpudiffers::forward"]
+    assert differs["outcome"] == "error" and differs["cpu_verdict"] == "different-failure"
+    assert differs["cpu_failure"]["type"] == "ValueError" and differs["failure"]["type"] == "KeyError"
+    gap = records["gapper::forward"]
+    assert (gap["outcome"], gap["gap"], gap["cpu_outcome"]) == ("untested", "inputs", None)
+    assert gap["reason"] == "GapperModel.forward needs 'audio_features', which the harness cannot build"
     skipped = records["skipper::forward"]
     assert skipped["outcome"] == "skipped" and skipped["reason"] == "no language-model head"
 
@@ -122,17 +130,21 @@ def test_records_follow_the_schema(run: Run) -> None:
     assert {r["run_id"] for r in records.values()} == {next(iter(records.values()))["run_id"]}
     for record in records.values():
         assert set(record) == set(Record.__annotations__)
-        assert record["outcome"] in OUTCOMES and record["schema"] == 1
+        assert record["outcome"] in OUTCOMES and record["schema"] == 2 and validate_record(record) == []
         assert record["env"]["torch"] and record["env"]["backend"] == "reference"
-        assert record["env"]["patches"] is True  # the default: the run measures the stack as hf-neuron patches it
+        assert record["env"]["profile"] == "trainium"  # the default profile
+        assert "torch.integer-histc-on-neuron" in record["env"]["patches"]  # the run measures the patched stack
+        assert record["env"]["reference_gap_patches"] == ["torch.integer-histc-on-neuron"]
         assert record["group"] == ("encoder-decoder" if record["model_type"] == "delta" else "decoder")
 
 
 def test_exit_status_and_summary_come_from_the_records(run: Run) -> None:
     done = run.done
-    assert done.returncode == 1, done.stderr  # hang, stuck, segfault and mismatch fail on the device
-    assert "20 cases: 13 passed, 1 failed, 1 error, 2 timeout, 1 crashed, 1 skipped, 1 known-failure" in done.stdout
-    assert "failing on the CPU too (not counted against the device): 1" in done.stdout
+    assert done.returncode == 1, done.stderr  # hang, stuck, segfault, mismatch and cpudiffers fail on the device
+    assert ("24 cases: 15 passed, 1 failed, 2 error, 2 timeout, 1 crashed, 1 skipped, 1 untested, 1 known-failure"
+            in done.stdout)
+    assert "failing the same way on the CPU (not held against the device): 1" in done.stdout
+    assert "untested (harness gaps to close): 1, by gap: inputs 1" in done.stdout
 
 
 def test_progress_is_one_line_per_case_without_a_terminal(run: Run) -> None:
@@ -172,7 +184,7 @@ def test_a_neuron_run_without_a_neuron_backend_is_refused(tmp_path: Path) -> Non
     assert {r["env"]["backend"] for r in raw_records(tmp_path / "cpu")} == {"none"}
 
 
-def test_an_architecture_that_does_not_build_is_recorded_as_skipped(tmp_path: Path) -> None:
+def test_an_architecture_that_does_not_build_is_recorded_as_untested(tmp_path: Path) -> None:
     catalog = json.loads((FIXTURES / "catalog.json").read_text())
     catalog["architectures"][0].update(builds=False, runs=False, reason="build: TypeError: bad tiny config")
     (tmp_path / "catalog.json").write_text(json.dumps(catalog))
@@ -182,8 +194,8 @@ def test_an_architecture_that_does_not_build_is_recorded_as_skipped(tmp_path: Pa
     records = {r["case_id"]: r for r in raw_records(tmp_path / "r")}
     assert sorted(records) == ["alpha::forward", "alpha::load", "beta::forward", "beta::load"]
     for case_id in ("alpha::load", "alpha::forward"):
-        assert records[case_id]["outcome"] == "skipped"
+        assert records[case_id]["outcome"] == "untested" and records[case_id]["gap"] == "tiny-build"
         assert records[case_id]["reason"] == (
             "the tiny model does not build on the CPU: build: TypeError: bad tiny config")
         assert records[case_id]["cpu_outcome"] is None and records[case_id]["failure"] is None
-    assert "4 cases: 2 passed, 2 skipped" in done.stdout
+    assert "4 cases: 2 passed, 2 untested" in done.stdout

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from hf_neuron.matrix.records import SCENARIO_NAMES, VARIANT_SCENARIOS
+from hf_neuron.matrix.scenarios import text_models
 from hf_neuron.matrix.scenarios.builtin import SCENARIOS
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
-    SCENARIO_NAMES,
     TOLERANCES,
     CaseContext,
     PerGroup,
@@ -36,7 +37,8 @@ def test_compare_uses_the_dtype_tolerance() -> None:
     assert missed.parity["tolerance"] == pytest.approx(TOLERANCES["float32"].bound(3.0))
     assert missed.message.startswith("logits differ from the CPU's: max abs diff 0.01 > tolerance")
     halves = expected.to(torch.bfloat16)
-    assert compare(halves + 0.03, halves, "logits").outcome == "passed"
+    assert compare(halves + 0.0078125, halves, "logits").outcome == "passed"  # within one bfloat16 ulp at 3.0
+    assert compare(halves * 1.01, halves, "logits").outcome == "failed"  # 1% off: rtol-dominant, 5e-3
 
 
 def test_compare_named_reports_the_worst_tensor_by_name() -> None:
@@ -65,7 +67,7 @@ def test_exact_tolerates_nothing_and_names_its_reference() -> None:
 
 
 def _greedy(tokens: list[list[int]], scores: list[list[list[float]]]) -> Greedy:
-    return Greedy(torch.tensor(tokens), torch.tensor(scores))
+    return Greedy(torch.tensor(tokens), torch.tensor(scores), "neuron:0")
 
 
 def test_greedy_tokens_agree_unless_the_device_leaves_a_clear_choice() -> None:
@@ -78,6 +80,19 @@ def test_greedy_tokens_agree_unless_the_device_leaves_a_clear_choice() -> None:
     wrong = _agree(_greedy([[0, 1], [0, 2]], scores), cpu, TOLERANCES["float32"], "tokens")
     assert wrong.outcome == "failed" and wrong.parity["value"] == 1
     assert "row 1 step 1: token 2, the CPU's 1 (CPU score margin 2" in wrong.message
+
+
+def test_greedy_scores_are_compared_up_to_the_first_different_token() -> None:
+    scores = [[[5.0, 1.0, float("-inf")], [5.0, 1.0, float("-inf")]], [[0.0, 3.0, 3.0], [0.0, 3.0, 1.0]]]
+    cpu = _greedy([[0, 1], [0, 1]], scores)
+    off = [[[5.01, 1.0, float("-inf")], [5.0, 1.0, float("-inf")]], scores[1]]
+    drifted = _agree(_greedy([[0, 1], [0, 1]], off), cpu, TOLERANCES["float32"], "tokens")
+    assert drifted.outcome == "failed" and drifted.message.startswith("tokens scores differ from the CPU's")
+    unsuppressed = [[[5.0, 1.0, 0.0], [5.0, 1.0, float("-inf")]], scores[1]]
+    wrong = _agree(_greedy([[0, 1], [0, 1]], unsuppressed), cpu, TOLERANCES["float32"], "tokens")
+    assert wrong.outcome == "failed" and "suppress other tokens" in wrong.message
+    after_the_tie = [scores[0], [[9.0, 3.0, 3.0], [0.0, 3.0, 1.0]]]  # step 1 follows row 0's tie: not compared
+    assert _agree(_greedy([[0, 2], [0, 1]], after_the_tie), cpu, TOLERANCES["float32"], "tokens").outcome == "passed"
 
 
 def test_dropout_is_switched_off_everywhere_for_training() -> None:
@@ -141,8 +156,37 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device", ["cpu", "neuron"])
-@pytest.mark.parametrize("scenario", sorted(set(SCENARIOS) - {"ddp"}))  # ddp: tests/test_matrix_ddp.py
+@pytest.mark.parametrize("scenario", sorted(set(SCENARIOS) - {"ddp", *VARIANT_SCENARIOS}))  # ddp: test_matrix_ddp.py
 def test_builtin_text_scenarios_pass_with_exact_parity(tiny_llama: Path, scenario: str, device: str) -> None:
+    allocations = torch.neuron.memory_stats()["allocation"]["allocated"]
     result = SCENARIOS[scenario](CaseContext("llama", "decoder", scenario, device, tiny_llama))
     assert result.outcome == "passed", result.message
     assert result.parity is not None and result.parity["value"] == 0.0, result.parity
+    ran_on_neuron = torch.neuron.memory_stats()["allocation"]["allocated"] > allocations
+    assert ran_on_neuron == (device == "neuron")
+
+
+@pytest.mark.parametrize("scenario", ["load", "forward", "train", "lora", "bf16", "compile"])
+def test_a_model_that_stays_on_the_cpu_fails_a_neuron_case(tiny_llama: Path, scenario: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    original = text_models.load_model
+    monkeypatch.setattr(text_models, "load_model", lambda ctx, device, **kwargs: original(ctx, "cpu", **kwargs))
+    from hf_neuron.matrix.scenarios import text, training
+
+    for module in (text, training):
+        monkeypatch.setattr(module, "load_model", text_models.load_model, raising=False)
+    result = SCENARIOS[scenario](CaseContext("llama", "decoder", scenario, "neuron", tiny_llama))
+    assert result.outcome == "failed" and "not on neuron" in (result.message or ""), result.message
+
+
+def test_the_variants_on_neuron(tiny_llama: Path) -> None:
+    ctx = CaseContext("llama", "decoder", "sdpa", "neuron", tiny_llama)
+    sdpa = SCENARIOS["sdpa"](ctx)
+    assert sdpa.outcome == "passed" and sdpa.parity["value"] == 0.0, sdpa.message
+    with pytest.raises(NotImplementedError, match=r"flex_attention' needs Inductor .* attn_implementation='sdpa'"):
+        SCENARIOS["flex_attention"](ctx)
+    with pytest.raises(ValueError, match="compiles with backend='inductor', which needs Inductor"):
+        SCENARIOS["generate_compiled"](ctx)
+    assert SCENARIOS["generate_compiled"](ctx.on("cpu")).outcome == "passed"  # transformers compiles on neuron only
+    not_moe = SCENARIOS["train_aux_loss"](ctx)
+    assert not_moe.outcome == "skipped" and "not a mixture of experts" in (not_moe.message or "")

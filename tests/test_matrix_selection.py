@@ -101,7 +101,7 @@ def test_list_prints_case_ids_and_errors_exit_2() -> None:
 def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:
     text_only = {"load": {"decoder", "encoder-decoder"}, "forward": {"decoder"}}
     cases = select(CATALOG, SCENARIOS, Selection(), SLICES_FILE,
-                   applies=lambda scenario, group: group in text_only[scenario])
+                   applies=lambda scenario, architecture: architecture.group in text_only[scenario])
     assert [case.case_id for case in cases] == ["llama::load", "llama::forward", "gpt2::load", "gpt2::forward",
                                                 "t5::load"]
 
@@ -110,20 +110,29 @@ def test_the_builtin_scenarios_give_text_groups_every_scenario_and_diffusion_for
     from hf_neuron.matrix.scenarios.builtin import SCENARIOS as BUILTIN
     from hf_neuron.matrix.scenarios.contract import scenario_for
 
-    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "decoder")] == [
-        "load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp"]
-    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "diffusion")] == ["forward", "generate"]
-    assert not [name for name in BUILTIN if scenario_for(BUILTIN[name], "multimodal")]
+    every = ["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "generate_compiled"]
+    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "decoder", frozenset())] == every
+    moe = frozenset({"router-logits", "sdpa", "flex-attention"})
+    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "decoder", moe)] == [
+        *every[:-1], "sdpa", "flex_attention", "generate_compiled", "train_aux_loss"]
+    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "diffusion", moe)] == ["forward", "generate"]
+    assert not [name for name in BUILTIN if scenario_for(BUILTIN[name], "multimodal", moe)]
 
 
-def test_an_entry_that_does_not_build_becomes_cases_to_skip_with_its_reason(tmp_path: Path) -> None:
+def test_an_entry_that_does_not_build_becomes_untested_cases_with_its_reason(tmp_path: Path) -> None:
     catalog = json.loads((FIXTURES / "catalog.json").read_text())
     catalog["architectures"][1].update(builds=False, reason="config: ValueError: heads do not divide")
+    catalog["architectures"][0].update(runs=False, reason="needs audio features", gap="inputs")
     path = tmp_path / "catalog.json"
     path.write_text(json.dumps(catalog))
     architectures = {a.model_type: a for a in read_catalog(path)}
-    assert architectures["alpha"].skip_reason is None
-    assert architectures["beta"].skip_reason == (
-        "the tiny model does not build on the CPU: config: ValueError: heads do not divide")
+    assert architectures["alpha"].untested is None
+    assert architectures["alpha"].reviewed_gap == ("inputs", "needs audio features")
+    assert architectures["beta"].untested == (
+        "tiny-build", "the tiny model does not build on the CPU: config: ValueError: heads do not divide")
     [case] = select(list(architectures.values()), ["load"], Selection(archs=("beta",)), SLICES_FILE)
-    assert case.skip_reason == architectures["beta"].skip_reason
+    assert case.untested == architectures["beta"].untested
+    catalog["architectures"][0].update(gap="data")
+    path.write_text(json.dumps(catalog))
+    with pytest.raises(InputError, match="alpha has gap 'data'; gaps are inputs, pipeline-recipe"):
+        read_catalog(path)

@@ -128,12 +128,12 @@ def test_install_is_cheap_and_imports_no_library() -> None:
         import sys, time
         import torch
         from hf_neuron import patches
-        from hf_neuron.patches.libraries import LIBRARIES
+        from hf_neuron.patches.libraries import HOOKED
         start = time.perf_counter()
         patches.install()
         elapsed = time.perf_counter() - start
         assert patches.installation() is not None
-        assert not [name for name in LIBRARIES if name in sys.modules], sys.modules.keys()
+        assert not [name for name in HOOKED if name in sys.modules], sys.modules.keys()
         assert "hf_neuron.patches.registry" not in sys.modules
         print(f"{elapsed * 1e3:.3f}")
         """,

@@ -138,6 +138,31 @@ def _moe(model: Path, tmp: Path) -> Any:
         return str(error).split(" not implemented")[0]
 
 
+class _Attention(torch.nn.Module):
+    is_causal, num_key_value_groups = True, 1
+
+
+def _flex_attention(model: Path, tmp: Path) -> Any:
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    query = torch.randn(1, 2, 16, 16, device="neuron")
+    return _error(lambda: ALL_ATTENTION_FUNCTIONS["flex_attention"](_Attention().eval(), query, query, query, None))
+
+
+def _flex_attention_mask(model: Path, tmp: Path) -> Any:
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+
+    mask = ALL_MASK_ATTENTION_FUNCTIONS["flex_attention"]
+    return _error(lambda: type(mask(batch_size=1, q_length=16, kv_length=16, device="neuron")).__name__)
+
+
+def _compile_config(model: Path, tmp: Path) -> Any:
+    from transformers import AutoModelForCausalLM, CompileConfig
+
+    on_neuron = AutoModelForCausalLM.from_pretrained(model, device_map="neuron")
+    return _error(lambda: type(on_neuron.get_compiled_call(CompileConfig())).__name__)
+
+
 def _peft(model: Path, tmp: Path) -> Any:
     from peft.utils import infer_device
 
@@ -172,6 +197,7 @@ def _diffusers(model: Path, tmp: Path) -> Any:
 
 #: patch id -> (probe, its answer with the patch, its answer without)
 EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
+    "torch.integer-histc-on-neuron": (_moe, True, '"histogram_cpu"'),
     "safetensors.open-on-neuron": (_safetensors, "neuron:1", "SafetensorError"),
     "accelerate.detect-neuron-by-device": (_accelerate_detects, True, False),
     "accelerate.launch-device-option": (_launch_option, "cpu", None),
@@ -184,7 +210,9 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.pipeline-places-on-neuron": (_pipeline, "neuron:0", "cpu"),
     "transformers.trainer-saves-neuron-rng": (_saves_rng, True, False),
     "transformers.trainer-restores-neuron-rng": (_restores_rng, True, False),
-    "transformers.moe-experts-run-on-neuron": (_moe, True, '"histogram_cpu"'),
+    "transformers.flex-attention-explains-neuron": (_flex_attention, "NotImplementedError", "ValueError"),
+    "transformers.flex-attention-mask-explains-neuron": (_flex_attention_mask, "NotImplementedError", "InductorError"),
+    "transformers.compile-config-explains-neuron": (_compile_config, "ValueError", "function"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),
     "trl.loads-model-on-the-process-device": (_trl_device_map, None, "auto"),
     "trl.peak-flops-by-device": (_trl, None, "AssertionError"),

@@ -42,6 +42,8 @@ TEXT_GROUPS: tuple[Group, ...] = ("decoder", "encoder-decoder")
 
 #: The libraries whose installed version the catalog was generated from (header fields of the file).
 _LIBRARIES = ("transformers", "diffusers")
+#: Fields a catalog line may leave out (older catalogs lack the later ones).
+_OPTIONAL_FIELDS = ("reason", "gap", "features")
 _SOURCE = (
     "hf_neuron.matrix.catalog.generate: transformers auto mappings (causal LM -> decoder, seq2seq LM -> "
     "encoder-decoder, image-text-to-text -> multimodal) and diffusers' denoiser backbones (-> diffusion); "
@@ -51,7 +53,9 @@ _SOURCE = (
 
 @dataclasses.dataclass(frozen=True)
 class CatalogEntry:
-    """One architecture: its group, classes, and whether its tiny model builds and runs (null: not probed)."""
+    """One architecture: its group, classes, whether its tiny model builds and runs (null: not checked), why not,
+    the harness gap the reviewed data gives it (``gap``), and the ``features`` that decide which scenario variants
+    apply to it (e.g. ``router-logits``, ``sdpa``, ``flex-attention``)."""
 
     model_type: str
     group: str
@@ -60,6 +64,8 @@ class CatalogEntry:
     builds: bool | None
     runs: bool | None
     reason: str | None = None
+    gap: str | None = None
+    features: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +106,7 @@ def _entry(path: Path, index: int, row: Any) -> CatalogEntry:
     if not isinstance(row, dict):
         raise CompatFileError(path, f"{where} must be an object, got {type(row).__name__}")
     fields = {field.name: field for field in dataclasses.fields(CatalogEntry)}
-    missing = [name for name in fields if name not in row and name != "reason"]
+    missing = [name for name in fields if name not in row and name not in _OPTIONAL_FIELDS]
     if missing:
         raise CompatFileError(path, f"{where} misses {missing}")
     unknown = sorted(set(row) - set(fields))
@@ -112,12 +118,16 @@ def _entry(path: Path, index: int, row: Any) -> CatalogEntry:
     for name in ("builds", "runs"):
         if row[name] is not None and not isinstance(row[name], bool):
             raise CompatFileError(path, f"{where}.{name} must be true, false or null, got {row[name]!r}")
-    if row.get("reason") is not None and not isinstance(row["reason"], str):
-        raise CompatFileError(path, f"{where}.reason must be a string or null")
+    for name in ("reason", "gap"):
+        if row.get(name) is not None and not isinstance(row[name], str):
+            raise CompatFileError(path, f"{where}.{name} must be a string or null")
+    features = row.get("features", [])
+    if not isinstance(features, list) or not all(isinstance(f, str) and f for f in features):
+        raise CompatFileError(path, f"{where}.features must be a list of names")
     if row["group"] not in GROUPS:
         raise CompatFileError(path, f"{where} ({row['model_type']}) has unknown group {row['group']!r}; "
                                     f"groups are {', '.join(GROUPS)}")
-    return CatalogEntry(**row)
+    return CatalogEntry(**{**row, "features": tuple(features)})
 
 
 def load_catalog(path: Path | None = None) -> Catalog:

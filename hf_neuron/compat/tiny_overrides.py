@@ -1,8 +1,10 @@
 """The reviewed per-architecture exceptions of the tiny shrinker: ``compat/tiny_overrides.toml``.
 
 Each table is named for a ``model_type`` and holds a ``reason`` (required: why the generic shrinker is not enough,
-or why the type cannot run), an optional ``config`` table merged into the tiny config's keyword arguments, and an
-optional ``runs = false`` for types that cannot build or run as a standalone tiny model on a CPU::
+or why the type cannot run), an optional ``config`` table merged into the tiny config's keyword arguments, an
+optional ``runs = false`` for types that cannot build or run as a standalone tiny model on a CPU, and with it an
+optional ``gap`` when the cause is the harness's, not the model's (e.g. ``gap = "inputs"``: the model needs an input
+the harness cannot build; the matrix then records such cases as untested)::
 
     [lfm2_moe]
     reason = "Lfm2MoeConfig leaves layer_types unset while the model indexes it"
@@ -24,7 +26,7 @@ __all__ = ["OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
 
 OVERRIDES_PATH = COMPAT_DIR / "tiny_overrides.toml"
 
-_KEYS = {"reason", "config", "runs"}
+_KEYS = {"reason", "config", "runs", "gap"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Override:
     reason: str
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     runs: bool = True
+    gap: str | None = None
 
 
 def _parse(path: Path, model_type: str, table: Any) -> Override:
@@ -52,7 +55,10 @@ def _parse(path: Path, model_type: str, table: Any) -> Override:
     runs = table.get("runs", True)
     if not isinstance(runs, bool):
         raise CompatFileError(path, f"[{model_type}] 'runs' must be true or false")
-    return Override(model_type=model_type, reason=reason.strip(), config=config, runs=runs)
+    gap = table.get("gap")
+    if gap is not None and (not isinstance(gap, str) or runs):
+        raise CompatFileError(path, f"[{model_type}] 'gap' is a name (e.g. \"inputs\"), given with runs = false")
+    return Override(model_type=model_type, reason=reason.strip(), config=config, runs=runs, gap=gap)
 
 
 @functools.lru_cache(maxsize=8)

@@ -3,7 +3,9 @@
 The pipeline the real backend documents, minus the Neuron compiler: Dynamo -> AOTAutograd -> the captured
 forward and backward graphs, run eagerly on the device (no Inductor, which cannot lower for a PrivateUse1
 device). Its documented rules hold: ``dynamic=True`` is rejected, modes other than ``"default"`` warn and are
-ignored, and failures raise (there is no silent fallback to eager).
+ignored, failures raise (there is no silent fallback to eager), and, with the compile contract ``trainium``
+(``HF_NEURON_EMULATOR_COMPILE_CONTRACT``, the default), a graph that scatters with compute into integers is
+rejected as the Neuron compiler rejects it (NCC_EVRF060).
 
 Registered only while the reference device is active, when Dynamo is first imported, so that the real
 backend's own ``neuron`` entry point is never shadowed and ``import torch`` does not pay for Dynamo.
@@ -17,7 +19,15 @@ from typing import Any
 
 import torch
 
-__all__ = ["BACKEND_NAME", "DynamicShapesError", "neuron_backend", "register", "register_when_dynamo_loads"]
+__all__ = [
+    "BACKEND_NAME",
+    "INTEGER_SCATTER_OPS",
+    "DynamicShapesError",
+    "NeuronCompilerRejectionError",
+    "neuron_backend",
+    "register",
+    "register_when_dynamo_loads",
+]
 
 BACKEND_NAME = "neuron"
 _DYNAMO_REGISTRY = "torch._dynamo.backends.registry"
@@ -27,9 +37,45 @@ class DynamicShapesError(RuntimeError):
     """``torch.compile(..., dynamic=True)`` was asked of the neuron backend."""
 
 
+class NeuronCompilerRejectionError(RuntimeError):
+    """A graph the Neuron compiler rejects by default (its documented error code is in the message)."""
+
+
+#: Scatter-with-compute operators (aten names, overload packets) the Neuron compiler rejects on integer data.
+INTEGER_SCATTER_OPS: frozenset[str] = frozenset(
+    {"scatter_add", "scatter_add_", "index_add", "index_add_", "scatter_reduce", "scatter_reduce_"}
+)
+#: The same when they accumulate: ``index_put(..., accumulate=True)``.
+_ACCUMULATING_OPS: frozenset[str] = frozenset({"index_put", "index_put_", "_index_put_impl_"})
+
+
+def _integer_scatter(graph: torch.fx.GraphModule) -> str | None:
+    """The first integer scatter-with-compute of ``graph`` (``"aten.scatter_add on torch.int64"``), if any."""
+    for node in graph.graph.nodes:
+        packet = getattr(node.target, "overloadpacket", None)
+        name = getattr(packet, "__name__", "")
+        accumulates = name in _ACCUMULATING_OPS and (
+            (len(node.args) > 3 and node.args[3] is True) or node.kwargs.get("accumulate") is True
+        )
+        if node.op != "call_function" or not (name in INTEGER_SCATTER_OPS or accumulates):
+            continue
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor) and not value.is_floating_point() and not value.is_complex():
+            return f"aten.{name} on {value.dtype}"
+    return None
+
+
 def _run_eagerly(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     from torch._functorch.aot_autograd import make_boxed_func
 
+    from hf_neuron import settings
+
+    if settings.read("HF_NEURON_EMULATOR_COMPILE_CONTRACT") == "trainium" and (found := _integer_scatter(graph)):
+        raise NeuronCompilerRejectionError(
+            f"the Neuron compiler rejects integer scatter-with-compute ({found}) [NCC_EVRF060]: it is emulated in "
+            "float32 and imprecise above 2**24. Compute it in float32, or outside the compiled region "
+            "(HF_NEURON_EMULATOR_COMPILE_CONTRACT=lenient compiles it as the CPU does)"
+        )
     return make_boxed_func(graph.forward)
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH
 from hf_neuron.compat.slices import SLICES_PATH
 from hf_neuron.errors import InputError
+from hf_neuron.matrix.profiles import DEFAULT_PROFILE, PROFILES
 from hf_neuron.matrix.scenarios.contract import (
     DEFAULT_SCENARIO_MODULE,
     load_scenarios,
@@ -89,6 +90,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="SECONDS", default=DEFAULT_TIMEOUT_S, type=float),
     Option("matrix_device", "--device", "--device", "run", "the device under test (default neuron)",
            metavar="DEVICE", default="neuron"),
+    Option("matrix_profile", "--profile", "--profile", "run",
+           f"what the device is asked to be: {', '.join(PROFILES)} (default {DEFAULT_PROFILE}: the real backend's "
+           "documented behaviours on the reference device)", metavar="PROFILE", default=DEFAULT_PROFILE),
     Option("matrix_known_failures", "--known-failures", "--known-failures", "run",
            "known-failures file instead of compat/known_failures.toml", metavar="FILE", type=Path),
 )
@@ -132,6 +136,7 @@ class MatrixConfig:
     run_id: str | None
     timeout_s: float
     device: str
+    profile: str
     known_failures: Path
     known_failures_required: bool
 
@@ -147,6 +152,9 @@ class MatrixConfig:
         timeout = get("matrix_timeout")
         if not timeout > 0:
             raise InputError(f"--timeout {timeout:g}: give a positive number of seconds per case")
+        profile = get("matrix_profile")
+        if profile not in PROFILES:
+            raise InputError(f"--profile {profile!r} is not a profile: use one of {', '.join(PROFILES)}")
         device = get("matrix_device")
         if not _DEVICE.match(device):
             raise InputError(f"--device {device!r} is not a device: write e.g. neuron, neuron:1 or cpu")
@@ -167,6 +175,7 @@ class MatrixConfig:
             run_id=get("matrix_run_id"),
             timeout_s=float(timeout),
             device=device,
+            profile=profile,
             known_failures=KNOWN_FAILURES_PATH if known is None else known,
             known_failures_required=known is not None,
         )
@@ -175,4 +184,4 @@ class MatrixConfig:
         """The selected cases, in run order (reads the catalog and imports the scenario set)."""
         scenarios = load_scenarios(self.scenario_module)
         return select(read_catalog(self.catalog), list(scenarios), self.selection, SLICES_PATH,
-                      applies=lambda name, group: scenario_for(scenarios[name], group) is not None)
+                      applies=lambda name, arch: scenario_for(scenarios[name], arch.group, arch.features) is not None)

@@ -16,6 +16,7 @@ Without xdist (``-n 0``) one process does both, and a crash ends the run (``--re
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import time
 from collections.abc import Callable, Generator
@@ -33,8 +34,10 @@ from hf_neuron.matrix.case.isolation import (
     harden_worker,
     read_fatal_error,
 )
+from hf_neuron.matrix.case.observe import watch_torch_compile
 from hf_neuron.matrix.case.verdict import Attempt, to_record
 from hf_neuron.matrix.options import MatrixConfig, add_options
+from hf_neuron.matrix.profiles import apply_profile
 from hf_neuron.matrix.progress import Progress
 from hf_neuron.matrix.records import SCENARIO_NAMES, Record
 from hf_neuron.matrix.results import environment
@@ -103,7 +106,8 @@ def _runner(config: MatrixConfig, run: _Run, process: str) -> CaseRunner:
 
 def _start_controller(pytest_config: pytest.Config, config: MatrixConfig, cases: list[Case]) -> _Run:
     known = load_known_failures(config.known_failures, SCENARIO_NAMES, required=config.known_failures_required)
-    env = environment.collect()
+    apply_profile(config.profile, os.environ)  # before any worker (or this process's first case) imports torch
+    env = environment.collect(config.profile)
     environment.require_backend(config.device, env)
     if pytest_config.option.collectonly:
         run_id, done = "collect-only", set[str]()
@@ -149,11 +153,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Harden a worker (after pytest's own faulthandler set-up, which would take over the crash log)."""
+    """Harden a worker (after pytest's own faulthandler set-up, which would take over the crash log); wherever cases
+    run, note what ``torch.compile`` is asked for."""
     worker_input = getattr(session.config, "workerinput", None)
-    if worker_input is not None:
-        run = session.config.stash[_RUN]
+    run = session.config.stash.get(_RUN, None)
+    if worker_input is not None and run is not None:
         run.crash_log = harden_worker(_crash_log(run.workdir, worker_input["workerid"]))
+    if run is not None and run.runner is not None:
+        watch_torch_compile()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -270,7 +277,6 @@ class _Controller:
         return to_record(
             case, Attempt("crashed", failure=info), cpu=None, known=self._run.known, run_id=self._run.run_id,
             env=self._run.env, started_at=started_at, finished_at=now_iso(), duration_s=time.monotonic() - start,
-            peak_memory_bytes=None,
         )
 
     @pytest.hookimpl(optionalhook=True)

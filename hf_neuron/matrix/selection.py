@@ -17,34 +17,45 @@ from typing import Any
 
 from hf_neuron.compat.slices import load_slices
 from hf_neuron.errors import InputError
+from hf_neuron.matrix.records import GAPS, Gap
 
 __all__ = ["Applies", "Architecture", "Case", "Selection", "Shard", "read_catalog", "select"]
 
-#: Whether a scenario (by name) has a case for an architecture of a catalog group.
-Applies = Callable[[str, str], bool]
+#: Whether a scenario (by name) has a case for an architecture (its group, its features).
+Applies = Callable[[str, "Architecture"], bool]
+
+
+#: A harness gap and why: ``(gap, reason)``.
+GapReason = tuple[Gap, str]
 
 
 @dataclasses.dataclass(frozen=True)
 class Architecture:
     """What the runner needs of a catalog entry (:class:`hf_neuron.compat.catalog.CatalogEntry`).
 
-    ``skip_reason`` is set when the catalog says the tiny model does not build on the CPU: its cases are selected
-    and recorded as ``skipped`` with that reason, without running, so the report shows them and why.
+    ``untested`` is set when the catalog says the tiny model does not build on the CPU: its cases are selected and
+    recorded as ``untested`` (gap ``tiny-build``) with that reason, without running, so the report shows them and
+    why. ``reviewed_gap`` is the harness gap the reviewed data gives an architecture whose tiny model does not run
+    on the CPU (e.g. it needs an input the harness cannot build): a case that fails the same way on the CPU is
+    recorded as ``untested`` with it.
     """
 
     model_type: str
     group: str
-    skip_reason: str | None = None
+    untested: GapReason | None = None
+    reviewed_gap: GapReason | None = None
+    features: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One (architecture, scenario) pair: one test, one record (``skip_reason``: recorded as skipped, not run)."""
+    """One (architecture, scenario) pair: one test, one record (``untested``: recorded so, not run)."""
 
     model_type: str
     group: str
     scenario: str
-    skip_reason: str | None = None
+    untested: GapReason | None = None
+    reviewed_gap: GapReason | None = None
 
     @property
     def case_id(self) -> str:
@@ -110,11 +121,19 @@ def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
     from hf_neuron.compat.catalog import load_catalog
 
     catalog = load_catalog(path)  # a malformed file raises CompatFileError, an InputError naming the file
-    return tuple(
-        Architecture(entry.model_type, entry.group,
-                     None if entry.builds is not False else f"the tiny model does not build on the CPU: {entry.reason}")
-        for entry in catalog.entries
-    )
+    architectures = []
+    for entry in catalog.entries:
+        untested: GapReason | None = None
+        if entry.builds is False:
+            untested = ("tiny-build", f"the tiny model does not build on the CPU: {entry.reason}")
+        reviewed: GapReason | None = None
+        if entry.gap is not None:
+            if entry.gap not in GAPS:
+                raise InputError(f"{path or 'compat/catalog.json'}: {entry.model_type} has gap {entry.gap!r}; "
+                                 f"gaps are {', '.join(GAPS)} (reviewed in compat/tiny_overrides.toml)")
+            reviewed = (entry.gap, entry.reason or f"the harness cannot test {entry.model_type} ({entry.gap})")
+        architectures.append(Architecture(entry.model_type, entry.group, untested, reviewed, frozenset(entry.features)))
+    return tuple(architectures)
 
 
 def _check_known(kind: str, option: str, names: Iterable[str], valid: Sequence[str]) -> None:
@@ -140,7 +159,8 @@ def select(
 ) -> list[Case]:
     """The cases of ``selection``, in run order; unknown names and an empty result raise InputError.
 
-    ``applies(scenario, group)`` says which scenarios have cases for which groups (default: all for all).
+    ``applies(scenario, architecture)`` says which scenarios have cases for which architectures (default: all for
+    all).
     """
     model_types = [entry.model_type for entry in catalog]
     groups = list(dict.fromkeys(entry.group for entry in catalog))
@@ -162,11 +182,11 @@ def select(
         wanted &= set(members)
     scenarios = [name for name in scenario_names if not selection.scenarios or name in selection.scenarios]
     cases = [
-        Case(entry.model_type, entry.group, scenario, entry.skip_reason)
+        Case(entry.model_type, entry.group, scenario, entry.untested, entry.reviewed_gap)
         for entry in catalog
         if entry.model_type in wanted and selection.group in (None, entry.group)
         for scenario in scenarios
-        if applies is None or applies(scenario, entry.group)
+        if applies is None or applies(scenario, entry)
     ]
     if selection.shard is not None:
         shard = selection.shard

@@ -12,18 +12,20 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hf_neuron.import_hooks import PostImportFinder
-from hf_neuron.patches.libraries import LIBRARIES
+from hf_neuron.patches import neuron_device
+from hf_neuron.patches.libraries import ALREADY_IMPORTED, HOOKED, LIBRARIES
 
 if TYPE_CHECKING:
     from types import TracebackType
 
     from hf_neuron.patches.registry import Patch, Registry
 
-__all__ = ["Installation", "default_registry", "hook", "install", "installation"]
+__all__ = ["Installation", "applicable", "default_registry", "hook", "install", "installation"]
 
 _registry: Registry | None = None
 _installation: Installation | None = None
@@ -41,6 +43,15 @@ def default_registry() -> Registry:
 
         _registry = Registry({library: functools.partial(_library_patches, library) for library in LIBRARIES})
     return _registry
+
+
+def applicable() -> list[Patch]:
+    """Every declared patch whose library is installed at a version it was written for: what applies in a process
+    with a neuron device, once the libraries are imported."""
+    from hf_neuron.patches.registry import in_range, installed_version
+
+    return [patch for patch in default_registry().patches()
+            if (version := installed_version(patch.library)) is not None and in_range(version, patch.versions)]
 
 
 class Installation:
@@ -83,8 +94,10 @@ def hook(registry: Registry, extra: Sequence[Registry] = ()) -> Installation:
 def install() -> Installation:
     """Hook :func:`default_registry` into imports: idempotent and cheap (imports no library, builds nothing).
 
-    Patches of libraries imported before this call apply now. With ``HF_NEURON_CUDA_REDIRECT=1`` the CUDA redirect
-    for user scripts is applied too (see :mod:`hf_neuron.patches.cuda_redirect`).
+    Patches of libraries imported before this call apply now: torch's too when a neuron device is registered
+    (it is still initialising, inside its own import, so they apply to it directly). With
+    ``HF_NEURON_CUDA_REDIRECT=1`` the CUDA redirect for user scripts is applied too (see
+    :mod:`hf_neuron.patches.cuda_redirect`).
     """
     global _installation
     if _installation is None:
@@ -96,10 +109,13 @@ def install() -> Installation:
                 from hf_neuron.patches import cuda_redirect
 
                 extra.append(cuda_redirect.enable())
-        finder = PostImportFinder(LIBRARIES, default_registry)
+        finder = PostImportFinder(HOOKED, default_registry)
         finder.install()
         if finder.libraries_imported():
             finder.registry.apply_ready()
+        if neuron_device.neuron_registered():
+            for library in ALREADY_IMPORTED:
+                finder.registry.module_executed(sys.modules[library])
         _installation = Installation(finder, extra)
     return _installation
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from hf_neuron.patches import neuron_device
 from hf_neuron.patches.bindings import modules_in, rebind
 
-__all__ = ["STATUS_TEXT", "Patch", "PatchState", "Registry", "Status", "installed_version"]
+__all__ = ["STATUS_TEXT", "Patch", "PatchState", "Registry", "Status", "in_range", "installed_version"]
 
 logger = logging.getLogger("hf_neuron.patches")
 
@@ -55,7 +55,8 @@ class Patch:
     specifiers of the library versions whose code the patch was written against. ``reason`` names the upstream
     code it works around (file and function); ``upstream_fix`` the upstream change that would make it unnecessary.
     ``replace`` builds the replacement from the original object. A patch with ``needs_device`` applies only when a
-    ``neuron`` device is registered.
+    ``neuron`` device is registered. ``reference_device_gap`` marks a patch that works around a gap of the reference
+    device itself (it runs the CPU's kernels), which Trainium may not have: the report flags it.
     """
 
     id: str
@@ -67,6 +68,7 @@ class Patch:
     replace: Callable[[Any], Any]
     upstream_fix: str = ""
     needs_device: bool = True
+    reference_device_gap: bool = False
 
     def __post_init__(self) -> None:
         if not self.id.startswith(f"{self.library}."):
@@ -124,6 +126,11 @@ def installed_version(library: str) -> str | None:
         return importlib.metadata.version(library)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def in_range(version: str, specifiers: str) -> bool:
+    """Whether ``version`` satisfies the PEP 440 ``specifiers``."""
+    return _in_range(version, specifiers)
 
 
 def _in_range(version: str, specifiers: str) -> bool:

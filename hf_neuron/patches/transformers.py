@@ -1,5 +1,5 @@
-"""transformers: detect ``neuron`` by device, list it, place pipelines on it, keep its RNG in Trainer checkpoints,
-run MoE experts on it."""
+"""transformers: detect ``neuron`` by device, list it, place pipelines on it, keep its RNG in Trainer checkpoints, and
+explain what needs Inductor (flex attention, an Inductor CompileConfig) instead of failing deep inside it."""
 
 from __future__ import annotations
 
@@ -98,32 +98,52 @@ def _restores_neuron_rng(original: Callable[[Any, str | None], None]) -> Callabl
     return _load_rng_state
 
 
-def _integer_histc_as_float() -> Any:
-    """A torch-function mode computing ``torch.histc`` of an integer tensor on a float copy (the CPU has no integer
-    histogram kernel; the result is the same for the small integers MoE routing counts)."""
+#: What a user on neuron can use instead of what needs Inductor.
+_INSTEAD = {
+    "flex_attention": "load the model with attn_implementation='sdpa' (or 'eager') on neuron",
+    "compile_config": "pass CompileConfig(backend='neuron', dynamic=False), or no compile_config (transformers then "
+                      "compiles with the neuron backend by itself)",
+}
+
+
+def _device_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """The device type of a call: its ``device`` argument, else its first tensor's."""
     import torch
-    from torch.overrides import TorchFunctionMode
 
-    class IntegerHistcAsFloat(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
-            if func is torch.histc and not args[0].is_floating_point():
-                args = (args[0].float(), *args[1:])
-            return func(*args, **(kwargs or {}))
-
-    return IntegerHistcAsFloat()
+    device = kwargs.get("device")
+    if device is not None:
+        return torch.device(device).type
+    tensor = next((value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)), None)
+    return None if tensor is None else tensor.device.type
 
 
-def _experts_count_tokens_in_float(original: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
-    grouped = original["grouped_mm"]
+def _explains_flex_attention(original: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    flex = original["flex_attention"]
 
-    @functools.wraps(grouped)
-    def grouped_mm_experts_forward(self: Any, hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
-        if hidden_states.device.type != neuron_device.DEVICE:
-            return grouped(self, hidden_states, *args, **kwargs)
-        with _integer_histc_as_float():
-            return grouped(self, hidden_states, *args, **kwargs)
+    @functools.wraps(flex)
+    def flex_attention(*args: Any, **kwargs: Any) -> Any:
+        if _device_of(args, kwargs) == neuron_device.DEVICE:
+            raise NotImplementedError(
+                "attn_implementation='flex_attention' needs Inductor (it compiles the attention and its block mask "
+                f"with it), which has no lowering for the neuron device: {_INSTEAD['flex_attention']}"
+            )
+        return flex(*args, **kwargs)
 
-    return {**original, "grouped_mm": grouped_mm_experts_forward}
+    return {**original, "flex_attention": flex_attention}
+
+
+def _explains_compile_config(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def get_compiled_call(self: Any, compile_config: Any) -> Any:
+        backend = getattr(compile_config, "backend", None)
+        if self.device.type == neuron_device.DEVICE and backend == "inductor":
+            raise ValueError(
+                "generate(compile_config=CompileConfig()) compiles with backend='inductor', which needs Inductor: it "
+                f"has no lowering for the neuron device: {_INSTEAD['compile_config']}"
+            )
+        return original(self, compile_config)
+
+    return get_compiled_call
 
 
 PATCHES: list[Patch] = [
@@ -190,20 +210,45 @@ PATCHES: list[Patch] = [
         upstream_fix="A neuron branch in `_load_rng_state()` (`set_rng_state_for_device('NEURON', ...)`).",
     ),
     Patch(
-        id="transformers.moe-experts-run-on-neuron",
+        id="transformers.flex-attention-explains-neuron",
         library="transformers",
-        module="transformers.integrations.moe",
-        attribute="ExpertsInterface._global_mapping",
+        module="transformers.modeling_utils",
+        attribute="AttentionInterface._global_mapping",
         versions=VERSIONS,
-        reason="transformers/integrations/moe.py `grouped_mm_experts_forward()`, the default experts implementation "
-        "of every MoE model, counts tokens per expert with `torch.histc` on an int tensor on every device but cpu "
-        "and mps; `histc` has no integer CPU kernel, which is where neuron runs it (the reference device, and the "
-        "real one when the op falls back), so every MoE forward fails with \"histogram_cpu\" not implemented for "
-        "'Int'. The replacement maps 'grouped_mm' to a wrapper that, on neuron only, computes that histogram on a "
-        "float copy as the cpu branch does. Models look the implementation up in this class-level mapping at call "
-        "time, so replacing the mapping reaches every MoE model.",
-        replace=_experts_count_tokens_in_float,
-        upstream_fix="`expert_ids_g.int() if device.type == 'cuda' else expert_ids_g.float()`: only CUDA needs the "
-        "integer input.",
+        reason="transformers/integrations/flex_attention.py compiles the attention with Inductor, which has no "
+        "lowering for the neuron device: `attn_implementation='flex_attention'` fails on neuron deep inside Inductor "
+        "(\"LoweringException: AssertionError ... Pointwise('neuron', ...)\"). On neuron the replacement raises at "
+        "once, saying to use 'sdpa' or 'eager'. Models look the implementation up in this class-level mapping at "
+        "call time.",
+        replace=_explains_flex_attention,
+        upstream_fix="An Inductor lowering for neuron (or a neuron flex-attention kernel); until then transformers "
+        "could refuse flex_attention on devices Inductor cannot lower for.",
+    ),
+    Patch(
+        id="transformers.flex-attention-mask-explains-neuron",
+        library="transformers",
+        module="transformers.masking_utils",
+        attribute="AttentionMaskInterface._global_mapping",
+        versions=VERSIONS,
+        reason="transformers/masking_utils.py `flex_attention_mask()` builds its BlockMask with `create_block_mask`, "
+        "compiled by Inductor, before any attention runs: with flex_attention on neuron this is where the model "
+        "fails first. On neuron the replacement raises the same clear error as the attention's.",
+        replace=_explains_flex_attention,
+        upstream_fix="As for the attention: an Inductor lowering for neuron.",
+    ),
+    Patch(
+        id="transformers.compile-config-explains-neuron",
+        library="transformers",
+        module="transformers.modeling_utils",
+        attribute="PreTrainedModel.get_compiled_call",
+        versions=VERSIONS,
+        reason="transformers/generation/configuration_utils.py `CompileConfig()` defaults to backend='inductor' "
+        "(and the docs show it so), which cannot lower for the neuron device: `generate(compile_config="
+        "CompileConfig())` on neuron fails inside Inductor. Without a compile_config, transformers picks the neuron "
+        "backend by itself (`_default_compile_config`). On neuron the replacement refuses an Inductor CompileConfig "
+        "at once, saying what to pass instead.",
+        replace=_explains_compile_config,
+        upstream_fix="`CompileConfig(backend=None)` by default, resolved to the device's backend like "
+        "`_default_compile_config` does.",
     ),
 ]

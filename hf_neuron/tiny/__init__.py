@@ -16,7 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["BUILDERS", "Materialize", "materialize"]
+__all__ = ["BUILDERS", "Materialize", "UnbuildableInputError", "materialize"]
+
+
+class UnbuildableInputError(ValueError):
+    """A tiny model needs an input the harness cannot build (the matrix records the case as untested, gap
+    ``inputs``: a gap of the harness to close, not a failure of the model or of the device)."""
 
 
 class Materialize(Protocol):

@@ -1,9 +1,10 @@
-"""Failure classes: why a case failed, from a reviewed rule table.
+"""Failure classes: what kind of failure a case had, from a reviewed rule table.
 
-:func:`classify` looks first at what the runner knows for sure (the same scenario failed on the CPU too, the case
-timed out or its process died, a parity check missed its tolerance), then at :data:`RULES`, matched in order
-against ``"ExceptionType: message"``; the first rule that matches names the class. Each rule says why it exists.
-Change the table with a test in ``tests/test_failure_classes.py`` showing the message it is for.
+:func:`classify` looks first at what the runner knows for sure (the case timed out or its process died, a parity
+check missed its tolerance), then at :data:`RULES`, matched in order against ``"ExceptionType: message"``; the first
+rule that matches names the class. Each rule says why it exists. Change the table with a test in
+``tests/test_failure_classes.py`` showing the message it is for. The CPU re-run's failure is classified by the same
+rules; whether it excuses the device's failure is :func:`hf_neuron.matrix.case.verdict.compare_with_cpu`'s call.
 """
 
 from __future__ import annotations
@@ -12,25 +13,26 @@ import dataclasses
 import re
 from typing import Literal, get_args
 
-from hf_neuron.matrix.records import DID_NOT_WORK, Outcome
+from hf_neuron.matrix.records import Outcome
 
-__all__ = ["FAILURE_CLASSES", "RULES", "FailureClass", "Rule", "classify"]
+__all__ = ["FAILURE_CLASSES", "NEURON_ONLY_CLASSES", "RULES", "FailureClass", "Rule", "classify"]
 
 FailureClass = Literal[
-    "fails-on-cpu",
     "timeout",
     "crash",
     "out-of-memory",
     "numerics-mismatch",
+    "needs-inductor",
     "compile",
     "unsupported-dtype",
     "op-missing",
     "device-hardcoded",
     "other",
 ]
-#: The closed set of failure classes. ``fails-on-cpu``: the same scenario fails on the CPU alone, so the
-#: architecture (or its tiny config) is broken, not neuron support; such failures are not counted against neuron.
+#: The closed set of failure classes.
 FAILURE_CLASSES: tuple[FailureClass, ...] = get_args(FailureClass)
+#: Classes neuron's by construction: the CPU is not asked (Inductor lowers for the CPU, never for neuron).
+NEURON_ONLY_CLASSES: frozenset[FailureClass] = frozenset({"needs-inductor"})
 
 
 
@@ -53,6 +55,10 @@ RULES: tuple[Rule, ...] = (
           r"|not enough memory",
           "Python's MemoryError, torch's OutOfMemoryError and the allocators' messages (the reference device's "
           "capacity limit raises the same)."),
+    _rule("needs-inductor",
+          r"needs Inductor|[Ii]nductor(?s:.*)\b(?:neuron|PrivateUse1|privateuseone)\b",
+          "Inductor (torch.compile's default backend, and what flex_attention and CompileConfig() compile with) has no "
+          "lowering for the neuron device: hf-neuron's own errors say \"needs Inductor\", Inductor's name the device."),
     _rule("compile",
           r"torch\._dynamo|torch\._inductor|\bBackendCompilerFailed\b|\bInternalTorchDynamoError\b"
           r"|^\S*Unsupported: |Invalid backend|graph break",
@@ -81,19 +87,11 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def classify(
-    outcome: Outcome,
-    failure_text: str,
-    *,
-    cpu_outcome: str | None,
-    parity_missed: bool,
-) -> FailureClass:
-    """The class of a failing case. ``failure_text`` is ``"ExceptionType: message"``.
+def classify(outcome: Outcome, failure_text: str, *, parity_missed: bool) -> FailureClass:
+    """The class of a failure. ``failure_text`` is ``"ExceptionType: message"``.
 
     ``parity_missed`` is true when the scenario returned a parity value beyond its tolerance.
     """
-    if cpu_outcome in DID_NOT_WORK:
-        return "fails-on-cpu"
     if outcome == "timeout":
         return "timeout"
     if outcome == "crashed":

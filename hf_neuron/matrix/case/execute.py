@@ -1,9 +1,14 @@
 """Running one case in a worker: the scenario on the device under a time limit, the CPU re-run, the record.
 
-When the scenario does not pass on the device (failed, error or timeout), it runs again with
-``ctx.device == "cpu"`` and that run becomes the record's ``cpu_outcome`` (and ``cpu_failure``): a failure the CPU
-shares is the architecture's, not the device's, and is classified ``fails-on-cpu``. A case whose architecture does
-not build (``Case.skip_reason``) is recorded ``skipped`` without running.
+The device's attempt is observed (:mod:`~hf_neuron.matrix.case.observe`: peak memory, compile facts, fallback
+operators); a case on a neuron device that compiled with another backend fails for it. When the scenario fails on
+the device (failed, error or timeout), it runs again on the CPU (``ctx.on("cpu")``, which keeps the device's code
+path) and that run becomes the record's ``cpu_outcome``, ``cpu_failure`` and ``cpu_verdict``: only the same
+failure on the CPU excuses the device's (:func:`~hf_neuron.matrix.case.verdict.compare_with_cpu`). A failure that is
+neuron's by construction (its class in :data:`~hf_neuron.matrix.case.classify.NEURON_ONLY_CLASSES`) is not re-run.
+A scenario that cannot be tested (a :class:`~hf_neuron.tiny.UnbuildableInputError`, or its own ``untested`` result) is
+recorded ``untested`` with its harness gap, as is a case whose tiny model does not build (``Case.untested``),
+without running.
 """
 
 from __future__ import annotations
@@ -16,24 +21,16 @@ from types import FrameType
 from typing import Any
 
 from hf_neuron.compat.known_failures import KnownFailures
-from hf_neuron.matrix.case.device_memory import peak_bytes, reset_peak
-from hf_neuron.matrix.case.fingerprint import (
-    FailureInfo,
-    describe_exception,
-    describe_stack,
-    frame_name,
-)
+from hf_neuron.matrix.case.classify import NEURON_ONLY_CLASSES
+from hf_neuron.matrix.case.fingerprint import FailureInfo, describe_exception, describe_stack, frame_name
 from hf_neuron.matrix.case.isolation import CaseTimeout, TimeLimit
-from hf_neuron.matrix.case.verdict import Attempt, AttemptOutcome, to_record
+from hf_neuron.matrix.case.observe import Observer, wrong_backend
+from hf_neuron.matrix.case.verdict import Attempt, AttemptOutcome, Observations, failure_class, to_record
 from hf_neuron.matrix.records import Record
 from hf_neuron.matrix.results.store import RecordWriter, now_iso
-from hf_neuron.matrix.scenarios.contract import (
-    CaseContext,
-    Scenario,
-    ScenarioResult,
-    scenario_for,
-)
+from hf_neuron.matrix.scenarios.contract import CaseContext, Scenario, ScenarioResult, scenario_for
 from hf_neuron.matrix.selection import Case
+from hf_neuron.tiny import UnbuildableInputError
 
 __all__ = ["CaseRunner"]
 
@@ -71,6 +68,8 @@ class CaseRunner:
                 result = scenario(ctx)
         except CaseTimeout as timeout:
             return Attempt("timeout", failure=self._timed_out(timeout.frame, stuck=False))
+        except UnbuildableInputError as gap:
+            return Attempt("untested", reason=str(gap), gap="inputs")
         except Exception as exc:  # noqa: BLE001 - whatever a scenario raises is its record's failure
             return Attempt("error", failure=describe_exception(exc))
         if not isinstance(result, ScenarioResult):
@@ -78,41 +77,56 @@ class CaseRunner:
             return Attempt("error", failure=FailureInfo("TypeError", message, _scenario_frame(scenario), ""))
         if result.outcome == "failed":
             info = FailureInfo("CheckFailed", result.message or "", _scenario_frame(scenario), "")
-            return Attempt("failed", parity=result.parity, parity_missed=result.parity_missed, failure=info)
-        return Attempt(result.outcome, reason=result.message, parity=result.parity)
+            return Attempt("failed", parity=result.parity, parity_missed=result.parity_missed, failure=info,
+                           details=result.details)
+        return Attempt(result.outcome, reason=result.message, parity=result.parity, gap=result.gap,
+                       details=result.details)
+
+    def _checked(self, attempt: Attempt, observed: Observations, scenario: Scenario) -> Attempt:
+        """``attempt``, failed when it compiled with a backend the device must not use."""
+        why = wrong_backend(observed.compile, self.device)
+        if why is None or attempt.failure is not None:
+            return attempt
+        return dataclasses.replace(
+            attempt, outcome="failed", failure=FailureInfo("CheckFailed", why, _scenario_frame(scenario), "")
+        )
 
     def run(self, case: Case) -> Record:
-        """Run ``case`` on the device (and on the CPU if it does not pass), record it, return the record."""
+        """Run ``case`` on the device (and on the CPU if it fails), record it, return the record."""
         started_at, start = now_iso(), time.monotonic()
         scenario = scenario_for(self.scenarios[case.scenario], case.group)
         if scenario is None:
             raise KeyError(f"scenario {case.scenario!r} has no implementation for group {case.group!r}")
         ctx = CaseContext(case.model_type, case.group, case.scenario, self.device, self.workdir)
 
-        def record(attempt: Attempt, cpu: Attempt | None, peak: int | None) -> Record:
+        def record(attempt: Attempt, cpu: Attempt | None, observed: Observations | None) -> Record:
             return to_record(
                 case, attempt, cpu=cpu, known=self.known, run_id=self.run_id, env=self.env,
-                started_at=started_at, finished_at=now_iso(), duration_s=time.monotonic() - start,
-                peak_memory_bytes=peak,
+                started_at=started_at, finished_at=now_iso(), duration_s=time.monotonic() - start, observed=observed,
             )
 
         def stuck_on_device(frame: FrameType | None) -> None:
             self.writer.write(record(Attempt("timeout", failure=self._timed_out(frame, stuck=True)), None, None))
 
-        if case.skip_reason is not None:
-            skipped = record(Attempt("skipped", reason=case.skip_reason), None, None)
-            self.writer.write(skipped)
-            return skipped
-        reset_peak(self.device)
+        if case.untested is not None:
+            gap, reason = case.untested
+            untested = record(Attempt("untested", reason=reason, gap=gap), None, None)
+            self.writer.write(untested)
+            return untested
+        observer = Observer(self.device)
+        observer.start()
         attempt = self._attempt(scenario, ctx, stuck_on_device)
-        peak = peak_bytes(self.device)
+        observed = observer.finish()
+        attempt = self._checked(attempt, observed, scenario)
         cpu: Attempt | None = None
-        if attempt.outcome in _RERUN_ON_CPU and self.device != "cpu":
+        rerun = attempt.outcome in _RERUN_ON_CPU and failure_class(attempt) not in NEURON_ONLY_CLASSES
+        if rerun and self.device != "cpu":
 
             def stuck_on_cpu(frame: FrameType | None) -> None:
-                self.writer.write(record(attempt, Attempt("timeout", failure=self._timed_out(frame, stuck=True)), peak))
+                on_cpu = Attempt("timeout", failure=self._timed_out(frame, stuck=True))
+                self.writer.write(record(attempt, on_cpu, observed))
 
             cpu = self._attempt(scenario, ctx.on("cpu"), stuck_on_cpu)
-        result = record(attempt, cpu, peak)
+        result = record(attempt, cpu, observed)
         self.writer.write(result)
         return result

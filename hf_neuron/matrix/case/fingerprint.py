@@ -1,9 +1,10 @@
 """Failure fingerprints: the same failure gets the same short hash in every run, on every machine.
 
-A fingerprint hashes three things: the exception type, its message with everything that varies between runs
-normalised away (file paths, addresses, tensor shapes, numbers), and the frame that raised it
-(``file basename:function``). Two architectures that fail in the same library function with the same
-message share a fingerprint; the report groups by it.
+A fingerprint hashes three things: the exception type, its message with everything that varies between runs or
+devices normalised away (file paths, addresses, device names, tensor shapes, numbers), and the frame that raised it
+(``file basename:function``), so that the same failure on neuron and on the CPU has the same fingerprint. Two
+architectures that fail in the same library function with the same message share a fingerprint; the report groups by
+it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _TRACEBACK_CHARS = 8000
 # Order matters: paths and addresses contain digits, shapes contain numbers.
 _PATH = re.compile(r"(?<![\w.:/])(?:/[^\s/'\"`:,;()\[\]{}<>]+)+/")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_DEVICE = re.compile(r"\b(?:neuron|cpu|cuda|xpu|mps|xla|hpu|npu|privateuseone)(?::\d+)?\b")
 _SHAPE_LIST = re.compile(r"[\[(]\s*-?\d+(?:\s*,\s*-?\d+)*\s*,?\s*[\])]")
 _SHAPE_X = re.compile(r"\b\d+(?:x\d+)+\b")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.]*\w)")
@@ -51,9 +53,11 @@ class FailureInfo:
 
 
 def normalise(message: str) -> str:
-    """The message with paths, addresses, shapes and numbers replaced by placeholders, whitespace collapsed."""
+    """The message with paths, addresses, device names, shapes and numbers replaced by placeholders, whitespace
+    collapsed."""
     text = _PATH.sub("<path>/", message)
     text = _ADDRESS.sub("0x<addr>", text)
+    text = _DEVICE.sub("<device>", text)
     text = _SHAPE_LIST.sub("<shape>", text)
     text = _SHAPE_X.sub("<shape>", text)
     text = _NUMBER.sub("<n>", text)

@@ -39,6 +39,23 @@ def _verdict(check: CpuCheck, runs_checked: bool) -> tuple[bool, bool | None, st
     return builds, check.ok, None if check.ok else f"{check.stage}: {check.error}"
 
 
+def _features(model_type: str) -> tuple[str, ...]:
+    """What decides which scenario variants apply: the config's ``output_router_logits`` (a mixture of experts with
+    an auxiliary loss), and the attention implementations the model class supports."""
+    import dataclasses
+
+    from hf_neuron.tiny.text.config import config_class
+    from hf_neuron.tiny.text.model_types import model_class
+
+    features = []
+    if "output_router_logits" in {field.name for field in dataclasses.fields(config_class(model_type))}:
+        features.append("router-logits")
+    cls = model_class(model_type)
+    features += [name for name, flag in (("sdpa", "_supports_sdpa"), ("flex-attention", "_supports_flex_attn"))
+                 if getattr(cls, flag, False)]
+    return tuple(features)
+
+
 def _transformers_entries(types: Iterable[str] | None, run_models: bool) -> list[CatalogEntry]:
     import transformers
 
@@ -60,10 +77,11 @@ def _transformers_entries(types: Iterable[str] | None, run_models: bool) -> list
             result = check_text_model(model_type, until="generate" if runs_checked else "build")
             builds, runs, reason = _verdict(result, runs_checked)
         override = overrides.get(model_type)
+        gap = None
         if override is not None and not override.runs and reason is not None:
-            reason = override.reason
+            reason, gap = override.reason, override.gap
         entries.append(CatalogEntry(model_type, group, class_name, config_class(model_type).__name__,
-                                    builds, runs, reason))
+                                    builds, runs, reason, gap, _features(model_type)))
     return entries
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+import subprocess
 from collections.abc import Mapping
 from typing import Any
 
 from hf_neuron import backends
 from hf_neuron._version import __version__
+from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.errors import InputError
 from hf_neuron.settings import read
 
@@ -41,24 +43,39 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def collect() -> dict[str, Any]:
-    """The ``env`` block: backend, backend_version, device_count, whether hf-neuron's patches apply
-    (``HF_NEURON_PATCHES``: off, the run measures the libraries unmodified), python, library versions, hf_neuron,
-    host."""
+def _commit() -> str | None:
+    """The git commit of the checkout hf-neuron runs from, when it runs from one."""
+    try:
+        result = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                                text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def collect(profile: str | None = None) -> dict[str, Any]:
+    """The ``env`` block: backend, backend_version, device_count, the matrix profile, the hf-neuron patches that
+    apply (none with ``HF_NEURON_PATCHES=0``: the run measures the libraries unmodified) and those among them that
+    work around a gap of the reference device itself, python, library versions, hf_neuron and its commit, host."""
+    from hf_neuron.patches import applicable
     if backends.real_backend_installed():
         backend, backend_version, device_count = "real", _version(backends.REAL_PACKAGE.replace("_", "-")), None
     elif read("HF_NEURON_EMULATOR"):
         backend, backend_version, device_count = "reference", __version__, read("HF_NEURON_EMULATOR_DEVICES")
     else:
         backend, backend_version, device_count = "none", None, 0
+    patches = applicable() if read("HF_NEURON_PATCHES") else []
     return {
         "backend": backend,
         "backend_version": backend_version,
         "device_count": device_count,
-        "patches": read("HF_NEURON_PATCHES"),
+        "profile": profile,
+        "patches": [patch.id for patch in patches],
+        "reference_gap_patches": [patch.id for patch in patches if patch.reference_device_gap],
         "python": platform.python_version(),
         **{key: _version(distribution) for key, distribution in LIBRARIES.items()},
         "hf_neuron": __version__,
+        "hf_neuron_commit": _commit(),
         "host": platform.node(),
     }
 

@@ -6,7 +6,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from hf_neuron.matrix.records import DID_NOT_WORK, OUTCOMES, Record
+from hf_neuron.matrix.records import OUTCOMES, Record, case_verdict
 
 __all__ = ["Summary", "summarize"]
 
@@ -20,6 +20,7 @@ class Summary:
     failure_classes: Counter[str]
     device_failures: tuple[str, ...]
     cpu_also_fails: tuple[str, ...]
+    untested: Counter[str]
     known_now_passing: tuple[str, ...]
     missing: tuple[str, ...]
 
@@ -34,7 +35,10 @@ class Summary:
             lines.append(f"failing on the device: {len(self.device_failures)}, by class: "
                          + ", ".join(f"{name} {n}" for name, n in self.failure_classes.most_common()))
         if self.cpu_also_fails:
-            lines.append(f"failing on the CPU too (not counted against the device): {len(self.cpu_also_fails)}")
+            lines.append(f"failing the same way on the CPU (not held against the device): {len(self.cpu_also_fails)}")
+        if self.untested:
+            lines.append(f"untested (harness gaps to close): {sum(self.untested.values())}, by gap: "
+                         + ", ".join(f"{gap} {n}" for gap, n in self.untested.most_common()))
         for case_id in self.known_now_passing:
             lines.append(f"known failure now passes, take it off compat/known_failures.toml: {case_id}")
         if self.missing:
@@ -44,20 +48,19 @@ class Summary:
 
 
 def summarize(records: Iterable[Record], case_ids: Sequence[str]) -> Summary:
-    """Summarise the records of the selected ``case_ids`` (records of other cases are ignored)."""
+    """Summarise the records of the selected ``case_ids`` (records of other cases are ignored). A known failure is
+    expected: it does not count among the device's failures."""
     selected = set(case_ids)
     by_case = {r["case_id"]: r for r in records if r["case_id"] in selected}
     mine = [by_case[c] for c in case_ids if c in by_case]
-    failing = [r for r in mine if r["outcome"] in DID_NOT_WORK]
-    cpu_too = [r for r in failing if r["failure"] is not None and r["failure"]["failure_class"] == "fails-on-cpu"]
-    cpu_ids = {r["case_id"] for r in cpu_too}
-    device = [r for r in failing if r["case_id"] not in cpu_ids]
+    device = [r for r in mine if case_verdict(r) == "fails-on-neuron" and r["outcome"] != "known-failure"]
     return Summary(
         selected=len(case_ids),
         outcomes=Counter(r["outcome"] for r in mine),
         failure_classes=Counter(r["failure"]["failure_class"] for r in device if r["failure"] is not None),
         device_failures=tuple(r["case_id"] for r in device),
-        cpu_also_fails=tuple(r["case_id"] for r in cpu_too),
+        cpu_also_fails=tuple(r["case_id"] for r in mine if case_verdict(r) == "fails-on-cpu-too"),
+        untested=Counter(str(r.get("gap")) for r in mine if r["outcome"] == "untested"),
         known_now_passing=tuple(r["case_id"] for r in mine if r["outcome"] == "passed" and r["known_failure"]),
         missing=tuple(c for c in case_ids if c not in by_case),
     )

@@ -18,8 +18,8 @@ from hf_neuron.matrix.scenarios.contract import PerGroup, Scenario
 __all__ = ["SCENARIOS"]
 
 
-def _text(scenario: Scenario) -> PerGroup:
-    return PerGroup(dict.fromkeys(TEXT_GROUPS, scenario))
+def _text(scenario: Scenario, requires: str | None = None) -> PerGroup:
+    return PerGroup(dict.fromkeys(TEXT_GROUPS, scenario), requires)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -33,4 +33,8 @@ SCENARIOS: dict[str, Scenario] = {
     "compile": _text(text.compile_forward),
     "save": _text(text.save),
     "ddp": _text(ddp.ddp),
+    "sdpa": _text(text.sdpa, requires="sdpa"),
+    "flex_attention": _text(text.flex_attention, requires="flex-attention"),
+    "generate_compiled": _text(text.generate_compiled),
+    "train_aux_loss": _text(training.train_aux_loss, requires="router-logits"),
 }

@@ -43,15 +43,18 @@ def forward(ctx: CaseContext) -> ScenarioResult:
     inputs = forward_inputs(reference, seed=ctx.seed)
     model = _load(ctx, ctx.device)
     actual = denoise(model, {name: _on(value, ctx.device) for name, value in inputs.items()})
-    return compare(actual, denoise(reference, inputs), "denoiser output")
+    return compare(actual, denoise(reference, inputs), "denoiser output", device=ctx.device)
 
 
 def generate(ctx: CaseContext) -> ScenarioResult:
     """A two-step pipeline run on the device (backbone, text encoders, VAE) makes the CPU's images."""
     backbone_recipe = recipe(ctx.model_type)
     if backbone_recipe.pipeline is None:
-        return ScenarioResult.skipped(f"compat/tiny_diffusion.toml has no pipeline recipe for {ctx.model_type}")
+        return ScenarioResult.untested(f"compat/tiny_diffusion.toml has no pipeline recipe for {ctx.model_type}",
+                                       "pipeline-recipe")
     expected = run_pipeline(build_pipeline(_load(ctx, "cpu"), backbone_recipe, seed=ctx.seed), backbone_recipe,
                             seed=ctx.seed)
     pipeline = build_pipeline(_load(ctx, "cpu"), backbone_recipe, seed=ctx.seed).to(ctx.device)
+    if pipeline.device.type != ctx.device.split(":")[0]:
+        return ScenarioResult.failed(f"the pipeline runs on {pipeline.device}, not on {ctx.device}")
     return compare(run_pipeline(pipeline, backbone_recipe, seed=ctx.seed), expected, "images")

@@ -1,16 +1,17 @@
 """The inference scenarios of text models: ``load``, ``forward``, ``generate``, ``bf16``, ``compile``, ``save``.
 
 Each runs on ``ctx.device`` and compares with the same computation on the CPU (``compile`` and ``save`` with the
-eager / original model on the same device, which ``forward`` has already compared with the CPU). Greedy tokens are
-compared exactly, except after a step where the CPU itself saw a tie: when the device picks a token whose CPU score
-is within the dtype's tolerance of the CPU's choice, both are right and the rest of that row is not compared.
+eager / original model on the same device, which ``forward`` has already compared with the CPU). ``load`` compares
+weights exactly. Greedy decoding compares the scores of every step (within the dtype's tolerance) and the tokens
+exactly, except after a step where the CPU itself saw a tie: when the device picks a token whose CPU score is within
+the tolerance of the CPU's choice, both are right, and the steps after it are not compared (their inputs differ).
 """
 
 from __future__ import annotations
 
 import itertools
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hf_neuron.matrix.records import Parity
 from hf_neuron.matrix.scenarios.contract import (
@@ -33,7 +34,10 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["CACHES", "bf16", "compile_forward", "forward", "generate", "load", "save"]
+__all__ = [
+    "CACHES", "bf16", "compile_backend", "compile_forward", "flex_attention", "forward", "generate",
+    "generate_compiled", "load", "save", "sdpa",
+]
 
 #: The caches ``generate`` decodes with: the model's default, and a static cache (which transformers compiles
 #: with the device's ``torch.compile`` backend on ``neuron``).
@@ -56,7 +60,7 @@ def load(ctx: CaseContext) -> ScenarioResult:
             f"{len(elsewhere)} of {len(tensors)} tensors not on {ctx.device} after from_pretrained(device_map="
             f"{ctx.device!r}) (model.device {model.device}): {', '.join(elsewhere[:5])}"
         )
-    return compare_named(tensors, _named_tensors(load_model(ctx, "cpu")), "tensor")
+    return compare_named(tensors, _named_tensors(load_model(ctx, "cpu")), "tensor", EXACT, device=ctx.device)
 
 
 def _logits(model: PreTrainedModel, input_ids: torch.Tensor) -> torch.Tensor:
@@ -67,24 +71,41 @@ def _logits(model: PreTrainedModel, input_ids: torch.Tensor) -> torch.Tensor:
     return logits
 
 
+def _forward_with(ctx: CaseContext, **config: Any) -> ScenarioResult:
+    """The logits of one forward pass on the device equal the CPU's (both with ``config``), within the float32
+    tolerance. The device runs first, so that a failure there costs no CPU work."""
+    model = load_model(ctx, ctx.device, **config)
+    input_ids = sample_ids(ctx, model)
+    actual = _logits(model, input_ids)
+    return compare(actual, _logits(load_model(ctx, "cpu", **config), input_ids), "logits", device=ctx.device)
+
+
 def forward(ctx: CaseContext) -> ScenarioResult:
-    """The logits of one forward pass on the device equal the CPU's, within the float32 tolerance."""
-    reference = load_model(ctx, "cpu")
-    input_ids = sample_ids(ctx, reference)
-    return compare(_logits(load_model(ctx, ctx.device), input_ids), _logits(reference, input_ids), "logits")
+    """The logits of one forward pass on the device equal the CPU's, within the float32 tolerance (the tiny
+    config's eager attention)."""
+    return _forward_with(ctx)
 
 
-def _agree(actual: Greedy, expected: Greedy, tolerance: Tolerance, what: str) -> ScenarioResult:
-    """Greedy tokens equal, or differing first where the CPU's scores of both tokens tie within ``tolerance``."""
-    if actual.tokens.shape != expected.tokens.shape:
-        return ScenarioResult.failed(f"{what}: shape {tuple(actual.tokens.shape)}, the CPU's "
-                                     f"{tuple(expected.tokens.shape)}")
-    mismatches = []
+def sdpa(ctx: CaseContext) -> ScenarioResult:
+    """``forward`` with ``attn_implementation="sdpa"`` (what transformers picks by itself where supported)."""
+    return _forward_with(ctx, attn_implementation="sdpa")
+
+
+def flex_attention(ctx: CaseContext) -> ScenarioResult:
+    """``forward`` with ``attn_implementation="flex_attention"`` (compiled through Inductor)."""
+    return _forward_with(ctx, attn_implementation="flex_attention")
+
+
+def _diverging_step(actual: Greedy, expected: Greedy, tolerance: Tolerance) -> tuple[int, list[str]]:
+    """The first step whose token differs in some row (``NEW_TOKENS`` when none does), and the rows whose difference
+    is not a tie of the CPU's scores within ``tolerance``."""
+    first, mismatches = expected.tokens.shape[1], []
     for row in range(expected.tokens.shape[0]):
         differing = (actual.tokens[row] != expected.tokens[row]).nonzero()
         if not len(differing):
             continue
         step = int(differing[0])
+        first = min(first, step)
         scores = expected.scores[step, row]
         chosen, other = int(expected.tokens[row, step]), int(actual.tokens[row, step])
         margin = float(scores[chosen] - scores[other])
@@ -92,25 +113,59 @@ def _agree(actual: Greedy, expected: Greedy, tolerance: Tolerance, what: str) ->
         if not margin <= bound:
             mismatches.append(f"row {row} step {step}: token {other}, the CPU's {chosen} (CPU score margin "
                               f"{margin:.3g} > tolerance {bound:.3g})")
-    parity = Parity(metric="token_mismatches", value=float(len(mismatches)), tolerance=0.0)
+    return first, mismatches
+
+
+def _agree(actual: Greedy, expected: Greedy, tolerance: Tolerance, what: str) -> ScenarioResult:
+    """The scores of every step up to the first differing token within ``tolerance`` (suppressed tokens, -inf, must
+    be suppressed on both), and the greedy tokens equal but where the CPU's scores of both tokens tie."""
+    import torch
+
+    if actual.tokens.shape != expected.tokens.shape or actual.scores.shape != expected.scores.shape:
+        return ScenarioResult.failed(f"{what}: shape {tuple(actual.tokens.shape)}, the CPU's "
+                                     f"{tuple(expected.tokens.shape)}")
+    steps, mismatches = _diverging_step(actual, expected, tolerance)
     if mismatches:
+        parity = Parity(metric="token_mismatches", value=float(len(mismatches)), tolerance=0.0)
         return ScenarioResult.failed(f"{what} differ from the CPU's: {'; '.join(mismatches)}", parity)
-    return ScenarioResult.passed(parity)
+    got, want = actual.scores[:steps], expected.scores[:steps]
+    finite = want.isfinite()
+    if not torch.equal(finite, got.isfinite()) or not torch.equal(got[~finite], want[~finite]):
+        return ScenarioResult.failed(f"{what}: the scores suppress other tokens than the CPU's")
+    return compare(got[finite], want[finite], f"{what} scores", tolerance)
 
 
 def _greedy_agrees(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel,
                    caches: tuple[str | None, ...]) -> ScenarioResult:
-    """Greedy decoding with each of ``caches`` agrees between ``model`` (device) and ``reference`` (CPU)."""
+    """Greedy decoding with each of ``caches`` agrees between ``model`` (on ``ctx.device``) and ``reference`` (CPU).
+
+    transformers compiles static-cache decoding on neuron by itself (not on the CPU): for a neuron case the CPU's
+    decoding is compiled with the same settings (:func:`compile_backend`), on the CPU re-run the device's too, so
+    that both sides run the same graphs and differ only by the device."""
     input_ids = sample_ids(ctx, reference)
     dtype = str(reference.dtype).removeprefix("torch.")
+    compiled_on_device = ctx.device_under_test.split(":")[0] == "neuron"
     result = ScenarioResult.passed()
     for cache in caches:
         kwargs = {} if cache is None else {"cache_implementation": cache}
-        result = _agree(greedy(model, input_ids, **kwargs), greedy(reference, input_ids, **kwargs),
-                        ctx.tolerance(dtype), f"greedy tokens ({cache or 'default'} cache, {dtype})")
+        compiled = _cpu_compile_config(ctx) if cache == "static" and compiled_on_device else {}
+        actual = greedy(model, input_ids, **kwargs, **(compiled if ctx.rerun_on_cpu else {}))
+        what = f"greedy decoding ({cache or 'default'} cache, {dtype})"
+        if actual.device.split(":")[0] != ctx.device.split(":")[0]:
+            return ScenarioResult.failed(f"{what} ran on {actual.device}, not on {ctx.device}")
+        result = _agree(actual, greedy(reference, input_ids, **kwargs, **compiled), ctx.tolerance(dtype), what)
         if result.outcome != "passed":
             return result
     return result
+
+
+def _cpu_compile_config(ctx: CaseContext) -> dict[str, object]:
+    """``generate`` keywords that compile the decoding step on the CPU with the device's compile settings."""
+    from transformers import CompileConfig
+
+    config = CompileConfig(backend=compile_backend("cpu"), dynamic=False, mode="default")
+    config._compile_all_devices = True  # type: ignore[assignment]  # declared None, read as a flag
+    return {"compile_config": config}
 
 
 def generate(ctx: CaseContext) -> ScenarioResult:
@@ -118,12 +173,25 @@ def generate(ctx: CaseContext) -> ScenarioResult:
     return _greedy_agrees(ctx, load_model(ctx, ctx.device), load_model(ctx, "cpu"), CACHES)
 
 
+def generate_compiled(ctx: CaseContext) -> ScenarioResult:
+    """Greedy decoding with a static cache and an explicit ``compile_config=CompileConfig()`` (as transformers' docs
+    show it: its default backend is Inductor) agrees with the CPU's."""
+    from transformers import CompileConfig
+
+    model = load_model(ctx, ctx.device)
+    input_ids = sample_ids(ctx, model)
+    actual = greedy(model, input_ids, cache_implementation="static", compile_config=CompileConfig())
+    reference = load_model(ctx, "cpu")
+    return _agree(actual, greedy(reference, input_ids, cache_implementation="static"),
+                  ctx.tolerance("float32"), "greedy decoding (static cache, CompileConfig())")
+
+
 def bf16(ctx: CaseContext) -> ScenarioResult:
     """In bfloat16, the logits equal the CPU's within the bfloat16 tolerance, and greedy decoding agrees."""
     reference = load_model(ctx, "cpu", dtype="bfloat16")
     model = load_model(ctx, ctx.device, dtype="bfloat16")
     input_ids = sample_ids(ctx, reference)
-    logits = compare(_logits(model, input_ids), _logits(reference, input_ids), "bfloat16 logits")
+    logits = compare(_logits(model, input_ids), _logits(reference, input_ids), "bfloat16 logits", device=ctx.device)
     if logits.outcome != "passed":
         return logits
     tokens = _greedy_agrees(ctx, model, reference, (None,))
@@ -131,12 +199,11 @@ def bf16(ctx: CaseContext) -> ScenarioResult:
 
 
 def compile_backend(device: str) -> str:
-    """The ``torch.compile`` backend of ``device``: the one registered under its type (``neuron``), else
-    ``aot_eager`` (AOTAutograd without Inductor, the CPU's closest match to the neuron backend)."""
-    import torch._dynamo
-
-    device_type = device.split(":")[0]
-    return device_type if device_type in torch._dynamo.list_backends(exclude_tags=()) else "aot_eager"
+    """The ``torch.compile`` backend of a case on ``device``: ``neuron`` on a neuron device (registered by the
+    backend that owns the device: never a substitute), else ``aot_eager``: the same pipeline without the Neuron
+    compiler's rules (Dynamo, AOTAutograd, the graphs run eagerly), for the CPU re-run of a neuron case and for a
+    CPU-only run."""
+    return "neuron" if device.split(":")[0] == "neuron" else "aot_eager"
 
 
 def compile_forward(ctx: CaseContext) -> ScenarioResult:
@@ -149,7 +216,8 @@ def compile_forward(ctx: CaseContext) -> ScenarioResult:
     input_ids = sample_ids(ctx, model)
     eager = _logits(model, input_ids)
     compiled = torch.compile(model, backend=compile_backend(ctx.device), dynamic=False)
-    return compare(_logits(compiled, input_ids), eager, "compiled logits", reference="eager's")  # type: ignore[arg-type]
+    return compare(_logits(compiled, input_ids), eager, "compiled logits", reference="eager's",  # type: ignore[arg-type]
+                   device=ctx.device)
 
 
 def save(ctx: CaseContext) -> ScenarioResult:
@@ -161,5 +229,5 @@ def save(ctx: CaseContext) -> ScenarioResult:
     with tempfile.TemporaryDirectory(dir=ctx.workdir, prefix="save-") as directory:
         model.save_pretrained(directory)
         reloaded = type(model).from_pretrained(directory, device_map=ctx.device, dtype=model.dtype).eval()
-        return compare(_logits(reloaded, input_ids), expected, "logits after save and reload", EXACT,
+        return compare(_logits(reloaded, input_ids), expected, "logits after save and reload", EXACT, device=ctx.device,
                        reference="the saved model's")

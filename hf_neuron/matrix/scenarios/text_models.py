@@ -44,13 +44,16 @@ _FIRST_ORDINARY_ID = 8
 _HIGHEST_ID = 512
 
 
-def load_model(ctx: CaseContext, device: str, *, dtype: str = "float32", train: bool = False) -> PreTrainedModel:
-    """The case's tiny checkpoint on ``device`` in ``dtype``; in train mode without dropout when ``train``."""
+def load_model(ctx: CaseContext, device: str, *, dtype: str = "float32", train: bool = False,
+               **config: Any) -> PreTrainedModel:
+    """The case's tiny checkpoint on ``device`` in ``dtype``; in train mode without dropout when ``train``; ``config``
+    overrides fields of its config (e.g. ``output_router_logits=True``, ``attn_implementation="sdpa"``)."""
     import torch
     import transformers
 
     auto = getattr(transformers, AUTO_CLASSES[ctx.group])
-    model: PreTrainedModel = auto.from_pretrained(ctx.checkpoint, device_map=device, dtype=getattr(torch, dtype))
+    model: PreTrainedModel = auto.from_pretrained(ctx.checkpoint, device_map=device, dtype=getattr(torch, dtype),
+                                                  **config)
     model.train(train)
     if train:
         disable_dropout(model)
@@ -113,10 +116,11 @@ def model_inputs(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, t
 @dataclasses.dataclass(frozen=True)
 class Greedy:
     """Greedy decoding's new tokens ``(BATCH, n)`` and the scores each step chose from ``(n, BATCH, vocab)``,
-    both on the CPU."""
+    both on the CPU, and the device decoding ran on."""
 
     tokens: torch.Tensor
     scores: torch.Tensor
+    device: str
 
 
 def greedy(model: PreTrainedModel, input_ids: torch.Tensor, **generate_kwargs: Any) -> Greedy:
@@ -130,4 +134,5 @@ def greedy(model: PreTrainedModel, input_ids: torch.Tensor, **generate_kwargs: A
             max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False, num_beams=1,
             output_scores=True, return_dict_in_generate=True, **generate_kwargs,
         )
-    return Greedy(out.sequences[:, -NEW_TOKENS:].to("cpu"), torch.stack(out.scores).to("cpu", torch.float32))
+    return Greedy(out.sequences[:, -NEW_TOKENS:].to("cpu"), torch.stack(out.scores).to("cpu", torch.float32),
+                  str(out.sequences.device))

@@ -23,7 +23,7 @@ from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sam
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LEARNING_RATE", "STEPS", "lora", "train"]
+__all__ = ["LEARNING_RATE", "STEPS", "lora", "train", "train_aux_loss"]
 
 #: Optimizer steps on the device; the loss after the last must be below the first.
 STEPS = 3
@@ -61,19 +61,19 @@ def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
 
 
-def _first_step_parity(model: torch.nn.Module, reference: torch.nn.Module, input_ids: torch.Tensor, seed: int
-                       ) -> ScenarioResult:
+def _first_step_parity(model: torch.nn.Module, reference: torch.nn.Module, input_ids: torch.Tensor, seed: int,
+                       device: str) -> ScenarioResult:
     """Loss, gradients and updated trainable weights of one step on ``model`` against ``reference`` (CPU).
 
     Passed with the gradients' parity (the worst parameter), or the first comparison that failed."""
     optimizer, reference_optimizer = _optimizer(model), _optimizer(reference)
     loss = _step(model, optimizer, input_ids, seed)
     expected_loss = _step(reference, reference_optimizer, input_ids, seed)
-    gradients = compare_named(_gradients(model), _gradients(reference), "gradient of")
+    gradients = compare_named(_gradients(model), _gradients(reference), "gradient of", device=device)
     for result in (
-        compare(loss, expected_loss, "loss"),
+        compare(loss, expected_loss, "loss", device=device),
         gradients,
-        compare_named(_trainable(model), _trainable(reference), "weight after one AdamW step"),
+        compare_named(_trainable(model), _trainable(reference), "weight after one AdamW step", device=device),
     ):
         if result.outcome != "passed":
             return result
@@ -96,7 +96,29 @@ def train(ctx: CaseContext) -> ScenarioResult:
     reference = load_model(ctx, "cpu", train=True)
     model = load_model(ctx, ctx.device, train=True)
     input_ids = sample_ids(ctx, reference)
-    parity = _first_step_parity(model, reference, input_ids, ctx.seed)
+    parity = _first_step_parity(model, reference, input_ids, ctx.seed, ctx.device)
+    if parity.outcome != "passed":
+        return parity
+    return _loss_goes_down(model, input_ids, ctx.seed, parity)
+
+
+def train_aux_loss(ctx: CaseContext) -> ScenarioResult:
+    """A mixture of experts trained as it is fine-tuned, with ``output_router_logits=True`` (the loss includes the
+    router's load-balancing auxiliary loss): one AdamW step matches the CPU's, the loss goes down."""
+    import torch
+    from transformers import AutoConfig
+
+    if not hasattr(AutoConfig.from_pretrained(ctx.checkpoint), "output_router_logits"):
+        return ScenarioResult.skipped("not a mixture of experts: its config has no output_router_logits")
+    reference = load_model(ctx, "cpu", train=True, output_router_logits=True)
+    input_ids = sample_ids(ctx, reference)
+    with torch.no_grad():
+        inputs = model_inputs(reference, input_ids)
+        aux_loss = getattr(reference(**inputs, labels=inputs["input_ids"]), "aux_loss", None)
+    if aux_loss is None:
+        return ScenarioResult.skipped("the model computes no router auxiliary loss with output_router_logits=True")
+    model = load_model(ctx, ctx.device, train=True, output_router_logits=True)
+    parity = _first_step_parity(model, reference, input_ids, ctx.seed, ctx.device)
     if parity.outcome != "passed":
         return parity
     return _loss_goes_down(model, input_ids, ctx.seed, parity)
@@ -122,7 +144,12 @@ def lora(ctx: CaseContext) -> ScenarioResult:
     torch.manual_seed(ctx.seed)
     base = load_model(ctx, "cpu", train=True)
     input_ids = sample_ids(ctx, base)
-    reference = _with_lora(base)
+    try:
+        reference = _with_lora(base)
+    except ValueError as refusal:  # PEFT refuses the harness's choice of target modules, on the CPU model
+        first_line = (str(refusal).strip().splitlines() or [""])[0]
+        return ScenarioResult.untested(f"PEFT refuses a LoRA adapter on the modules 'all-linear' picks: {first_line}",
+                                       "lora-targets")
     model = _with_lora(load_model(ctx, ctx.device, train=True))
     initial = dict(reference.named_parameters())
     with torch.no_grad():
@@ -134,7 +161,7 @@ def lora(ctx: CaseContext) -> ScenarioResult:
         return ScenarioResult.failed(f"{len(not_adapter)} trainable parameters outside the adapter: "
                                      f"{', '.join(not_adapter[:5])}")
     before = {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters()}
-    parity = _first_step_parity(model, reference, input_ids, ctx.seed)
+    parity = _first_step_parity(model, reference, input_ids, ctx.seed, ctx.device)
     if parity.outcome != "passed":
         return parity
     after = {name: p.detach().to("cpu") for name, p in model.named_parameters()}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_diffusion import recipe
+from hf_neuron.tiny import UnbuildableInputError
 from hf_neuron.tiny.diffusion.backbones import (
     BATCH,
     FRAMES,
@@ -241,7 +242,8 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
 def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
     """The keyword inputs of one call of the tiny backbone ``model``, on the CPU, drawn from ``seed``.
 
-    Raises ``ValueError`` naming a required parameter of ``forward`` that :data:`INPUTS` cannot build.
+    Raises :class:`~hf_neuron.tiny.UnbuildableInputError` naming a required parameter of ``forward`` that :data:`INPUTS`
+    cannot build.
     """
     import torch
 
@@ -256,8 +258,8 @@ def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
         required = parameter.default is inspect.Parameter.empty
         if parameter.name not in INPUTS:
             if required:
-                raise ValueError(f"{name}.forward needs {parameter.name!r}, which the matrix cannot build "
-                                 "(hf_neuron.tiny.diffusion.inputs.INPUTS)")
+                raise UnbuildableInputError(f"{name}.forward needs {parameter.name!r}, which the harness cannot build "
+                                       "(hf_neuron.tiny.diffusion.inputs.INPUTS)")
             continue
         build, wanted = INPUTS[parameter.name]
         if required or wanted(shape):

@@ -1,0 +1,175 @@
+"""What a case did on the device besides its result: peak memory, what Dynamo compiled, which operators would run on
+the CPU on Trainium.
+
+:class:`Observer` brackets the device's attempt of a case (:meth:`~Observer.start`, :meth:`~Observer.finish`). It
+looks only at modules the case imported itself (torch, Dynamo): a case that never imported torch allocated and
+compiled nothing, and observing it costs nothing.
+
+- **Compile facts** (every case that compiled): the backends ``torch.compile`` was asked for (recorded by a wrapper
+  around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls), the
+  graphs Dynamo compiled, its graph breaks with their first reasons, and its recompilations with theirs (from
+  Dynamo's ``recompiles`` log). On a neuron device the backend must be ``neuron``: :func:`wrong_backend` says when it
+  was not, and the case fails for it, never silently substituted.
+- **Fallback operators**: ``torch.neuron.get_fallback_ops()`` (on the reference device from its op log, against the
+  list inferred from the documentation; on the real backend, the backend's own) counted over the case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from hf_neuron import backends, settings
+from hf_neuron.matrix.case.verdict import Observations
+from hf_neuron.matrix.records import CompileFacts
+
+__all__ = ["BACKEND_FOR_NEURON", "Observer", "watch_torch_compile", "wrong_backend"]
+
+#: The ``torch.compile`` backend a case on a neuron device must use.
+BACKEND_FOR_NEURON = "neuron"
+#: How many reasons (first lines) a record keeps of graph breaks and of recompilations.
+_REASONS = 3
+_RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
+
+_backends_asked: list[str] = []
+_recompiles: list[str] = []
+
+
+class _RecompileLog(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        _recompiles.append(record.getMessage())
+
+
+def _backend_name(backend: Any) -> str:
+    if isinstance(backend, str):
+        return backend
+    return str(getattr(backend, "__name__", None) or type(backend).__name__)
+
+
+def _record_compiles(torch: ModuleType) -> None:
+    """Wrap ``torch.compile`` so that every backend asked for is noted (idempotent), and collect Dynamo's
+    recompilation messages without printing them."""
+    if getattr(torch.compile, "_hf_neuron_recorded", False):
+        return
+    original: Callable[..., Any] = torch.compile
+
+    def compile(model: Any = None, *args: Any, backend: Any = "inductor", **kwargs: Any) -> Any:  # noqa: A001
+        _backends_asked.append(_backend_name(backend))
+        return original(model, *args, backend=backend, **kwargs)
+
+    compile._hf_neuron_recorded = True  # type: ignore[attr-defined]
+    torch.compile = compile  # type: ignore[attr-defined]
+    torch._logging.set_logs(recompiles=True)
+    logger = logging.getLogger(_RECOMPILES_LOGGER)
+    logger.addHandler(_RecompileLog())
+    logger.propagate = False
+
+
+def watch_torch_compile() -> None:
+    """Note every ``torch.compile`` of this process, from the moment torch is imported (now if it is)."""
+    from hf_neuron import import_hooks
+
+    import_hooks.when_imported("torch", _record_compiles)
+
+
+def _first_lines(reasons: Any) -> list[str]:
+    lines = [str(reason).strip().splitlines()[0] for reason in reasons if str(reason).strip()]
+    return list(dict.fromkeys(lines))[:_REASONS]
+
+
+def _dynamo_counters() -> Any:
+    dynamo_utils = sys.modules.get("torch._dynamo.utils")
+    return None if dynamo_utils is None else dynamo_utils.counters
+
+
+def _compile_facts() -> CompileFacts | None:
+    counters = _dynamo_counters()
+    graphs = 0 if counters is None else int(counters["stats"]["unique_graphs"])
+    if not _backends_asked and not graphs:
+        return None
+    breaks = {} if counters is None else dict(counters["graph_break"])
+    # Recompilation messages name the reason after "triggered by the following guard failure(s):".
+    recompile_reasons = [message.split("guard failure(s):", 1)[-1].strip().lstrip("- ") for message in _recompiles]
+    return CompileFacts(
+        backends=list(dict.fromkeys(_backends_asked)),
+        graphs=graphs,
+        graph_breaks=sum(breaks.values()),
+        break_reasons=_first_lines(breaks),
+        recompiles=len(_recompiles),
+        recompile_reasons=_first_lines(recompile_reasons),
+    )
+
+
+def wrong_backend(facts: CompileFacts | None, device: str) -> str | None:
+    """Why the case compiled with a backend it must not use on ``device`` (None when it did not)."""
+    if facts is None or device.split(":")[0] != "neuron":
+        return None
+    others = [name for name in facts["backends"] if name != BACKEND_FOR_NEURON]
+    if not others:
+        return None
+    return (f"compiled with backend {others[0]!r} on a neuron device: the neuron backend is {BACKEND_FOR_NEURON!r} "
+            "(a substitute would make the case say nothing about neuron)")
+
+
+class Observer:
+    """Brackets the device's attempt of one case on ``device``."""
+
+    def __init__(self, device: str) -> None:
+        self._device = device
+        self._on_neuron = device.split(":")[0] == "neuron"
+        self._fallbacks_before: dict[str, int] = {}
+
+    def _neuron(self) -> Any | None:
+        if not self._on_neuron or "torch" not in sys.modules:
+            return None
+        module = getattr(sys.modules["torch"], "neuron", None)
+        return module if hasattr(module, "get_fallback_ops") else None
+
+    def _device_module(self) -> Any | None:
+        torch = sys.modules.get("torch")  # a case that never imported torch allocated no device memory
+        module = getattr(torch, self._device.split(":")[0], None) if torch is not None else None
+        if not hasattr(module, "max_memory_allocated") or not hasattr(module, "reset_peak_memory_stats"):
+            return None
+        return module
+
+    def _fallbacks(self) -> dict[str, int] | None:
+        neuron = self._neuron()
+        if neuron is None:
+            return None
+        if backends.reference_device_active() and not (
+                settings.read("HF_NEURON_EMULATOR_OP_LOG") or settings.read("HF_NEURON_EMULATOR_WARN_FALLBACK")):
+            return None  # the reference device logs operators only when asked to
+        return {str(name): int(count) for name, count in neuron.get_fallback_ops().items()}
+
+    def start(self) -> None:
+        """Start observing: peak memory, compile notes and Dynamo's counters afresh; fallback counts from now."""
+        module = self._device_module()
+        if module is not None:
+            with contextlib.suppress(RuntimeError, ValueError):  # an unusable device: the case will say why
+                module.reset_peak_memory_stats(self._device)
+        _backends_asked.clear()
+        _recompiles.clear()
+        counters = _dynamo_counters()
+        if counters is not None:
+            counters.clear()
+        self._fallbacks_before = self._fallbacks() or {}
+
+    def finish(self) -> Observations:
+        """What the attempt did since :meth:`start`."""
+        peak = None
+        module = self._device_module()
+        if module is not None:
+            try:
+                peak = int(module.max_memory_allocated(self._device))
+            except (RuntimeError, ValueError):
+                peak = None
+        fallbacks = self._fallbacks()
+        if fallbacks is not None:
+            before = self._fallbacks_before
+            fallbacks = {name: count - before.get(name, 0) for name, count in fallbacks.items()
+                         if count > before.get(name, 0)}
+        return Observations(peak_memory_bytes=peak, compile=_compile_facts(), fallback_ops=fallbacks)
