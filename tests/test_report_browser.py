@@ -82,27 +82,33 @@ def test_sort_filter_follow_and_screenshot(browser, site_url: str, tmp_path: Pat
     page.goto(site_url + "index.html")
 
     assert page.locator("#filters").is_visible()  # the script ran and showed the controls
-    assert page.inner_text("#row-count") == "Showing 8 of 8 architectures"
-    assert _visible_names(page) == ["llama", "mistral", "qwen3", "gemma3", "bert", "falcon", "gpt2", "phi3"]
+    assert page.inner_text("#row-count") == "Showing 9 of 9 architectures"
+    assert _visible_names(page) == ["llama", "mistral", "qwen3", "gemma3", "bert", "falcon", "gpt2", "phi3", "xglm"]
 
     def sort_by(column: str) -> None:
         page.locator("#matrix thead").get_by_role("button", name=column, exact=True).click()
 
     sort_by("Architecture")
-    assert _visible_names(page) == ["bert", "falcon", "gemma3", "gpt2", "llama", "mistral", "phi3", "qwen3"]
+    assert _visible_names(page) == ["bert", "falcon", "gemma3", "gpt2", "llama", "mistral", "phi3", "qwen3", "xglm"]
     assert page.get_attribute("#matrix thead th:has(button:text-is('Architecture'))", "aria-sort") == "ascending"
     sort_by("Architecture")
-    assert _visible_names(page)[0] == "qwen3"
+    assert _visible_names(page)[0] == "xglm"
     sort_by("generate")  # best status first; ties keep the ranking order
-    assert _visible_names(page) == ["llama", "qwen3", "gpt2", "bert", "falcon", "mistral", "phi3", "gemma3"]
+    assert _visible_names(page) == ["llama", "qwen3", "gpt2", "bert", "falcon", "xglm", "mistral", "phi3", "gemma3"]
 
     page.select_option("#filter-outcome", "error")
     assert sorted(_visible_names(page)) == ["mistral", "phi3"]
-    assert page.inner_text("#row-count") == "Showing 2 of 8 architectures"
+    assert page.inner_text("#row-count") == "Showing 2 of 9 architectures"
     page.select_option("#filter-outcome", "unmodified")
-    assert sorted(_visible_names(page)) == ["bert", "falcon", "gpt2", "llama", "qwen3"]
+    assert sorted(_visible_names(page)) == ["bert", "gpt2", "llama", "qwen3"]
     page.check("#filter-changed")
-    assert sorted(_visible_names(page)) == ["bert", "falcon", "gpt2"]
+    assert sorted(_visible_names(page)) == ["bert", "gpt2"]
+    page.uncheck("#filter-changed")
+    page.select_option("#filter-outcome", "verdict:fails-on-cpu-too")
+    assert _visible_names(page) == ["xglm"]
+    page.select_option("#filter-outcome", "fallbacks")
+    assert _visible_names(page) == ["llama"]
+    page.check("#filter-changed")
     page.select_option("#filter-outcome", "")
     page.uncheck("#filter-changed")
     page.select_option("#filter-group", "decoder")
@@ -137,6 +143,6 @@ def test_the_table_reads_without_javascript(browser, site_url: str) -> None:
     page = context.new_page()
     page.goto(site_url + "index.html")
     assert page.locator("#filters").is_hidden()
-    assert page.locator("#matrix tbody tr").count() == 8
-    assert page.inner_text("#headline-count") == "5 of 7"
+    assert page.locator("#matrix tbody tr").count() == 9
+    assert page.inner_text("#headline-count") == "4 of 8"
     context.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def test_build_writes_the_site_and_says_so(tmp_path: Path, capsys: pytest.Captur
     assert _build(tmp_path, "--history", str(tmp_path / "history")) == 0
     out = capsys.readouterr().out
     index = tmp_path / "site" / "index.html"
-    assert out.startswith(f"built {index} from 40 records (7 architectures) of run nightly-2026-11-28")
+    assert out.startswith(f"built {index} from 46 records (8 architectures) of run nightly-2026-11-28")
     assert (tmp_path / "site" / "arch" / "falcon.html").is_file()
     assert (tmp_path / "history" / "nightly-2026-11-28.json").is_file()
 
@@ -49,7 +50,8 @@ def test_catalog_and_ranking_files(tmp_path: Path) -> None:
     ranking.write_text("model_type,rank,source\nphi3,1,hub downloads\n")
     assert _build(tmp_path, "--catalog", str(catalog), "--ranking", str(ranking), "--top", "1") == 0
     index = (tmp_path / "site" / "index.html").read_text()
-    assert "top 1 architectures run unmodified (ranked by hub downloads)" in index
+    text = " ".join(re.sub("<[^>]+>", "", index).split())
+    assert "0 of the top 1 architectures by the ranking (hub downloads)" in text
     assert "LlamaForCausalLM" in (tmp_path / "site" / "arch" / "llama.html").read_text()
 
 

@@ -34,7 +34,7 @@ def test_a_summary_round_trips_through_its_file(tmp_path: Path) -> None:
     summary = _summary("nightly/2026-11-28", "2026-11-28T03:00:00+00:00")
     path = write_summary(tmp_path / "history", summary)
     assert path.name == "nightly_2026-11-28.json"
-    assert json.loads(path.read_text())["schema"] == 1
+    assert json.loads(path.read_text())["schema"] == 2
     assert read_history(tmp_path / "history") == [summary]
 
 
@@ -51,8 +51,24 @@ def test_no_history_directory_means_no_history(tmp_path: Path) -> None:
 
 def test_a_bad_summary_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema": 1, "run_id": "x"}')
-    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1"):
+    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1 or 2: .*move it out"):
         read_history(tmp_path)
+
+
+def test_a_summary_of_schema_1_is_read_with_its_missing_fields_unknown(tmp_path: Path) -> None:
+    old = {"schema": 1, "run_id": "old", "started_at": "2026-11-27T03:00:00+00:00",
+           "finished_at": "2026-11-27T03:00:00+00:00", "backend": "reference", "architectures": 4,
+           "runs_unmodified": 3, "scenarios": {"load": {"passed": 3, "failing": 1}}, "statuses": {}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    [summary] = read_history(tmp_path)
+    assert (summary.hf_neuron, summary.profile, summary.verdicts) == (None, None, {})
+    assert summary.rate("load") == 0.75  # schema 1 has no applicable count: passed / (passed + failing)
+
+
+def test_the_rate_is_over_the_applicable_architectures() -> None:
+    summary = replace(_summary("a", "2026-11-28T03:00:00+00:00"),
+                      scenarios={"load": {"passed": 2, "failing": 1, "applicable": 4}})
+    assert summary.rate("load") == 0.5  # a CPU failure or a harness gap stays in the denominator
 
 
 def test_rates() -> None:

@@ -20,13 +20,13 @@ def _valid() -> dict:
 def test_shards_of_one_run_merge() -> None:
     loaded = load_records([RECORDS / "run-2"])
     assert loaded.problems == []
-    assert len(loaded.records) == 40
-    assert len({r["case_id"] for r in loaded.records}) == 40
+    assert len(loaded.records) == 46
+    assert len({r["case_id"] for r in loaded.records}) == 46
 
 
 def test_files_can_be_given_instead_of_directories() -> None:
     loaded = load_records([RECORDS / "run-2" / "shard-0.jsonl", RECORDS / "run-2" / "shard-1.jsonl"])
-    assert len(loaded.records) == 40
+    assert len(loaded.records) == 46
 
 
 def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
@@ -37,7 +37,7 @@ def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
     assert sorted(problems) == [2, 3, 4, 5, 6, 7]  # line 8 is blank: ignored
     assert problems[2].startswith("not valid JSON: ")
     assert problems[3] == "expected a JSON object, got list"
-    outcomes = "passed, failed, error, timeout, crashed, skipped, known-failure"
+    outcomes = "passed, failed, error, timeout, crashed, skipped, untested, known-failure"
     assert problems[4].startswith(f"'outcome' must be one of {outcomes}")
     assert '(got "pass")' in problems[4]
     assert problems[5] == "missing field 'duration_s'"
@@ -49,7 +49,7 @@ def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"schema": 2}, "'schema' must be one of 1 (got 2)"),
+        ({"schema": 3}, "'schema' must be one of 1, 2 (got 3)"),
         ({"duration_s": -1}, "'duration_s' must be >= 0 (got -1)"),
         ({"duration_s": float("nan")}, "'duration_s' must be a finite number (got NaN)"),
         ({"peak_memory_bytes": 1.5}, "'peak_memory_bytes' must be a whole number >= 0 (got 1.5)"),
@@ -74,15 +74,27 @@ def test_unknown_fields_are_allowed() -> None:
     assert validate_record({**_valid(), "config": {"num_hidden_layers": 2}}) == []
 
 
-def test_a_duplicate_case_keeps_the_record_that_finished_last(tmp_path: Path) -> None:
-    first, later = _valid(), {**_valid(), "outcome": "error", "finished_at": "2026-11-27T05:00:00+00:00"}
+def test_the_same_result_seen_twice_is_one_record(tmp_path: Path) -> None:
+    first, again = _valid(), {**_valid(), "duration_s": 9.0, "finished_at": "2026-11-27T05:00:00+00:00"}
+    (tmp_path / "results.jsonl").write_text(json.dumps(again) + "\n" + json.dumps(first) + "\n")
+    loaded = load_records([tmp_path])
+    assert [r["duration_s"] for r in loaded.records] == [9.0]  # the one that finished last
+    assert (loaded.duplicates, loaded.replaced, loaded.problems) == (1, [], [])
+
+
+def test_records_of_one_case_that_disagree_are_refused_or_the_latest_kept(tmp_path: Path) -> None:
+    first, later = _valid(), {**_valid(), "outcome": "error", "finished_at": "2026-11-27T05:00:00+00:00",
+                              "failure": {"type": "E", "message": "m", "frame": "f", "fingerprint": "E|m|f",
+                                          "traceback": "", "failure_class": "other"}}
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps(later) + "\n" + json.dumps(first) + "\n")
-    loaded = load_records([tmp_path])
+    with pytest.raises(InputError, match=rf"1 case\(s\) have records that disagree:\n  llama::load: passed "
+                                         rf"\({path}:2\), then error \({path}:1\)"):
+        load_records([tmp_path])
+    loaded = load_records([tmp_path], on_conflict="latest")
+    assert loaded.problems == []
     assert [r["outcome"] for r in loaded.records] == ["error"]
-    [problem] = loaded.problems
-    assert (problem.path, problem.line) == (path, 2)
-    assert problem.message == f"duplicate of case 'llama::load': kept {path}:1, which finished last"
+    assert loaded.replaced == [f"llama::load: passed ({path}:2), then error ({path}:1)"]
 
 
 def test_a_missing_results_directory_is_an_input_error(tmp_path: Path) -> None:

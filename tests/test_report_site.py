@@ -78,22 +78,51 @@ def _text(html: str) -> str:
 
 def test_build_result(site: tuple[Path, BuildResult]) -> None:
     _, result = site
-    assert (result.run_id, result.records, result.architectures) == ("nightly-2026-11-28", 40, 7)
+    assert (result.run_id, result.records, result.architectures) == ("nightly-2026-11-28", 46, 8)
     assert result.previous_run_id == "nightly-2026-11-27"
     assert result.problems == []
 
 
 def test_headline_numbers(site: tuple[Path, BuildResult]) -> None:
     html = _page(site)
-    assert _by_id(html, "headline-count") == "5 of 7"
-    assert _by_id(html, "baseline-count") == "9"
+    assert _by_id(html, "headline-count") == "4 of 8"
     assert _by_id(html, "headline-title") == (
-        "5 of 7 architectures run unmodified on neuron; Optimum Neuron 0.4.5 supports 9.")
-    assert "71%" in html  # 5 of 7
-    assert "(+1 since the previous run)" in html  # 4 of 6 before
-    assert _by_id(html, "top-count") == "2 of 3"  # llama yes, mistral no, qwen3 yes
+        "4 of 8 architectures run unmodified on the reference device — CPU kernels, not Trainium, with 3 hf-neuron "
+        "patches.")
+    assert _by_id(html, "verdicts") == (
+        "2 fully passes 0 passes where tested 0 untested 1 fails on the CPU too 5 fails on neuron")
+    assert _by_id(html, "top-count") == "2 of the top 3"  # llama yes, mistral no, qwen3 yes
     assert "1 catalog architecture had no record in this run" in html
     assert "This run did not run" not in html
+
+
+def test_patches_are_listed_and_reference_gaps_flagged(site: tuple[Path, BuildResult]) -> None:
+    patches = _by_id(_page(site), "patches")
+    assert patches.startswith("The 3 hf-neuron patches this run applied (1 work around a gap of the reference device")
+    assert "torch.integer-histc-on-neuron reference-device gap" in patches
+    assert "accelerate.neuron-device" in patches and "accelerate.neuron-device reference" not in patches
+
+
+def test_groups_are_compared_with_the_baseline_like_for_like(site: tuple[Path, BuildResult]) -> None:
+    html = _page(site)
+    decoder = re.search(r'<tr data-group="decoder">(.*?)</tr>', html, re.S).group(1)
+    counts = BASELINE.count("decoder", "inference"), BASELINE.count("decoder", "training")
+    assert _text(decoder) == f"decoder 3 7 3 1 0 0 1 5 {counts[0]} / {counts[1]} (3 in this run)"
+    assert _by_id(html, "denominators") == (
+        "Text generation has two denominators: 3 of 3 causal-LM model types of transformers 5.24.0 (the catalog) "
+        "run unmodified, and 2 of the top 3 architectures by the ranking (hub downloads).")
+    means = _by_id(html, "supported-means")
+    assert "Here: a tiny model with random weights" in means and BASELINE.supported_means in unescape(means)
+
+
+def test_trainium_signals_and_harness_gaps(site: tuple[Path, BuildResult]) -> None:
+    html = _page(site)
+    assert [_by_id(html, i) for i in ("one-graph", "graph-breaks", "recompiles", "with-fallbacks")] == [
+        "1", "1", "1", "1"]
+    assert "inferred from AWS documentation, not measured" in _by_id(html, "signals")
+    assert _by_id(html, "gaps") == (
+        "Harness gaps to close: 1 untested cases 1 LoRA target modules PEFT refuses (lora-targets)")
+    assert _by_id(html, "trainium-lane").startswith("No Trainium run yet.")
 
 
 def test_a_core_scenario_left_out_of_the_run_is_said(tmp_path: Path) -> None:
@@ -103,7 +132,7 @@ def test_a_core_scenario_left_out_of_the_run_is_said(tmp_path: Path) -> None:
     (tmp_path / "results" / "slice.jsonl").write_text("\n".join(kept) + "\n")
     build_site([tmp_path / "results"], tmp_path / "site", baseline=BASELINE)
     note = _by_id((tmp_path / "site" / "index.html").read_text(), "core-note")
-    assert "each core scenario (load, forward, generate) that its group runs passes" in note
+    assert "every other core scenario its group runs (load, forward, generate) passed or does not apply" in note
     assert note.endswith("This run did not run train, so it is not counted.")
 
 
@@ -113,10 +142,12 @@ def test_pass_rates_and_baseline_per_scenario(site: tuple[Path, BuildResult]) ->
         m.group(1): " ".join(re.sub(r"<[^>]+>", " ", m.group(2)).split())
         for m in re.finditer(r'<tr data-scenario="(\w+)">(.*?)</tr>', html, re.S)
     }
-    assert rows["forward"] == "forward core 5 1 1 0 83% 3 of 7"
-    assert rows["generate"] == "generate core 3 2 2 0 60% 3 of 7"
-    assert rows["train"] == "train core 6 1 0 0 86% 2 of 7"
-    assert rows["lora"] == "lora 1 1 0 5 50% 2 of 7"
+    # passed, applicable, rate, not applicable, untested, CPU fails too, failing, not run, baseline
+    assert rows["forward"] == "forward core 5 8 62% 0 0 1 2 0 3 of 8"
+    assert rows["generate"] == "generate core 3 7 43% 1 0 2 2 0 3 of 8"
+    assert rows["train"] == "train core 6 8 75% 0 0 1 1 0 2 of 8"
+    assert rows["lora"] == "lora 1 3 33% 0 1 0 1 5 2 of 8"
+    assert rows["sdpa"] == "sdpa variant 0 0 — 0 0 0 0 8 3 of 8"
 
 
 def _matrix_rows(html: str) -> dict[str, str]:
@@ -125,7 +156,7 @@ def _matrix_rows(html: str) -> dict[str, str]:
 
 def test_table_rows_follow_the_ranking_with_baseline_columns(site: tuple[Path, BuildResult]) -> None:
     rows = _matrix_rows(_page(site))
-    assert list(rows) == ["llama", "mistral", "qwen3", "gemma3", "bert", "falcon", "gpt2", "phi3"]
+    assert list(rows) == ["llama", "mistral", "qwen3", "gemma3", "bert", "falcon", "gpt2", "phi3", "xglm"]
     cell = r'class="baseline-cell"[^>]*><span class="(yes|no)"'
     baseline_cells = {name: re.findall(cell, row) for name, row in rows.items()}
     assert baseline_cells["phi3"] == ["yes", "no"]
@@ -139,19 +170,45 @@ def test_table_rows_follow_the_ranking_with_baseline_columns(site: tuple[Path, B
 def test_cells_carry_their_status(site: tuple[Path, BuildResult]) -> None:
     rows = _matrix_rows(_page(site))
     cells = re.findall(r'<td class="cell s-([\w-]+)"', rows["falcon"])
-    assert cells == ["passed", "cpu-fails", "cpu-fails", "passed"] + ["not-run"] * 5
+    assert cells == ["passed", "failed", "cpu-fails", "passed"] + ["not-run"] * 9
     assert re.findall(r'<td class="cell s-([\w-]+)"', rows["qwen3"])[4] == "known-failure"
+    verdicts = {name: re.search(r'<td class="v v-([\w-]+)"', row).group(1) for name, row in rows.items()}
+    assert verdicts["xglm"] == "fails-on-cpu-too" and verdicts["llama"] == "fully-passes"
+    assert 'class="compile fullgraph">1 graph<' in rows["llama"] and ">2 breaks<" in rows["mistral"]
+    assert '<span class="flag">1</span>' in rows["llama"]  # one fallback operator
 
 
-def test_diff_at_the_top(site: tuple[Path, BuildResult]) -> None:
+def test_the_headline_and_table_come_first_and_the_diff_is_summarised(site: tuple[Path, BuildResult]) -> None:
     html = _page(site)
-    assert html.index('id="diff-title"') < html.index('id="headline-title"')
-    assert _by_id(html, "regression-count") == "2 regressions"
-    assert _by_id(html, "new-pass-count") == "4 new passes"
+    assert html.index('id="headline-title"') < html.index('id="matrix"') < html.index('id="diff-title"')
+    assert _by_id(html, "regressions-count") == "2"
+    assert _by_id(html, "new-passes-count") == "6"
     assert _by_id(html, "regressions") == "mistral generate pass → error gpt2 compile pass → crash"
     assert _by_id(html, "new-passes") == (
-        "bert train error → pass falcon load — → pass falcon train — → pass phi3 load error → pass")
-    assert "2 other changes" in _text(html)
+        "mistral compile — → pass bert train error → pass falcon load — → pass falcon train — → pass "
+        "phi3 load error → pass xglm load — → pass")
+    assert _by_id(html, "other-changes-count") == "6"
+    assert _by_id(html, "hf-neuron-change") == (
+        "hf-neuron: 0.1.0 then, 0.1.0 (abc123def456) now; profile none then, trainium now. Changes may come from "
+        "hf-neuron's own code, not only from the libraries.")
+
+
+def test_a_long_change_list_shows_its_top_entries_then_all(tmp_path: Path) -> None:
+    previous = tmp_path / "previous"
+    previous.mkdir()
+    records = [json.loads(line) for line in (RECORDS / "run-2" / "shard-0.jsonl").read_text().splitlines()]
+    earlier = [{**r, "run_id": "earlier", "outcome": "error", "failure": {
+        "type": "E", "message": "m", "frame": "f", "fingerprint": "E|m|f", "traceback": "", "failure_class": "other"},
+        "started_at": "2026-11-20T00:00:00+00:00", "finished_at": "2026-11-20T00:00:01+00:00"}
+        for r in records if r["outcome"] == "passed"]
+    (previous / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in earlier))
+    build_site([previous], tmp_path / "site-1", baseline=BASELINE, history_dir=tmp_path / "history")
+    build_site([RECORDS / "run-2"], tmp_path / "site", baseline=BASELINE, history_dir=tmp_path / "history")
+    html = (tmp_path / "site" / "index.html").read_text()
+    count = int(_by_id(html, "new-passes-count"))
+    assert count > 10
+    assert _by_id(html, "new-passes").count("→ pass") == 10
+    assert f"New passes ({count}) " in _text(html) and f"Show all {count}" in _text(html)
 
 
 def test_backend_and_versions_are_shown(site: tuple[Path, BuildResult]) -> None:
@@ -183,12 +240,16 @@ def test_architecture_page(site: tuple[Path, BuildResult]) -> None:
     assert "ValueError|bad token &lt;script&gt;" in detail  # fingerprint
     assert "82 earlier lines left out" in detail  # the traceback is trimmed to its last 40 lines
     assert "hf-neuron matrix run --arch mistral --scenario generate" in detail
-    assert _by_id(html, "reproduce").count("hf-neuron matrix run --arch mistral --scenario") == 9
+    assert _by_id(html, "reproduce").count("hf-neuron matrix run --arch mistral --scenario") == 13
+    assert _by_id(html, "arch-verdict") == "fails on neuron on the reference device — CPU kernels, not Trainium"
+    assert _by_id(html, "compile-summary") == "2 breaks · full graph: no"
+    assert "data-dependent branching" in _by_id(html, "facts-compile")
 
 
 def test_architecture_page_failure_details(site: tuple[Path, BuildResult]) -> None:
     falcon = _page(site, "arch/falcon.html")
-    assert "fails on the CPU too: not counted against neuron" in falcon
+    assert "fails the same way on the CPU: not counted against neuron" in falcon  # generate
+    assert "the CPU fails differently: counted against neuron" in falcon  # forward
     assert "max_abs_diff 0.5" in falcon and "tolerance 0.0001" in falcon
     assert _by_id(falcon, "cpu-failure-generate") == "the same failure"
     assert _by_id(falcon, "cpu-failure-forward") == (
@@ -202,6 +263,17 @@ def test_architecture_page_failure_details(site: tuple[Path, BuildResult]) -> No
     assert _by_id(qwen3, "baseline-support") == "inference: yes · training: yes"
 
 
+def test_architecture_page_facts(site: tuple[Path, BuildResult]) -> None:
+    llama = _page(site, "arch/llama.html")
+    assert _by_id(llama, "fallback-ops").startswith("aten::nonzero (2 calls) — expected to run on the CPU on Trainium")
+    assert "hf_neuron/device/trainium_fallback_ops.txt" in _by_id(llama, "fallback-ops")
+    assert _by_id(llama, "ranks-ddp") == "rank device peak memory bytes 0 neuron:0 1.0 MiB 1 neuron:1 1.0 MiB"
+    assert _by_id(_page(site, "arch/phi3.html"), "fallback-ops") == "not measured (the run had no op log)"
+    gpt2 = _page(site, "arch/gpt2.html")
+    assert "harness gap: lora-targets" in _by_id(gpt2, "case-lora")
+    assert _by_id(gpt2, "compile-generate") == "3 graphs, 0 breaks, 2 recompiles (neuron)"
+
+
 def test_catalog_entry(site: tuple[Path, BuildResult]) -> None:
     html = _page(site, "arch/llama.html")
     assert "Model classLlamaForCausalLM Config classLlamaConfig" in _by_id(html, "catalog-entry")
@@ -212,10 +284,11 @@ def test_catalog_entry(site: tuple[Path, BuildResult]) -> None:
 def test_downloads(site: tuple[Path, BuildResult]) -> None:
     root = site[0]
     lines = (root / "downloads" / "records.jsonl").read_text().splitlines()
-    assert len(lines) == 40 and json.loads(lines[0])["case_id"] == "bert::forward"
+    assert len(lines) == 46 and json.loads(lines[0])["case_id"] == "bert::forward"
     csv = pd.read_csv(root / "downloads" / "matrix.csv", index_col="model_type")
-    columns = ["forward", "runs_unmodified", "baseline_inference"]
-    assert csv.loc["falcon", columns].tolist() == ["cpu-fails", True, False]
+    columns = ["forward", "verdict", "runs_unmodified", "baseline_inference"]
+    assert csv.loc["falcon", columns].tolist() == ["failed", "fails-on-neuron", False, False]
+    assert csv["runs_unmodified"].dtype == bool
     parquet = pd.read_parquet(root / "downloads" / "matrix.parquet")
     assert parquet.index.tolist() == csv.index.tolist()
     assert parquet["generate"].tolist() == csv["generate"].tolist()
@@ -243,11 +316,12 @@ def test_stale_architecture_pages_are_removed(tmp_path: Path) -> None:
     (tmp_path / "arch" / "gone.html").write_text("old")
     build_site([RECORDS / "run-2"], tmp_path, baseline=BASELINE)
     assert not (tmp_path / "arch" / "gone.html").exists()
-    assert len(list((tmp_path / "arch").glob("*.html"))) == 7
+    assert len(list((tmp_path / "arch").glob("*.html"))) == 8
 
 
 def test_records_of_several_runs_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"the results hold 2 runs \(nightly-2026-11-27, nightly-2026-11-28\)"):
+    runs = r"the reference records hold 2 runs \(nightly-2026-11-27, nightly-2026-11-28\)"
+    with pytest.raises(InputError, match=runs):
         build_site([RECORDS / "run-1", RECORDS / "run-2"], tmp_path, baseline=BASELINE)
 
 
@@ -268,3 +342,112 @@ def test_the_site_is_self_contained(site: tuple[Path, BuildResult]) -> None:
         html = page.read_text()
         assert not re.search(r'(src|href)="(https?:)?//', html), page
     assert {p.name for p in (site[0] / "assets").iterdir()} == {"report.css", "report.js"}
+
+
+def test_the_real_backend_gets_its_own_column_beside_the_reference_device(tmp_path: Path) -> None:
+    result = build_site([RECORDS / "run-2", RECORDS / "trainium"], tmp_path, baseline=BASELINE)
+    assert (result.run_id, result.records) == ("nightly-2026-11-28", 46 + 12)
+    html = (tmp_path / "index.html").read_text()
+    assert _by_id(html, "trainium-lane").startswith(
+        "On Trainium (run trainium-2026-11-29, 2026-11-29 02:21 UTC): 2 of 3 architectures run unmodified.")
+    assert "No Trainium run yet" not in html
+    rows = _matrix_rows(html)
+    lanes = {name: re.findall(r'<td class="v v-([\w-]+)"', row) for name, row in rows.items()}
+    assert lanes["llama"] == ["fully-passes", "fully-passes"]  # the reference device's verdict, then Trainium's
+    assert lanes["qwen3"] == ["fails-on-neuron", "fails-on-neuron"]  # train fails on Trainium alone
+    assert lanes["mistral"] == ["fails-on-neuron", "fully-passes"]
+    assert lanes["bert"] == ["fully-passes", "not-run"]
+    assert _by_id(html, "headline-count") == "4 of 8"  # the table's figures stay the reference device's
+    assert _by_id((tmp_path / "arch" / "qwen3.html").read_text(), "trainium-verdict") == "fails on neuron"
+    csv = pd.read_csv(tmp_path / "downloads" / "matrix.csv", index_col="model_type")
+    assert csv.loc[["llama", "bert"], "trainium"].tolist() == ["fully-passes", "not-run"]
+
+
+def test_records_of_the_real_backend_alone_make_a_trainium_report(tmp_path: Path) -> None:
+    build_site([RECORDS / "trainium"], tmp_path, baseline=BASELINE)
+    html = (tmp_path / "index.html").read_text()
+    assert _by_id(html, "headline-backend") == "on Trainium (TorchNeuron)"
+    assert "No Trainium run yet" not in html and "Real Trainium (TorchNeuron)" in html
+
+
+def test_an_unknown_backend_beside_the_reference_device_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    records = [json.loads(line) for line in (RECORDS / "trainium" / "results.jsonl").read_text().splitlines()]
+    (other / "r.jsonl").write_text("".join(json.dumps({**r, "env": {**r["env"], "backend": "gpu"}}) + "\n"
+                                           for r in records))
+    with pytest.raises(InputError, match=r"records from backends reference, gpu: .* not gpu; build those apart"):
+        build_site([RECORDS / "run-2", other], tmp_path / "site", baseline=BASELINE)
+
+
+def _conflicting_copy(tmp_path: Path) -> Path:
+    """run-2's llama::forward again, failing and finishing later (a record that disagrees with run-2's), and its
+    llama::load again as it was (the same result seen twice)."""
+    records = {json.loads(line)["case_id"]: json.loads(line)
+               for line in (RECORDS / "run-2" / "shard-0.jsonl").read_text().splitlines()}
+    record = records["llama::forward"]
+    failure = {"type": "E", "message": "m", "frame": "f", "fingerprint": "E|m|f", "traceback": "",
+               "failure_class": "other"}
+    rerun = {**record, "outcome": "error", "failure": failure, "parity": None, "cpu_verdict": "not-rerun",
+             "finished_at": "2026-11-29T00:00:00+00:00"}
+    (tmp_path / "rerun").mkdir()
+    (tmp_path / "rerun" / "r.jsonl").write_text(json.dumps(rerun) + "\n" + json.dumps(records["llama::load"]) + "\n")
+    return tmp_path / "rerun"
+
+
+def test_records_that_disagree_are_refused_unless_told_to_keep_the_latest(tmp_path: Path) -> None:
+    rerun = _conflicting_copy(tmp_path)
+    refused = r"(?s)1 case\(s\) have records that disagree:\n  llama::forward: passed .*then error .*on-conflict latest"
+    with pytest.raises(InputError, match=refused):
+        build_site([RECORDS / "run-2", rerun], tmp_path / "site", baseline=BASELINE)
+    result = build_site([RECORDS / "run-2", rerun], tmp_path / "site", baseline=BASELINE, on_conflict="latest")
+    assert len(result.replaced) == 1
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert _by_id(html, "record-checks") == (
+        "46 records kept, one per case; 0 lines skipped, 1 repeated result merged, 1 conflicting record replaced by a "
+        "later one.")
+    assert "llama::forward: passed" in _by_id(html, "replaced")
+    assert re.findall(r'<td class="cell s-([\w-]+)"', _matrix_rows(html)["llama"])[1] == "error"
+
+
+def _record(case_id: str, group: str = "decoder", **fields: object) -> dict[str, object]:
+    model_type, _, scenario = case_id.partition("::")
+    return {
+        "schema": 2, "run_id": "three", "case_id": case_id, "model_type": model_type, "group": group,
+        "scenario": scenario, "outcome": "passed", "reason": None, "gap": None, "duration_s": 1.0,
+        "peak_memory_bytes": None, "parity": None, "cpu_outcome": None, "cpu_verdict": None, "cpu_failure": None,
+        "failure": None, "known_failure": None, "compile": None, "fallback_ops": {}, "details": None,
+        "env": {"backend": "reference", "profile": "trainium", "patches": [], "reference_gap_patches": []},
+        "started_at": "2026-11-30T00:00:00+00:00", "finished_at": "2026-11-30T00:00:01+00:00", **fields,
+    }
+
+
+def _failure(fingerprint: str) -> dict[str, str]:
+    kind, message, frame = fingerprint.split("|")
+    return {"type": kind, "message": message, "frame": frame, "fingerprint": fingerprint, "traceback": "",
+            "failure_class": "other"}
+
+
+def test_runs_unmodified_means_the_model_ran_and_nothing_failed_differently(tmp_path: Path) -> None:
+    # one architecture passes every core scenario; one passes load only, the rest failing identically on both
+    # devices; one fails forward on neuron differently from the CPU
+    core = ("load", "forward", "generate", "train")
+    same = _failure("ValueError|cannot build inputs|m.py:1")
+    records = [_record(f"good::{s}") for s in core]
+    records += [_record("load_only::load")] + [
+        _record(f"load_only::{s}", outcome="error", failure=same, cpu_outcome="error", cpu_failure=same,
+                cpu_verdict="same-failure") for s in core[1:]]
+    records += [_record(f"differs::{s}") for s in core if s != "forward"] + [
+        _record("differs::forward", outcome="error", failure=_failure("RuntimeError|bad kernel|k.py:2"),
+                cpu_outcome="error", cpu_failure=_failure("IndexError|other|i.py:3"), cpu_verdict="different-failure")]
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    build_site([tmp_path / "results"], tmp_path / "site", baseline=BASELINE)
+    csv = pd.read_csv(tmp_path / "site" / "downloads" / "matrix.csv", index_col="model_type")
+    assert csv["runs_unmodified"].to_dict() == {"differs": False, "good": True, "load_only": False}
+    assert csv["verdict"].to_dict() == {"differs": "fails-on-neuron", "good": "fully-passes",
+                                        "load_only": "fails-on-cpu-too"}
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert _by_id(html, "headline-title") == (
+        "1 of 3 architectures run unmodified on the reference device — CPU kernels, not Trainium, with 0 hf-neuron "
+        "patches.")

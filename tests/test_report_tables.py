@@ -7,18 +7,21 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _helpers_matrix import a_record
 from _helpers_report import a_catalog
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.matrix.records import CORE_SCENARIOS
+from hf_neuron.matrix.records import CORE_SCENARIOS, GAPS
 from hf_neuron.matrix.records import SCENARIO_NAMES as SCENARIOS
 from hf_neuron.report.load import load_records
-from hf_neuron.report.status import cell_status, runs_unmodified
+from hf_neuron.report.status import GAP_LABELS, arch_verdict, cell_status, runs_unmodified
 from hf_neuron.report.tables import (
+    Change,
     case_frame,
     case_statuses,
     diff_runs,
+    fallback_ops,
     headline,
     matrix_table,
     run_info,
@@ -48,36 +51,88 @@ def test_core_scenarios_are_one_named_subset() -> None:
     assert set(CORE_SCENARIOS) <= set(SCENARIOS)
 
 
-def test_a_failure_that_also_fails_on_the_cpu_is_not_held_against_neuron() -> None:
-    assert cell_status("error", "error") == "cpu-fails"
-    assert cell_status("failed", "passed") == "failed"
-    assert cell_status("error", None) == "error"
-    assert cell_status("passed", "error") == "passed"
+def test_a_failure_counts_against_neuron_unless_the_cpu_fails_the_same_way() -> None:
+    failure = {"type": "E", "message": "m", "frame": "f", "fingerprint": "E|m|f", "failure_class": "other"}
+    other = {**failure, "fingerprint": "E|n|f"}
+    assert cell_status(a_record("a::forward", outcome="error", cpu_outcome="error", failure=failure,
+                                cpu_failure=failure)) == "cpu-fails"
+    assert cell_status(a_record("a::forward", outcome="error", cpu_outcome="error", failure=failure,
+                                cpu_failure=other)) == "error"
+    assert cell_status(a_record("a::forward", outcome="failed", cpu_outcome="passed", failure=failure)) == "failed"
+    assert cell_status(a_record("a::forward", outcome="error", failure=failure)) == "error"
+    assert cell_status(a_record("a::forward", outcome="untested", gap="inputs")) == "untested"
+    assert cell_status(a_record("a::forward", outcome="passed", cpu_outcome="error")) == "passed"
 
 
 @pytest.mark.parametrize(
     ("statuses", "expected"),
     [
-        (["passed", "passed", "passed", "passed"], True),
-        (["passed", "passed", "skipped", "cpu-fails"], True),
-        (["skipped", "skipped", "skipped", "skipped"], False),
-        (["passed", "passed", "passed", "known-failure"], False),
-        (["passed", "passed", "passed", "not-run"], False),
+        ({"load": "passed", "forward": "passed", "generate": "passed", "train": "passed"}, True),
+        ({"load": "passed", "forward": "passed", "generate": "skipped", "train": "passed"}, True),
+        # forward must pass: load alone, or a forward that fails on the CPU too, is not a model that ran
+        ({"load": "passed", "forward": "cpu-fails", "generate": "cpu-fails", "train": "cpu-fails"}, False),
+        ({"load": "passed", "forward": "untested", "generate": "untested", "train": "untested"}, False),
+        ({"load": "skipped", "forward": "skipped", "generate": "skipped", "train": "skipped"}, False),
+        # every other core scenario passes or does not apply: a CPU failure or a harness gap is not a pass
+        ({"load": "passed", "forward": "passed", "generate": "passed", "train": "cpu-fails"}, False),
+        ({"load": "passed", "forward": "passed", "generate": "untested", "train": "passed"}, False),
+        ({"load": "passed", "forward": "passed", "generate": "passed", "train": "known-failure"}, False),
+        ({"load": "passed", "forward": "passed", "generate": "passed"}, False),
     ],
 )
-def test_runs_unmodified(statuses: list[str], expected: bool) -> None:
-    assert runs_unmodified(statuses) is expected
+def test_runs_unmodified(statuses: dict[str, str], expected: bool) -> None:
+    assert runs_unmodified(statuses, CORE_SCENARIOS) is expected
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        ({"forward": "passed", "generate": "skipped", "train": "passed"}, "fully-passes"),
+        ({"forward": "passed", "train": "untested"}, "passes-where-tested"),
+        ({"forward": "passed", "train": "cpu-fails"}, "passes-where-tested"),
+        ({"load": "passed", "forward": "untested"}, "untested"),
+        ({"load": "passed", "forward": "cpu-fails", "train": "cpu-fails"}, "fails-on-cpu-too"),
+        ({"forward": "passed", "compile": "timeout"}, "fails-on-neuron"),
+        ({"forward": "untested", "train": "known-failure"}, "fails-on-neuron"),
+        # a variant scenario is reported on its own, not in the verdict
+        ({"forward": "passed", "flex_attention": "error"}, "fully-passes"),
+    ],
+)
+def test_arch_verdict(statuses: dict[str, str], expected: str) -> None:
+    assert arch_verdict(statuses) == expected
+
+
+def test_every_harness_gap_has_a_label() -> None:
+    assert set(GAP_LABELS) == set(GAPS)
 
 
 def test_matrix_has_one_row_per_architecture_and_a_status_per_scenario(table: pd.DataFrame) -> None:
-    assert sorted(table.index) == ["bert", "falcon", "gpt2", "llama", "mistral", "phi3", "qwen3"]
-    assert table.loc["falcon", "forward"] == "cpu-fails"
+    assert sorted(table.index) == ["bert", "falcon", "gpt2", "llama", "mistral", "phi3", "qwen3", "xglm"]
+    assert table.loc["falcon", "forward"] == "failed"  # the CPU fails too, but differently
+    assert table.loc["falcon", "generate"] == "cpu-fails"  # the CPU fails the same way
     assert table.loc["qwen3", "lora"] == "known-failure"
+    assert table.loc["gpt2", "lora"] == "untested"
     assert table.loc["phi3", "lora"] == "not-run"
     assert table.loc["bert", "group"] == "encoder"
     assert table["runs_unmodified"].to_dict() == {
-        "bert": True, "falcon": True, "gpt2": True, "llama": True, "mistral": False, "phi3": False, "qwen3": True
+        "bert": True, "falcon": False, "gpt2": True, "llama": True, "mistral": False, "phi3": False, "qwen3": True,
+        "xglm": False,  # load passed, the rest fails the same way on the CPU: the model never ran
     }
+    assert table["verdict"].to_dict() == {
+        "bert": "fully-passes", "falcon": "fails-on-neuron", "gpt2": "fails-on-neuron", "llama": "fully-passes",
+        "mistral": "fails-on-neuron", "phi3": "fails-on-neuron", "qwen3": "fails-on-neuron",
+        "xglm": "fails-on-cpu-too",
+    }
+
+
+def test_compile_and_fallback_columns(table: pd.DataFrame, cases: pd.DataFrame) -> None:
+    assert table["compiled"].dropna().to_dict() == {"gpt2": "recompiles", "llama": "1 graph", "mistral": "2 breaks"}
+    assert table["fullgraph"].dropna().to_dict() == {"llama": True, "mistral": False}
+    assert table.loc["llama", "fallbacks"] == 1
+    assert table.loc["bert", "fallbacks"] == 0
+    assert pd.isna(table.loc["phi3", "fallbacks"])  # no op log: not measured, not "none"
+    assert fallback_ops(cases, "llama") == {"aten::nonzero": 2}
+    assert fallback_ops(cases, "phi3") is None
 
 
 def test_baseline_columns(table: pd.DataFrame) -> None:
@@ -85,26 +140,43 @@ def test_baseline_columns(table: pd.DataFrame) -> None:
     assert table.index[table["baseline_training"]].tolist() == ["llama", "qwen3"]
 
 
-def test_headline_figures(table: pd.DataFrame) -> None:
-    head = headline(table, BASELINE)
-    assert (head.runs_unmodified, head.architectures) == (5, 7)
-    assert (head.baseline_inference, head.baseline_training, head.baseline_in_run) == (9, 3, 3)
+def test_headline_figures(table: pd.DataFrame, cases: pd.DataFrame) -> None:
+    head = headline(table, BASELINE, backend="reference", cases=cases)
+    assert (head.backend, head.runs_unmodified, head.architectures) == ("reference", 4, 8)
+    assert head.verdicts == {"fully-passes": 2, "passes-where-tested": 0, "untested": 0, "fails-on-cpu-too": 1,
+                             "fails-on-neuron": 5}
     assert head.baseline_name == "Optimum Neuron 0.4.5"
+    assert "Inf2/Trn1" in head.baseline_means
     assert head.catalog_not_run == 0
     assert head.core == CORE_SCENARIOS
     assert head.top == 0  # no ranking: no top-N view
+    assert (head.one_graph, head.graph_breaks, head.recompiles, head.with_fallbacks) == (1, 1, 1, 1)
+    assert head.untested_by_gap == {"lora-targets": 1}
+    assert head.trainium is None
+
+
+def test_the_baseline_is_compared_group_by_group(table: pd.DataFrame) -> None:
+    groups = {g.group: g for g in headline(table, BASELINE, backend="reference").groups}
+    assert list(groups) == ["decoder", "encoder"]  # catalog groups first, then the others the run has
+    decoder = groups["decoder"]
+    assert (decoder.architectures, decoder.runs_unmodified, decoder.baseline_in_run) == (7, 3, 3)
+    assert decoder.baseline_inference == BASELINE.count("decoder", "inference")
+    assert (groups["encoder"].baseline_inference, groups["encoder"].baseline_training) == (0, 0)
 
 
 def test_pass_rates_per_scenario(table: pd.DataFrame) -> None:
     rates = scenario_rates(table, BASELINE)
     assert rates.index.tolist() == list(SCENARIOS)
-    counts = rates[["passed", "failing", "excused", "not_run", "baseline_supported"]]
-    assert counts.loc["forward"].tolist() == [5, 1, 1, 0, 3]
-    assert counts.loc["generate"].tolist() == [3, 2, 2, 0, 3]
-    assert counts.loc["train"].tolist() == [6, 1, 0, 0, 2]
-    assert counts.loc["lora"].tolist() == [1, 1, 0, 5, 2]
-    assert rates.loc["forward", "rate"] == pytest.approx(5 / 6)
-    assert rates.loc["generate", "rate"] == pytest.approx(3 / 5)
+    counts = rates[["passed", "not_applicable", "untested", "cpu_fails", "failing", "not_run", "applicable",
+                    "baseline_supported"]]
+    assert counts.loc["forward"].tolist() == [5, 0, 0, 1, 2, 0, 8, 3]
+    assert counts.loc["generate"].tolist() == [3, 1, 0, 2, 2, 0, 7, 3]
+    assert counts.loc["train"].tolist() == [6, 0, 0, 1, 1, 0, 8, 2]
+    assert counts.loc["lora"].tolist() == [1, 0, 1, 0, 1, 5, 3, 2]
+    # the denominator is every architecture the scenario applies to: a CPU failure or a gap stays in it
+    assert rates.loc["forward", "rate"] == pytest.approx(5 / 8)
+    assert rates.loc["generate", "rate"] == pytest.approx(3 / 7)
+    assert rates.loc["lora", "rate"] == pytest.approx(1 / 3)
     assert rates["core"].tolist() == [s in CORE_SCENARIOS for s in SCENARIOS]
     assert rates.loc["train", "baseline_mode"] == "training"
 
@@ -117,9 +189,9 @@ def test_a_scenario_nobody_counted_has_no_rate(cases: pd.DataFrame) -> None:
 def test_ranking_orders_rows_and_marks_the_top_n(cases: pd.DataFrame) -> None:
     ranking = Ranking({"qwen3": 1, "gpt2": 2, "llama": 3, "mistral": 4}, "hub downloads")
     table = matrix_table(cases, baseline=BASELINE, ranking=ranking, top_n=3)
-    assert table.index.tolist() == ["qwen3", "gpt2", "llama", "mistral", "bert", "falcon", "phi3"]
+    assert table.index.tolist() == ["qwen3", "gpt2", "llama", "mistral", "bert", "falcon", "phi3", "xglm"]
     assert table.index[table["top"]].tolist() == ["qwen3", "gpt2", "llama"]
-    head = headline(table, BASELINE)
+    head = headline(table, BASELINE, backend="reference")
     assert (head.top_runs_unmodified, head.top) == (3, 3)
 
 
@@ -129,8 +201,10 @@ def test_catalog_adds_groups_and_not_run_rows(cases: pd.DataFrame) -> None:
     assert table.loc["llama", "group"] == "decoder"
     assert table.loc["gemma3", ["group", "has_records", "runs_unmodified"]].tolist() == ["decoder", False, False]
     assert (table.loc["gemma3", list(SCENARIOS)] == "not-run").all()
-    head = headline(table, BASELINE)
-    assert (head.runs_unmodified, head.architectures, head.catalog_not_run) == (5, 7, 1)
+    head = headline(table, BASELINE, backend="reference", catalog=catalog)
+    assert (head.runs_unmodified, head.architectures, head.catalog_not_run) == (4, 8, 1)
+    decoder = next(g for g in head.groups if g.group == "decoder")
+    assert (decoder.catalog, decoder.architectures) == (1, 7)  # the catalog's count is its own: gemma3 only
 
 
 def test_diff_between_two_runs() -> None:
@@ -144,9 +218,24 @@ def test_diff_between_two_runs() -> None:
         ("falcon", "load", "not-run", "passed"),
         ("falcon", "train", "not-run", "passed"),
         ("phi3", "load", "error", "passed"),
+        ("mistral", "compile", "not-run", "passed"),
+        ("xglm", "load", "not-run", "passed"),
     }
     assert by_kind["other"] == {
-        ("falcon", "forward", "not-run", "cpu-fails"), ("falcon", "generate", "not-run", "cpu-fails")}
+        ("falcon", "forward", "not-run", "failed"), ("falcon", "generate", "not-run", "cpu-fails"),
+        ("gpt2", "lora", "not-run", "untested"), ("xglm", "forward", "not-run", "cpu-fails"),
+        ("xglm", "generate", "not-run", "cpu-fails"), ("xglm", "train", "not-run", "cpu-fails")}
+
+
+def test_a_scenario_the_previous_run_did_not_have_is_its_own_kind_of_change() -> None:
+    before = {"llama": {"forward": "passed"}, "gpt2": {"forward": "error"}}
+    after = {"llama": {"forward": "passed", "ddp": "passed"}, "gpt2": {"forward": "passed", "ddp": "error"}}
+    assert diff_runs(before, after) == [
+        Change("gpt2", "forward", "error", "passed"),
+        Change("gpt2", "ddp", "not-run", "error", scenario_added=True),
+        Change("llama", "ddp", "not-run", "passed", scenario_added=True),
+    ]
+    assert [c.kind for c in diff_runs(before, after)] == ["new-pass", "scenario-added", "scenario-added"]
 
 
 def test_changed_rows_are_flagged(cases: pd.DataFrame) -> None:
@@ -167,9 +256,9 @@ def test_run_info_joins_distinct_env_values() -> None:
 def test_a_slice_without_some_core_scenarios_is_judged_on_the_core_it_ran(cases: pd.DataFrame) -> None:
     load_forward = cases[cases["scenario"].isin(["load", "forward"])]
     table = matrix_table(load_forward, baseline=BASELINE)
-    head = headline(table, BASELINE)
+    head = headline(table, BASELINE, backend="reference")
     assert head.core == ("load", "forward")
-    assert table.index[table["runs_unmodified"]].tolist() == ["bert", "falcon", "gpt2", "llama", "mistral", "qwen3"]
+    assert table.index[table["runs_unmodified"]].tolist() == ["bert", "gpt2", "llama", "mistral", "qwen3"]
 
 
 def test_a_group_is_judged_on_the_core_scenarios_it_runs(cases: pd.DataFrame) -> None:
@@ -181,7 +270,7 @@ def test_a_group_is_judged_on_the_core_scenarios_it_runs(cases: pd.DataFrame) ->
     table = matrix_table(pd.concat([cases, backbone, short]), baseline=BASELINE)
     assert table.loc["UNet2DModel", ["load", "train", "runs_unmodified"]].tolist() == ["not-run", "not-run", True]
     assert table.loc["llama_no_train", ["train", "runs_unmodified"]].tolist() == ["not-run", False]
-    assert headline(table, BASELINE).core == CORE_SCENARIOS
+    assert headline(table, BASELINE, backend="reference").core == CORE_SCENARIOS
 
 
 def test_env_values_that_are_null_are_left_out() -> None:

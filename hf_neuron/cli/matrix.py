@@ -142,7 +142,7 @@ def _catalog(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``hf-neuron matrix`` and its actions."""
-    from hf_neuron.matrix.results.merge import CONFLICT_POLICIES
+    from hf_neuron.matrix.records import CONFLICT_POLICIES
 
     parser = subparsers.add_parser(
         "matrix", help="the compatibility matrix: run it, list its cases, merge shards",

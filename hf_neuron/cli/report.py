@@ -14,6 +14,7 @@ from pathlib import Path
 from hf_neuron.compat.baselines import BASELINE_PATH as DEFAULT_BASELINE
 from hf_neuron.compat.catalog import CATALOG_PATH as DEFAULT_CATALOG
 from hf_neuron.compat.ranking import RANKING_PATH as DEFAULT_RANKING
+from hf_neuron.matrix.records import CONFLICT_POLICIES
 
 __all__ = ["register"]
 _SHOWN_PROBLEMS = 20
@@ -50,6 +51,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"ranking CSV with columns model_type,rank,source (default: {DEFAULT_RANKING} if present)",
     )
     build.add_argument("--top", type=int, default=100, metavar="N", help="size of the top-N view (default: 100)")
+    build.add_argument(
+        "--on-conflict", choices=CONFLICT_POLICIES, default="error",
+        help="when records of one case disagree: 'error' (default) refuses to splice runs; 'latest' keeps each "
+             "case's latest record and the page counts the replaced ones",
+    )
     build.set_defaults(func=_build)
 
 
@@ -80,6 +86,7 @@ def _build(args: argparse.Namespace) -> int:
             ranking=ranking(load_ranking(ranking_path)) if ranking_path else None,
             history_dir=args.history,
             top_n=args.top,
+            on_conflict=args.on_conflict,
         )
     except InputError as exc:
         print(f"hf-neuron report build: {exc}", file=sys.stderr)
@@ -88,6 +95,9 @@ def _build(args: argparse.Namespace) -> int:
         print(f"warning: skipped {problem}", file=sys.stderr)
     if len(result.problems) > _SHOWN_PROBLEMS:
         print(f"warning: ... and {len(result.problems) - _SHOWN_PROBLEMS} more skipped lines", file=sys.stderr)
+    if result.replaced:
+        print(f"warning: {len(result.replaced)} conflicting records were replaced by a later one (--on-conflict "
+              "latest); the page counts them", file=sys.stderr)
     compared = f", compared with run {result.previous_run_id}" if result.previous_run_id else ""
     print(
         f"built {result.index} from {result.records} records ({result.architectures} architectures) of run "

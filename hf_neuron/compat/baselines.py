@@ -1,37 +1,65 @@
-"""``compat/baselines/``: what another product supports, to compare the matrix with (Optimum Neuron 0.4.5).
+"""``compat/baselines/``: what another product supports, per catalog group, to compare the matrix with like for like.
 
-A malformed file raises :class:`~hf_neuron.compat.files.CompatFileError` naming the file (and line) and what is
-wrong.
+A baseline file (e.g. ``optimum-neuron-0.4.5.json``) says what "supported" means on its side (``supported_means``)
+and, for each catalog group, which architectures it supports for inference and for training, each row naming its
+source. A malformed file raises :class:`~hf_neuron.compat.files.CompatFileError` naming the file and the problem.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
 
-__all__ = ["BASELINE_PATH", "Baseline", "Mode", "load_baseline"]
-
-Mode = Literal["inference", "training"]
+__all__ = ["BASELINE_PATH", "Baseline", "Mode", "Support", "load_baseline"]
 
 #: The baseline the report compares with by default.
 BASELINE_PATH = COMPAT_DIR / "baselines" / "optimum-neuron-0.4.5.json"
 
+Mode = Literal["inference", "training"]
+_MODES: tuple[Mode, ...] = ("inference", "training")
+
+
+@dataclass(frozen=True)
+class Support:
+    """What a baseline supports of one architecture, and where that is written."""
+
+    inference: bool
+    training: bool
+    source: str
+
 
 @dataclass(frozen=True)
 class Baseline:
-    """Which model types a baseline (e.g. Optimum Neuron 0.4.5) supports, for inference and for training."""
+    """Which architectures of each catalog group a baseline (e.g. Optimum Neuron 0.4.5) supports, and what
+    "supported" means there."""
 
     name: str
-    inference: frozenset[str]
-    training: frozenset[str]
+    supported_means: str
+    groups: Mapping[str, Mapping[str, Support]]
 
-    def supports(self, model_type: str, mode: Mode) -> bool:
-        """Whether the baseline supports ``model_type`` for ``mode`` (inference or training)."""
-        return model_type in (self.training if mode == "training" else self.inference)
+    def supports(self, model_type: str, mode: Mode, group: str | None = None) -> bool:
+        """Whether the baseline supports ``model_type`` (of ``group``, or of any group) for ``mode``."""
+        tables = [self.groups.get(group, {})] if group is not None else list(self.groups.values())
+        return any(getattr(table[model_type], mode) for table in tables if model_type in table)
+
+    def count(self, group: str, mode: Mode) -> int:
+        """How many architectures of ``group`` the baseline supports for ``mode``."""
+        return sum(1 for support in self.groups.get(group, {}).values() if getattr(support, mode))
+
+    @property
+    def inference(self) -> frozenset[str]:
+        """Every architecture supported for inference, in any group."""
+        return frozenset(m for table in self.groups.values() for m, s in table.items() if s.inference)
+
+    @property
+    def training(self) -> frozenset[str]:
+        """Every architecture supported for training, in any group."""
+        return frozenset(m for table in self.groups.values() for m, s in table.items() if s.training)
 
 
 def _read_json(path: Path) -> Any:
@@ -43,20 +71,26 @@ def _read_json(path: Path) -> Any:
         raise CompatFileError(path, f"line {exc.lineno}: not valid JSON: {exc.msg}") from None
 
 
+def _support(path: Path, where: str, row: Any) -> Support:
+    if not isinstance(row, dict) or not all(isinstance(row.get(mode), bool) for mode in _MODES):
+        raise CompatFileError(path, f"'{where}' needs boolean 'inference' and 'training'")
+    if not isinstance(row.get("source"), str) or not row["source"].strip():
+        raise CompatFileError(path, f"'{where}' needs a 'source' saying where the support is written")
+    return Support(row["inference"], row["training"], row["source"])
+
+
 def load_baseline(path: Path = BASELINE_PATH) -> Baseline:
     """Read a baseline file such as ``compat/baselines/optimum-neuron-0.4.5.json``."""
     data = _read_json(path)
-    table = data.get("text_generation") if isinstance(data, dict) else None
-    if not isinstance(table, dict) or not all(isinstance(data.get(k), str) for k in ("baseline", "version")):
-        raise CompatFileError(path, "a baseline needs 'baseline', 'version' and a 'text_generation' object")
-    modes: dict[str, set[str]] = {"inference": set(), "training": set()}
-    for model_type, support in table.items():
-        if not isinstance(support, dict) or not all(isinstance(support.get(m), bool) for m in modes):
-            raise CompatFileError(path, f"'text_generation.{model_type}' needs boolean 'inference' and 'training'")
-        for mode, members in modes.items():
-            if support[mode]:
-                members.add(model_type)
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("baseline", "version")):
+        raise CompatFileError(path, "a baseline needs 'baseline' and 'version' strings")
+    if not isinstance(data.get("supported_means"), str) or not data["supported_means"].strip():
+        raise CompatFileError(path, "a baseline needs 'supported_means': what \"supported\" means on its side")
+    support = data.get("support")
+    if not isinstance(support, dict) or not all(isinstance(table, dict) for table in support.values()):
+        raise CompatFileError(path, "a baseline needs a 'support' object of catalog group -> architecture -> support")
+    groups = {group: {model_type: _support(path, f"support.{group}.{model_type}", row)
+                      for model_type, row in table.items()}
+              for group, table in support.items()}
     name = " ".join(word.capitalize() for word in data["baseline"].split("-")) + " " + data["version"]
-    return Baseline(name, frozenset(modes["inference"]), frozenset(modes["training"]))
-
-
+    return Baseline(name, data["supported_means"].strip(), groups)

@@ -52,6 +52,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypedDict, get_args
 
 __all__ = [
+    "CONFLICT_POLICIES",
     "CORE_SCENARIOS",
     "CPU_VERDICTS",
     "DID_NOT_WORK",
@@ -65,6 +66,7 @@ __all__ = [
     "VERDICTS",
     "CaseVerdict",
     "CompileFacts",
+    "ConflictPolicy",
     "CpuFailure",
     "CpuVerdict",
     "Failure",
@@ -77,6 +79,7 @@ __all__ = [
     "cpu_verdict",
     "is_name",
     "parse_time",
+    "result_key",
     "validate_record",
 ]
 
@@ -202,6 +205,18 @@ def cpu_verdict(record: Mapping[str, Any]) -> CpuVerdict | None:
     failure, on_cpu = record.get("failure"), record.get("cpu_failure")
     same = bool(failure and on_cpu and failure["fingerprint"] == on_cpu["fingerprint"])
     return "same-failure" if same else "different-failure"
+
+
+ConflictPolicy = Literal["error", "latest"]
+#: What to do with records of one case that disagree: refuse them, or keep the latest.
+CONFLICT_POLICIES: tuple[ConflictPolicy, ...] = get_args(ConflictPolicy)
+
+
+def result_key(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What two records of one case must share to be one result seen twice (else they conflict): the outcome, the
+    CPU's outcome and the failure's fingerprint."""
+    failure = record.get("failure")
+    return record["outcome"], record.get("cpu_outcome"), None if failure is None else failure["fingerprint"]
 
 
 def case_verdict(record: Mapping[str, Any]) -> CaseVerdict:

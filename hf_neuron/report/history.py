@@ -1,7 +1,10 @@
 """Past runs as data: one small JSON summary per run, so the trend and the diff survive without old sites.
 
-A summary holds the run's headline counts, per-scenario counts and every case's status (a few tens of kB for a
-full run). Files are named after the run id; rebuilding a run replaces its summary.
+A summary holds the run's headline counts, per-scenario counts, the hf-neuron version and commit that ran it, and
+every case's status (a few tens of kB for a full run). Files are named after the run id; rebuilding a run replaces
+its summary. Summaries of schema 1 (before verdicts had to fail where the CPU passes) are still read: they lack the
+hf-neuron commit, the verdict counts and the applicable denominators, and their rates count passed over passed and
+failing.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +22,12 @@ from hf_neuron.errors import InputError
 from hf_neuron.matrix.records import parse_time
 from hf_neuron.report.tables import Headline, RunInfo, Statuses
 
-__all__ = ["HISTORY_SCHEMA", "RunSummary", "previous_run", "read_history", "summarize", "with_run", "write_summary"]
+__all__ = ["HISTORY_SCHEMA", "RunSummary", "hf_neuron_label", "previous_run", "read_history", "summarize", "with_run",
+           "write_summary"]
 
-HISTORY_SCHEMA = 1
+HISTORY_SCHEMA = 2
+#: Schemas this module reads: the current one and the one before it (whose missing fields default).
+_READABLE = (1, HISTORY_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -34,14 +40,20 @@ class RunSummary:
     backend: str
     architectures: int
     runs_unmodified: int
-    #: ``{scenario: {"passed": n, "failing": n}}``
+    #: ``{scenario: {"passed": n, "failing": n, "applicable": n}}``
     scenarios: Mapping[str, Mapping[str, int]]
     statuses: Statuses
+    #: ``hf_neuron`` version and short commit that ran the run ("0.3.0 (abc1234)"); None in schema 1
+    hf_neuron: str | None = None
+    profile: str | None = None
+    #: architectures per verdict (:data:`~hf_neuron.report.status.ARCH_VERDICTS`)
+    verdicts: Mapping[str, int] = field(default_factory=dict)
 
     def rate(self, scenario: str) -> float | None:
-        """Pass rate of ``scenario`` (passed / (passed + failing)), or None when nothing counted."""
+        """Pass rate of ``scenario`` (passed / applicable; schema 1: passed / (passed + failing)), or None when
+        nothing counted."""
         counts = self.scenarios.get(scenario, {})
-        counted = counts.get("passed", 0) + counts.get("failing", 0)
+        counted = counts.get("applicable", counts.get("passed", 0) + counts.get("failing", 0))
         return counts.get("passed", 0) / counted if counted else None
 
     @property
@@ -59,9 +71,21 @@ def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statu
         backend=run.backend,
         architectures=head.architectures,
         runs_unmodified=head.runs_unmodified,
-        scenarios={s: {"passed": int(row.passed), "failing": int(row.failing)} for s, row in rates.iterrows()},
+        scenarios={s: {"passed": int(row.passed), "failing": int(row.failing), "applicable": int(row.applicable)}
+                   for s, row in rates.iterrows()},
         statuses=statuses,
+        hf_neuron=hf_neuron_label(run),
+        profile=run.env.get("profile") or None,
+        verdicts=dict(head.verdicts),
     )
+
+
+def hf_neuron_label(run: RunInfo) -> str | None:
+    """The hf-neuron version and commit of a run, as ``"0.3.0 (abc1234)"``, or None when unknown."""
+    version, commit = run.env.get("hf_neuron"), run.env.get("hf_neuron_commit")
+    if not version:
+        return None
+    return f"{version} ({commit[:12]})" if commit else version
 
 
 def _file_name(run_id: str) -> str:
@@ -79,12 +103,13 @@ def write_summary(directory: Path, summary: RunSummary) -> Path:
 def _read_summary(path: Path) -> RunSummary:
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
-        if data.pop("schema") != HISTORY_SCHEMA:
-            raise ValueError(f"schema is not {HISTORY_SCHEMA}")
+        if data.pop("schema") not in _READABLE:
+            raise ValueError(f"schema is not one of {_READABLE}")
         summary = RunSummary(**data)
         parse_time(summary.finished_at)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise InputError(f"{path}: not a run summary of schema {HISTORY_SCHEMA}: {exc}") from None
+        raise InputError(f"{path}: not a run summary of schema {' or '.join(map(str, _READABLE))}: {exc}; "
+                         "move it out of the history directory or rebuild its run") from None
     return summary
 
 

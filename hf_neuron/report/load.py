@@ -2,8 +2,8 @@
 
 A bad line never stops a build: it is skipped, and a :class:`RecordProblem` names its file, its line and what is
 wrong. The build prints the problems and the site shows how many lines were skipped, so a bad line is never lost
-silently. When one case has several records (a retried case, overlapping shards), the one that finished last is
-kept and the others are reported as problems too.
+silently. Several records of one case are refused when they disagree (no splicing of runs), unless the caller says
+to keep the latest; the site shows how many were dropped or replaced.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import cast
 
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import Record, parse_time, validate_record
+from hf_neuron.matrix.records import ConflictPolicy, Record, parse_time, result_key, validate_record
 
 __all__ = ["LoadedRecords", "RecordProblem", "load_records"]
 
@@ -33,10 +33,13 @@ class RecordProblem:
 
 @dataclass(frozen=True)
 class LoadedRecords:
-    """The valid records (one per case) and the problems met on the way."""
+    """The valid records (one per case), the problems met on the way, how many records repeated a case's result,
+    and the conflicting records that were replaced by a later one (``on_conflict="latest"``)."""
 
     records: list[Record]
     problems: list[RecordProblem] = field(default_factory=list)
+    duplicates: int = 0
+    replaced: list[str] = field(default_factory=list)
 
 
 def _jsonl_files(paths: Iterable[Path]) -> list[Path]:
@@ -69,10 +72,17 @@ def _parse_line(line: str) -> Record | str:
     return "; ".join(problems) if problems else cast(Record, obj)
 
 
-def load_records(paths: Iterable[Path]) -> LoadedRecords:
-    """Every valid record in ``paths`` (directories are searched for ``*.jsonl``; files are read as given)."""
+def load_records(paths: Iterable[Path], on_conflict: ConflictPolicy = "error") -> LoadedRecords:
+    """Every valid record in ``paths`` (directories are searched for ``*.jsonl``; files are read as given).
+
+    Two records of one case (in one run) that say the same (:func:`~hf_neuron.matrix.records.result_key`) are one
+    result seen twice: the later is kept and counted in ``duplicates``. Records that disagree are a conflict: an
+    :class:`~hf_neuron.errors.InputError` listing them, unless ``on_conflict="latest"`` keeps each case's latest
+    record (listed in ``replaced``).
+    """
     kept: dict[tuple[str, str], _Located] = {}
     problems: list[RecordProblem] = []
+    duplicates, conflicts = 0, {}
     for path in _jsonl_files(paths):
         with path.open(encoding="utf-8", errors="replace") as lines:
             for number, line in enumerate(lines, start=1):
@@ -83,11 +93,19 @@ def load_records(paths: Iterable[Path]) -> LoadedRecords:
                     problems.append(RecordProblem(path, number, record))
                     continue
                 key = (record["run_id"], record["case_id"])
-                if key in kept:
-                    newer, older = _later_first((record, path, number), kept[key])
-                    message = f"duplicate of case {key[1]!r}: kept {newer[1]}:{newer[2]}, which finished last"
-                    problems.append(RecordProblem(older[1], older[2], message))
-                    kept[key] = newer
-                else:
+                if key not in kept:
                     kept[key] = (record, path, number)
-    return LoadedRecords([record for record, _, _ in kept.values()], problems)
+                    continue
+                newer, older = _later_first((record, path, number), kept[key])
+                if result_key(newer[0]) == result_key(older[0]):
+                    duplicates += 1
+                else:
+                    conflicts[key] = (f"{key[1]}: {older[0]['outcome']} ({older[1]}:{older[2]}), then "
+                                      f"{newer[0]['outcome']} ({newer[1]}:{newer[2]})")
+                kept[key] = newer
+    if conflicts and on_conflict == "error":
+        shown = "\n  ".join(list(conflicts.values())[:20])
+        raise InputError(f"{len(conflicts)} case(s) have records that disagree:\n  {shown}\nbuild from one run's "
+                         "records (hf-neuron matrix merge refuses such shards too), or pass --on-conflict latest to "
+                         "keep each case's latest record; the page then says how many were replaced")
+    return LoadedRecords([record for record, _, _ in kept.values()], problems, duplicates, list(conflicts.values()))

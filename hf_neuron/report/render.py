@@ -19,13 +19,13 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from hf_neuron.compat.catalog import CatalogEntry
-from hf_neuron.matrix.records import CORE_SCENARIOS, parse_time
+from hf_neuron.compat.catalog import Catalog, CatalogEntry
+from hf_neuron.matrix.records import CORE_SCENARIOS, VARIANT_SCENARIOS, parse_time
 from hf_neuron.report.chart import TrendChart
 from hf_neuron.report.downloads import Download
-from hf_neuron.report.history import RunSummary
-from hf_neuron.report.load import RecordProblem
-from hf_neuron.report.status import STATUS_LABELS, STATUSES
+from hf_neuron.report.history import RunSummary, hf_neuron_label
+from hf_neuron.report.load import LoadedRecords
+from hf_neuron.report.status import ARCH_VERDICT_LABELS, ARCH_VERDICTS, GAP_LABELS, STATUS_LABELS, STATUSES
 from hf_neuron.report.tables import (
     Change,
     Headline,
@@ -38,10 +38,17 @@ __all__ = ["ArchPage", "IndexPage", "render_site", "reproduce_command", "trim_tr
 
 #: Lines of a traceback shown on an architecture page (the last ones, nearest the error).
 TRACEBACK_LINES = 40
+#: Changes of each kind listed before "show all".
+CHANGES_SHOWN = 10
 
 _BACKENDS = {
     "reference": "Reference device: neuron emulated on the CPU, not Trainium hardware",
     "real": "Real Trainium (TorchNeuron)",
+}
+#: How the headline names the backend whose records it counts.
+_ON_BACKEND = {
+    "reference": "on the reference device — CPU kernels, not Trainium",
+    "real": "on Trainium (TorchNeuron)",
 }
 _ASSETS = ("report.css", "report.js")
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -59,8 +66,9 @@ class IndexPage:
     previous: RunSummary | None
     chart: TrendChart
     downloads: Sequence[Download]
-    problems: Sequence[RecordProblem]
+    loaded: LoadedRecords
     ranking_source: str | None
+    catalog: Catalog | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,8 @@ class ArchPage:
     cases: Mapping[str, Mapping[str, Any]]
     previous: Mapping[str, str] | None = None
     catalog_entry: CatalogEntry | None = None
+    #: operators expected to fall back to the CPU on Trainium that its cases ran, with counts (None: not measured)
+    fallback_ops: Mapping[str, int] | None = None
 
 
 def reproduce_command(model_type: str, scenario: str) -> str:
@@ -107,6 +117,10 @@ def _backend(backend: str) -> tuple[str, str]:
     return "other", f"“{backend}”: neither the reference device nor real Trainium"
 
 
+def _on_backend(backend: str) -> str:
+    return _ON_BACKEND.get(backend, f"on the “{backend}” backend")
+
+
 def _percent(rate: float | None) -> str:
     return "—" if rate is None or math.isnan(rate) else f"{rate:.0%}"
 
@@ -127,7 +141,14 @@ def _environment() -> jinja2.Environment:
         STATUS_RANK={status: index for index, status in enumerate(STATUSES)},
         STATUSES=STATUSES,
         CORE_SCENARIOS=CORE_SCENARIOS,
+        VARIANT_SCENARIOS=VARIANT_SCENARIOS,
+        ARCH_VERDICTS=ARCH_VERDICTS,
+        ARCH_VERDICT_LABELS=ARCH_VERDICT_LABELS,
+        GAP_LABELS=GAP_LABELS,
+        CHANGES_SHOWN=CHANGES_SHOWN,
         backend=_backend,
+        on_backend=_on_backend,
+        hf_neuron_label=hf_neuron_label,
         reproduce_command=reproduce_command,
     )
     return env

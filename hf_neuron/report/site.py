@@ -11,7 +11,7 @@ from hf_neuron.compat.baselines import Baseline
 from hf_neuron.compat.catalog import Catalog
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import is_name
+from hf_neuron.matrix.records import ConflictPolicy, Record, is_name
 from hf_neuron.report.chart import trend_chart
 from hf_neuron.report.downloads import write_downloads
 from hf_neuron.report.history import (
@@ -21,17 +21,20 @@ from hf_neuron.report.history import (
     with_run,
     write_summary,
 )
-from hf_neuron.report.load import RecordProblem, load_records
+from hf_neuron.report.load import LoadedRecords, RecordProblem, load_records
 from hf_neuron.report.render import ArchPage, IndexPage, render_site
 from hf_neuron.report.tables import (
     case_frame,
     case_statuses,
     diff_runs,
+    fallback_ops,
     frame_rows,
     headline,
+    lane,
     matrix_table,
     run_info,
     scenario_rates,
+    split_lanes,
 )
 
 __all__ = ["BuildResult", "build_site"]
@@ -47,6 +50,27 @@ class BuildResult:
     architectures: int
     previous_run_id: str | None
     problems: list[RecordProblem] = field(default_factory=list)
+    #: conflicting records replaced by a later one (``on_conflict="latest"``)
+    replaced: list[str] = field(default_factory=list)
+
+
+def _one_run(backend: str, records: Sequence[Record]) -> None:
+    if len(run_ids := sorted({r["run_id"] for r in records})) > 1:
+        raise InputError(f"the {backend} records hold {len(run_ids)} runs ({', '.join(run_ids)}): build one run "
+                         "at a time (one per backend)")
+
+
+def _lanes(loaded: LoadedRecords) -> tuple[str, list[Record], list[Record]]:
+    """The primary lane (the reference device's, else the real backend's), its records, and the real backend's
+    records to show beside it (empty when there are none, or when the real backend is the primary lane)."""
+    lanes = split_lanes(loaded.records)
+    primary, *others = lanes
+    if unknown := sorted(set(others) - {"real"}):
+        raise InputError(f"records from backends {', '.join([primary, *others])}: a report shows the reference "
+                         f"device and real Trainium side by side, not {', '.join(unknown)}; build those apart")
+    for backend, records in lanes.items():
+        _one_run(backend, records)
+    return primary, lanes[primary], lanes.get("real", []) if primary != "real" else []
 
 
 def build_site(
@@ -58,24 +82,29 @@ def build_site(
     ranking: Ranking | None = None,
     history_dir: Path | None = None,
     top_n: int = 100,
+    on_conflict: ConflictPolicy = "error",
 ) -> BuildResult:
-    """Build the site of the run whose records are in ``results`` (directories or ``*.jsonl`` files) into ``out``.
+    """Build the site of the run whose records are in ``results`` (directories or record files) into ``out``.
 
-    ``catalog``'s architectures without records are listed as not run, and each page shows its catalog entry. With
-    ``history_dir``, the previous run's summary there gives the diff, all summaries the trend, and this run's
-    summary is added to it. Raises :class:`InputError` when no valid record is found or several runs mix.
+    The records of the reference device make the table; records of the real backend (``env.backend == "real"``),
+    one run of its own, add a Trainium column beside it. ``catalog``'s architectures without records are listed as
+    not run, and each page shows its catalog entry. With ``history_dir``, the previous run's summary there gives the
+    diff, all summaries the trend, and this run's summary is added to it. Raises :class:`InputError` when no valid
+    record is found, several runs of one backend mix, or records of one case disagree (unless ``on_conflict`` is
+    ``"latest"``).
     """
     entries = catalog.by_type() if catalog else {}
     if bad := sorted(m for m in entries if not is_name(m)):
         raise InputError(f"catalog model types must be names of letters, digits, '_', '.' or '-': {bad}")
-    loaded = load_records(results)
+    loaded = load_records(results, on_conflict)
     if not loaded.records:
         raise InputError(f"no valid record in {', '.join(map(str, results))}")
-    if len(run_ids := sorted({r["run_id"] for r in loaded.records})) > 1:
-        raise InputError(f"the results hold {len(run_ids)} runs ({', '.join(run_ids)}): build one run at a time")
+    backend, records, real_records = _lanes(loaded)
+    trainium = lane(matrix_table(case_frame(real_records), baseline=baseline), run_info(real_records)) \
+        if real_records else None
 
-    run = run_info(loaded.records)
-    cases = case_frame(loaded.records)
+    run = run_info(records)
+    cases = case_frame(records)
     statuses = case_statuses(cases)
     history = read_history(history_dir) if history_dir else []
     previous = previous_run(history, run)
@@ -87,10 +116,11 @@ def build_site(
         ranking=ranking,
         top_n=top_n,
         changed=frozenset(c.model_type for c in changes),
+        trainium=trainium,
     )
     position = {model_type: index for index, model_type in enumerate(table.index)}
     changes.sort(key=lambda change: position.get(change.model_type, len(position)))  # table order: by rank
-    head = headline(table, baseline)
+    head = headline(table, baseline, backend=backend, cases=cases, catalog=catalog, trainium=trainium)
     rates = scenario_rates(table, baseline)
     summary = summarize(run, head, rates, statuses)
 
@@ -106,8 +136,9 @@ def build_site(
         previous=previous,
         chart=trend_chart(with_run(history, summary)),
         downloads=write_downloads(out, loaded.records, table),
-        problems=loaded.problems,
+        loaded=loaded,
         ranking_source=ranking.source if ranking else None,
+        catalog=catalog,
     )
     by_arch: dict[str, dict[str, dict[str, Any]]] = {}
     for case in frame_rows(cases):
@@ -119,6 +150,7 @@ def build_site(
             cases=by_arch.get(row["model_type"], {}),
             previous=previous.statuses.get(row["model_type"], {}) if previous else None,
             catalog_entry=entries.get(row["model_type"]),
+            fallback_ops=fallback_ops(cases, row["model_type"]),
         )
         for row in frame_rows(table)
     )
@@ -132,4 +164,5 @@ def build_site(
         architectures=head.architectures,
         previous_run_id=previous.run_id if previous else None,
         problems=loaded.problems,
+        replaced=loaded.replaced,
     )

@@ -1,26 +1,37 @@
-"""The report's numbers, computed with pandas from records: cases, the matrix, headline, pass rates, run diff."""
+"""The report's numbers, computed with pandas from records: cases, the matrix, headline, pass rates, the run diff.
+
+Every figure says what it counts and over what: a pass rate is over the architectures a scenario applies to (not
+over those that happened not to be excused), the headline names the backend that produced the records, and the
+baseline is compared group by group with what it supports there.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from hf_neuron.compat.baselines import Baseline, Mode
-from hf_neuron.compat.catalog import Catalog
+from hf_neuron.compat.catalog import GROUPS, Catalog
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.matrix.records import (
     CORE_SCENARIOS,
     TRAINING_SCENARIOS,
+    VARIANT_SCENARIOS,
     Record,
+    case_verdict,
+    cpu_verdict,
     parse_time,
 )
 from hf_neuron.report.status import (
+    ARCH_VERDICTS,
+    CPU_FAILS,
     FAILING,
-    NEUTRAL,
     NOT_RUN,
+    arch_verdict,
     cell_status,
     runs_unmodified,
     scenario_order,
@@ -28,7 +39,9 @@ from hf_neuron.report.status import (
 
 __all__ = [
     "Change",
+    "GroupFigures",
     "Headline",
+    "Lane",
     "RunInfo",
     "Statuses",
     "baseline_mode",
@@ -36,65 +49,113 @@ __all__ = [
     "case_statuses",
     "counted_core",
     "diff_runs",
+    "fallback_ops",
     "frame_rows",
     "headline",
+    "lane",
     "matrix_table",
     "run_info",
     "scenario_columns",
     "scenario_rates",
+    "split_lanes",
 ]
 
 #: ``{model_type: {scenario: status}}`` for the cases that have a record.
 Statuses = Mapping[str, Mapping[str, str]]
 
 #: Columns of :func:`matrix_table` before and after the scenario columns.
-_LEAD_COLUMNS = ["rank", "top", "group", "has_records", "runs_unmodified"]
+_LEAD_COLUMNS = ["rank", "top", "group", "has_records", "verdict", "runs_unmodified", "trainium", "compiled",
+                 "fullgraph", "fallbacks"]
 _TRAIL_COLUMNS = ["baseline_inference", "baseline_training", "changed"]
+#: The env keys that describe the run rather than one value (shown apart from the environment list).
+_LISTS = ("patches", "reference_gap_patches")
 
 
 @dataclass(frozen=True)
 class RunInfo:
     """Which run the records come from, when, and on what (each env key maps to its distinct values, sorted and
-    joined: several values mean the shards ran on different hosts or versions)."""
+    joined: several values mean the shards ran on different hosts or versions), and the patches that applied."""
 
     run_id: str
     started_at: str
     finished_at: str
     backend: str
     env: Mapping[str, str]
+    patches: tuple[str, ...] = ()
+    reference_gap_patches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Lane:
+    """The real backend's run beside the reference device's: its run, and each architecture's verdict there."""
+
+    run: RunInfo
+    verdicts: Mapping[str, str]
+    runs_unmodified: frozenset[str]
+
+    @property
+    def architectures(self) -> int:
+        return len(self.verdicts)
+
+
+@dataclass(frozen=True)
+class GroupFigures:
+    """One catalog group: its architectures in the run, their verdicts, and what the baseline supports there."""
+
+    group: str
+    architectures: int
+    runs_unmodified: int
+    verdicts: Mapping[str, int]
+    catalog: int
+    baseline_inference: int
+    baseline_training: int
+    baseline_in_run: int
 
 
 @dataclass(frozen=True)
 class Headline:
-    """The figures at the top of the index."""
+    """The figures at the top of the index: over the primary lane's records (``backend``), with the real backend's
+    lane beside them when there is one."""
 
+    backend: str
     architectures: int
     runs_unmodified: int
     #: the core scenarios counted: those of :data:`~hf_neuron.matrix.records.CORE_SCENARIOS` the run ran
     core: tuple[str, ...]
+    verdicts: Mapping[str, int]
+    groups: tuple[GroupFigures, ...]
     catalog_not_run: int
     baseline_name: str
-    baseline_inference: int
-    baseline_training: int
-    baseline_in_run: int
+    baseline_means: str
     top: int
     top_runs_unmodified: int
+    one_graph: int = 0
+    graph_breaks: int = 0
+    recompiles: int = 0
+    with_fallbacks: int = 0
+    untested_by_gap: Mapping[str, int] = field(default_factory=dict)
+    trainium: Lane | None = None
 
 
 @dataclass(frozen=True)
 class Change:
-    """A case whose status differs from the previous run's."""
+    """A case whose status differs from the previous run's; ``scenario_added`` when the previous run had no case of
+    that scenario at all."""
 
     model_type: str
     scenario: str
     before: str
     after: str
+    scenario_added: bool = False
 
     @property
     def kind(self) -> str:
-        """``regression`` (passed before, not now), ``new-pass`` (passes now, did not before) or ``other``."""
+        """``regression`` (passed before, not now), ``new-pass`` (passes now, did not before), ``scenario-added``
+        (a scenario the previous run did not have) or ``other``."""
         if self.before == "passed":
             return "regression"
+        if self.scenario_added:
+            return "scenario-added"
         return "new-pass" if self.after == "passed" else "other"
 
 
@@ -102,6 +163,22 @@ def baseline_mode(scenario: str) -> Mode:
     """Which baseline support ``scenario`` is compared with: training for the scenarios that train
     (:data:`~hf_neuron.matrix.records.TRAINING_SCENARIOS`), inference for the others."""
     return "training" if scenario in TRAINING_SCENARIOS else "inference"
+
+
+def split_lanes(records: Sequence[Record]) -> dict[str, list[Record]]:
+    """The records by backend (``env.backend``): the reference device's first, then the real backend's, then any
+    other."""
+    lanes: dict[str, list[Record]] = {}
+    for record in records:
+        lanes.setdefault(str(record["env"].get("backend")), []).append(record)
+    order = {"reference": 0, "real": 1}
+    return dict(sorted(lanes.items(), key=lambda item: (order.get(item[0], 2), item[0])))
+
+
+def lane(table: pd.DataFrame, run: RunInfo) -> Lane:
+    """The lane of the real backend from its own :func:`matrix_table`: each architecture's verdict there."""
+    run_rows = table[table["has_records"]]
+    return Lane(run, dict(run_rows["verdict"]), frozenset(run_rows.index[run_rows["runs_unmodified"]]))
 
 
 def run_info(records: Sequence[Record]) -> RunInfo:
@@ -112,10 +189,13 @@ def run_info(records: Sequence[Record]) -> RunInfo:
     for record in records:
         for key, value in record["env"].items():
             found = values.setdefault(key, set())
-            if value is not None:
+            if value is not None and key not in _LISTS:
                 found.add(str(value))
-    env = {key: ", ".join(sorted(found)) for key, found in values.items()}
-    return RunInfo(records[0]["run_id"], started, finished, env["backend"], env)
+    env = {key: ", ".join(sorted(found)) for key, found in values.items() if key not in _LISTS}
+    first = records[0]["env"]
+    listed: dict[str, tuple[str, ...]] = {key: tuple(map(str, first.get(key) or ())) for key in _LISTS}
+    return RunInfo(records[0]["run_id"], started, finished, env["backend"], env,
+                   listed["patches"], listed["reference_gap_patches"])
 
 
 def case_frame(records: Sequence[Record]) -> pd.DataFrame:
@@ -124,6 +204,7 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
     for r in records:
         parity: Mapping[str, Any] = r["parity"] or {}
         failure: Mapping[str, Any] = r["failure"] or {}
+        compiled: Mapping[str, Any] = r.get("compile") or {}
         rows.append(
             {
                 "model_type": r["model_type"],
@@ -131,8 +212,11 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "scenario": r["scenario"],
                 "outcome": r["outcome"],
                 "cpu_outcome": r["cpu_outcome"],
-                "status": cell_status(r["outcome"], r["cpu_outcome"]),
+                "cpu_verdict": cpu_verdict(r),
+                "status": cell_status(r),
+                "verdict": case_verdict(r),
                 "reason": r["reason"],
+                "gap": r.get("gap"),
                 "duration_s": r["duration_s"],
                 "peak_memory_bytes": r["peak_memory_bytes"],
                 "parity_metric": parity.get("metric"),
@@ -146,10 +230,19 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "failure_class": failure.get("failure_class"),
                 "known_failure": r["known_failure"],
                 "cpu_failure": r.get("cpu_failure"),
+                "compile_backends": compiled.get("backends"),
+                "compile_graphs": compiled.get("graphs"),
+                "compile_breaks": compiled.get("graph_breaks"),
+                "compile_break_reasons": compiled.get("break_reasons"),
+                "compile_recompiles": compiled.get("recompiles"),
+                "compile_recompile_reasons": compiled.get("recompile_reasons"),
+                "fallback_ops": r.get("fallback_ops"),
+                "details": r.get("details"),
             }
         )
     frame = pd.DataFrame(rows)
-    frame["peak_memory_bytes"] = frame["peak_memory_bytes"].astype("Int64")
+    for column in ("peak_memory_bytes", "compile_graphs", "compile_breaks", "compile_recompiles"):
+        frame[column] = frame[column].astype("Int64")
     return frame
 
 
@@ -168,15 +261,58 @@ def case_statuses(cases: pd.DataFrame) -> dict[str, dict[str, str]]:
 
 
 def diff_runs(previous: Statuses, current: Statuses) -> list[Change]:
-    """Every case whose status changed between two runs (a case absent from a run counts as ``not-run``)."""
+    """Every case whose status changed between two runs (a case absent from a run counts as ``not-run``); a scenario
+    the previous run did not have at all makes a ``scenario-added`` change, not a new pass."""
+    before_scenarios = {scenario for statuses in previous.values() for scenario in statuses}
     changes = []
     for model_type in sorted(set(previous) | set(current)):
         before, after = previous.get(model_type, {}), current.get(model_type, {})
         for scenario in scenario_order(set(before) | set(after)):
             pair = before.get(scenario, NOT_RUN), after.get(scenario, NOT_RUN)
             if pair[0] != pair[1]:
-                changes.append(Change(model_type, scenario, *pair))
+                changes.append(Change(model_type, scenario, *pair, scenario_added=scenario not in before_scenarios))
     return changes
+
+
+def _compile_summary(cases: pd.DataFrame) -> dict[str, tuple[str | None, bool | None]]:
+    """Per architecture, what its ``compile`` case compiled ("1 graph", "N breaks"), with "recompiles" when its
+    decoding recompiled, and whether the model compiles to full graphs (None without a compile case)."""
+    summary: dict[str, tuple[str | None, bool | None]] = {}
+    recompiled = set(cases.loc[cases["compile_recompiles"].fillna(0) > 0, "model_type"])
+    for row in cases[cases["scenario"] == "compile"].itertuples(index=False):
+        graphs, breaks = row.compile_graphs, row.compile_breaks
+        if pd.isna(graphs):
+            text = None
+        elif breaks and breaks > 0:
+            text = f"{breaks} break{'s' if breaks != 1 else ''}"
+        else:
+            text = f"{graphs} graph{'s' if graphs != 1 else ''}"
+        if row.model_type in recompiled:
+            text = f"{text}, recompiles" if text else "recompiles"
+        fullgraph = None if pd.isna(graphs) else bool(row.status == "passed" and not breaks)
+        summary[row.model_type] = (text, fullgraph)
+    for model_type in recompiled - set(summary):
+        summary[model_type] = ("recompiles", None)
+    return summary
+
+
+def _fallbacks(cases: pd.DataFrame) -> dict[str, dict[str, int] | None]:
+    """Per architecture, the operators its cases ran that fall back to the CPU on Trainium (None: not measured)."""
+    found: dict[str, dict[str, int] | None] = {}
+    for model_type, ops in cases[["model_type", "fallback_ops"]].itertuples(index=False):
+        if isinstance(ops, dict):
+            merged = found.get(model_type) or {}
+            for name, count in ops.items():
+                merged[name] = merged.get(name, 0) + int(count)
+            found[model_type] = merged
+        else:
+            found.setdefault(model_type, None)
+    return found
+
+
+def fallback_ops(cases: pd.DataFrame, model_type: str) -> dict[str, int] | None:
+    """The fallback operators of one architecture's cases, summed (None: not measured)."""
+    return _fallbacks(cases[cases["model_type"] == model_type]).get(model_type)
 
 
 def matrix_table(
@@ -187,8 +323,10 @@ def matrix_table(
     ranking: Ranking | None = None,
     top_n: int = 100,
     changed: frozenset[str] = frozenset(),
+    trainium: Lane | None = None,
 ) -> pd.DataFrame:
-    """One row per architecture (run or in the catalog), one status column per scenario, and the baseline columns.
+    """One row per architecture (run or in the catalog), one status column per scenario, its verdict, compile and
+    fallback facts, and the baseline's support in the architecture's group.
 
     ``runs_unmodified`` applies :func:`~hf_neuron.report.status.runs_unmodified` to the :func:`counted_core`
     scenarios of the architecture's group, so a run that left out a core scenario entirely (a slice), or a group the
@@ -196,7 +334,8 @@ def matrix_table(
     that group ran.
 
     Rows are ordered by rank (unranked last), then by name. ``top`` marks the ``top_n`` best-ranked rows;
-    ``changed`` names the architectures to flag as changed since the previous run.
+    ``changed`` names the architectures to flag as changed since the previous run. ``trainium`` fills the
+    ``trainium`` column with each architecture's verdict in the real backend's lane (None without that lane).
     """
     entries = catalog.by_type() if catalog else {}
     scenarios = scenario_order(cases["scenario"])
@@ -209,13 +348,24 @@ def matrix_table(
     table["rank"] = pd.array([ranking.ranks.get(m) if ranking else None for m in table.index], dtype="Int64")
     table["has_records"] = table.index.isin(groups.index)
     core = {group: counted_core(rows) for group, rows in table.groupby("group")}
-    table["runs_unmodified"] = [
-        runs_unmodified(table.loc[m, core[g]]) for m, g in zip(table.index, table["group"], strict=True)
-    ]
+    statuses = {m: dict(zip(scenarios, table.loc[m, scenarios], strict=True)) for m in table.index}
+    table["runs_unmodified"] = [runs_unmodified(statuses[m], core[g])
+                                for m, g in zip(table.index, table["group"], strict=True)]
+    table["verdict"] = [arch_verdict(statuses[m]) if has else NOT_RUN
+                        for m, has in zip(table.index, table["has_records"], strict=True)]
+    table["trainium"] = [trainium.verdicts.get(m, NOT_RUN) if trainium else None for m in table.index]
+    compiled = _compile_summary(cases)
+    table["compiled"] = [compiled.get(m, (None, None))[0] for m in table.index]
+    table["fullgraph"] = pd.array([compiled.get(m, (None, None))[1] for m in table.index], dtype="boolean")
+    fallbacks = _fallbacks(cases)
+    table["fallbacks"] = pd.array([None if fallbacks.get(m) is None else len(fallbacks[m])  # type: ignore[arg-type]
+                                   for m in table.index], dtype="Int64")
     table = table.sort_values("rank", kind="stable", na_position="last")
     table["top"] = table["rank"].notna().to_numpy() & (pd.RangeIndex(len(table)) < top_n)
-    table["baseline_inference"] = table.index.isin(baseline.inference)
-    table["baseline_training"] = table.index.isin(baseline.training)
+    table["baseline_inference"] = [baseline.supports(m, "inference", g) for m, g in zip(table.index, table["group"],
+                                                                                          strict=True)]
+    table["baseline_training"] = [baseline.supports(m, "training", g) for m, g in zip(table.index, table["group"],
+                                                                                        strict=True)]
     table["changed"] = table.index.isin(changed)
     table.index.name = "model_type"
     return table[_LEAD_COLUMNS + scenarios + _TRAIL_COLUMNS]
@@ -231,45 +381,84 @@ def scenario_columns(table: pd.DataFrame) -> list[str]:
     return [c for c in table.columns if c not in _LEAD_COLUMNS and c not in _TRAIL_COLUMNS]
 
 
-def headline(table: pd.DataFrame, baseline: Baseline) -> Headline:
-    """The index's headline figures, from :func:`matrix_table`."""
+def _verdict_counts(rows: pd.DataFrame) -> dict[str, int]:
+    counts = Counter(rows["verdict"])
+    return {verdict: counts.get(verdict, 0) for verdict in ARCH_VERDICTS}
+
+
+def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, cases: pd.DataFrame | None = None,
+             catalog: Catalog | None = None, trainium: Lane | None = None) -> Headline:
+    """The index's headline figures, from :func:`matrix_table` of the ``backend`` lane (and the cases, for the
+    harness gaps; the catalog, for each group's size)."""
     run = table[table["has_records"]]
     top = table[table["top"]]
+    in_catalog = Counter(entry.group for entry in catalog.entries) if catalog else Counter(table["group"])
+    groups = []
+    for group in (*GROUPS, *sorted(set(run["group"]) - set(GROUPS))):
+        rows = run[run["group"] == group]
+        if not len(rows) and not in_catalog.get(group):
+            continue
+        groups.append(GroupFigures(
+            group=group, architectures=len(rows), runs_unmodified=int(rows["runs_unmodified"].sum()),
+            verdicts=_verdict_counts(rows), catalog=in_catalog.get(group, 0),
+            baseline_inference=baseline.count(group, "inference"), baseline_training=baseline.count(group, "training"),
+            baseline_in_run=int(rows["baseline_inference"].sum()),
+        ))
+    gaps = Counter() if cases is None else Counter(cases.loc[cases["outcome"] == "untested", "gap"].dropna())
+    compiled = run["compiled"].dropna()
     return Headline(
+        backend=backend,
         architectures=len(run),
         runs_unmodified=int(run["runs_unmodified"].sum()),
         core=tuple(counted_core(table)),
+        verdicts=_verdict_counts(run),
+        groups=tuple(groups),
         catalog_not_run=len(table) - len(run),
         baseline_name=baseline.name,
-        baseline_inference=len(baseline.inference),
-        baseline_training=len(baseline.training),
-        baseline_in_run=int(run["baseline_inference"].sum()),
+        baseline_means=baseline.supported_means,
         top=len(top),
         top_runs_unmodified=int(top["runs_unmodified"].sum()),
+        one_graph=int((run["fullgraph"].fillna(False) & (compiled.reindex(run.index) == "1 graph")).sum()),
+        graph_breaks=int(compiled.str.contains("break").sum()),
+        recompiles=int(compiled.str.contains("recompiles").sum()),
+        with_fallbacks=int((run["fallbacks"].fillna(0) > 0).sum()),
+        untested_by_gap=dict(gaps.most_common()),
+        trainium=trainium,
     )
 
 
 def scenario_rates(table: pd.DataFrame, baseline: Baseline) -> pd.DataFrame:
-    """Per scenario: passed, failing, excused (neutral) and not-run counts over the run's architectures, the pass
-    rate (passed / (passed + failing)), and how many of those architectures the baseline supports in the scenario's
-    mode (:func:`baseline_mode`)."""
+    """Per scenario, over the run's architectures: passed, not applicable, untested, failing on the CPU too, failing
+    on neuron and not run; ``applicable`` (every architecture the scenario applies to: the run's, less the not
+    applicable and the not run); the pass rate, passed / applicable; and how many of those architectures the
+    baseline supports in the scenario's mode (:func:`baseline_mode`)."""
     run = table[table["has_records"]]
     rows = []
     for scenario in scenario_columns(table):
         column = run[scenario]
-        passed, failing = int((column == "passed").sum()), int(column.isin(FAILING).sum())
+        counts = {
+            "passed": int((column == "passed").sum()),
+            "not_applicable": int((column == "skipped").sum()),
+            "untested": int((column == "untested").sum()),
+            "cpu_fails": int((column == CPU_FAILS).sum()),
+            "failing": int(column.isin(FAILING).sum()),
+            "not_run": int((column == NOT_RUN).sum()),
+        }
+        applicable = len(run) - counts["not_applicable"] - counts["not_run"]
+        mode = baseline_mode(scenario)
         rows.append(
             {
                 "scenario": scenario,
                 "core": scenario in CORE_SCENARIOS,
-                "passed": passed,
-                "failing": failing,
-                "excused": int(column.isin(NEUTRAL).sum()),
-                "not_run": int((column == NOT_RUN).sum()),
-                "rate": passed / (passed + failing) if passed + failing else float("nan"),
-                "baseline_mode": baseline_mode(scenario),
-                "baseline_supported": sum(baseline.supports(m, baseline_mode(scenario)) for m in run.index),
+                "variant": scenario in VARIANT_SCENARIOS,
+                **counts,
+                "applicable": applicable,
+                "rate": counts["passed"] / applicable if applicable else float("nan"),
+                "baseline_mode": mode,
+                "baseline_supported": sum(baseline.supports(m, mode, g)
+                                          for m, g in zip(run.index, run["group"], strict=True)),
                 "architectures": len(run),
             }
         )
     return pd.DataFrame(rows).set_index("scenario")
+

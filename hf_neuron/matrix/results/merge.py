@@ -13,10 +13,10 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import Record
+from hf_neuron.matrix.records import ConflictPolicy, Record, result_key
 from hf_neuron.matrix.results.store import (
     Manifest,
     read_manifest,
@@ -24,10 +24,8 @@ from hf_neuron.matrix.results.store import (
     write_manifest,
 )
 
-__all__ = ["CONFLICT_POLICIES", "ConflictPolicy", "Merged", "merge", "write_merged"]
+__all__ = ["Merged", "merge", "write_merged"]
 
-ConflictPolicy = Literal["error", "latest"]
-CONFLICT_POLICIES: tuple[ConflictPolicy, ...] = get_args(ConflictPolicy)
 MERGED_RECORDS = "records.jsonl"
 
 
@@ -40,11 +38,6 @@ class Merged:
     duplicates: int
     conflicts: tuple[str, ...]
     missing_shards: tuple[str, ...]
-
-
-def _verdict(record: Record) -> tuple[Any, ...]:
-    failure = record["failure"]
-    return record["outcome"], record["cpu_outcome"], None if failure is None else failure["fingerprint"]
 
 
 def _describe(records: list[Record]) -> str:
@@ -100,7 +93,7 @@ def merge(dirs: Sequence[Path], on_conflict: ConflictPolicy = "error") -> Merged
     kept, duplicates, conflicts = [], 0, []
     for case_id in sorted(by_case):
         records = sorted(by_case[case_id], key=lambda r: r["finished_at"])
-        if len({_verdict(r) for r in records}) > 1:
+        if len({result_key(r) for r in records}) > 1:
             conflicts.append(f"{case_id}: {_describe(records)}")
         else:
             duplicates += len(records) - 1
