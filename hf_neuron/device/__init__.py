@@ -19,12 +19,13 @@ def activate(settings: ReferenceDeviceSettings) -> None:
     import torch
 
     from hf_neuron.device import distributed, dynamo_backend, neuron, runtime, topology
+    from hf_neuron.device.fallback_ops import trainium_fallback_ops
 
     devices = topology.topology(settings.devices)
     runtime.load().configure(
         devices.count, devices.current, settings.narrow_64bit, settings.strict_memory_formats,
         -1 if settings.capacity_bytes is None else settings.capacity_bytes, settings.op_log,
-        settings.warn_fallback, settings.copy_aliasing, neuron.trainium_fallback_ops(),
+        settings.warn_fallback, settings.copy_aliasing, trainium_fallback_ops(),
     )
     torch.utils.rename_privateuse1_backend("neuron")
     neuron.bind()

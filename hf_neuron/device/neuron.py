@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from hf_neuron.device.fallback_ops import trainium_fallback_ops
 from hf_neuron.device.runtime import extension as _runtime
 
 __all__ = [
@@ -29,16 +30,6 @@ __all__ = [
 ]
 
 default_generators: tuple[torch.Generator, ...] = ()
-
-#: Operators the real backend is expected to run on the CPU (see the data file for provenance).
-TRAINIUM_FALLBACK_OPS_FILE = Path(__file__).with_name("trainium_fallback_ops.txt")
-
-
-def trainium_fallback_ops() -> list[str]:
-    """The operator names of :data:`TRAINIUM_FALLBACK_OPS_FILE` (``aten::name`` per line, ``#`` comments)."""
-    lines = TRAINIUM_FALLBACK_OPS_FILE.read_text().splitlines()
-    return [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
-
 
 def bind() -> None:
     """Create the devices' default generators from the loaded runtime; called once, before the module is registered
