@@ -4,19 +4,36 @@ A fingerprint hashes three things: the exception type, its message with everythi
 normalised away (file paths, addresses, tensor shapes, numbers), and the frame that raised it
 (``file basename:function``). Two architectures that fail in the same library function with the same
 message share a fingerprint; the report groups by it.
+
+Records are published, so a failure's message and traceback never carry the paths of the machine that ran it
+(:func:`relative_paths`): a file of an installed library reads ``transformers/models/llama/modeling_llama.py``
+(relative to site-packages), one of hf-neuron ``hf_neuron/matrix/case/execute.py``, one of the standard library
+``threading.py``, and any other absolute path keeps only its file name (``<path>/config.json``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import re
+import site
+import sysconfig
 import traceback
-from pathlib import PurePath
+from collections.abc import Iterable
+from pathlib import Path, PurePath
 from types import CodeType, FrameType, TracebackType
 
-__all__ = ["FailureInfo", "describe_exception", "describe_stack", "fingerprint", "frame_name", "normalise"]
+__all__ = [
+    "FailureInfo",
+    "describe_exception",
+    "describe_stack",
+    "fingerprint",
+    "frame_name",
+    "normalise",
+    "relative_paths",
+]
 
 #: Longest message kept in a record; the traceback keeps its last :data:`_TRACEBACK_CHARS` characters.
 _MESSAGE_CHARS = 2000
@@ -60,6 +77,40 @@ def normalise(message: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+def _library_roots() -> tuple[str, ...]:
+    """The directories files are named relative to: hf-neuron's checkout or site-packages, every site-packages of
+    this interpreter (the virtual environment's and the user's), and the standard library."""
+    paths = sysconfig.get_paths()
+    roots = {
+        str(Path(__file__).parents[3]),  # the directory holding hf_neuron/, as imported and as it really is
+        str(Path(__file__).resolve().parents[3]),
+        paths["purelib"],
+        paths["platlib"],
+        paths["stdlib"],
+        paths["platstdlib"],
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+    }
+    return tuple(root.rstrip("/") for root in roots if root.startswith("/") and root.rstrip("/"))
+
+
+@functools.lru_cache(maxsize=4)
+def _roots_pattern(roots: tuple[str, ...]) -> re.Pattern[str]:
+    # Longest first: the checkout may hold the virtual environment, whose site-packages must win.
+    ordered = sorted(set(roots), key=len, reverse=True)
+    return re.compile(r"(?<![\w.:/])(?:" + "|".join(map(re.escape, ordered)) + r")/")
+
+
+def relative_paths(text: str, roots: Iterable[str] | None = None) -> str:
+    """``text`` with no absolute path of this machine: a path under one of ``roots`` (default: hf-neuron's
+    checkout, site-packages and the standard library) made relative to it, any other one cut to ``<path>/name``.
+    """
+    chosen = _library_roots() if roots is None else tuple(root.rstrip("/") for root in roots)
+    if chosen:
+        text = _roots_pattern(chosen).sub("", text)
+    return _PATH.sub("<path>/", text)
+
+
 def fingerprint(type_name: str, message: str, frame: str) -> str:
     """16 hex digits identifying a failure across runs: hash of type, normalised message and raising frame."""
     key = "\x1f".join((type_name, normalise(message), frame))
@@ -84,10 +135,10 @@ def describe_exception(exc: BaseException) -> FailureInfo:
     kind = type(exc)
     module = kind.__module__
     name = kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
-    text = "".join(traceback.format_exception(exc))
+    text = relative_paths("".join(traceback.format_exception(exc)))
     return FailureInfo(
         type=name,
-        message=str(exc)[:_MESSAGE_CHARS],
+        message=relative_paths(str(exc))[:_MESSAGE_CHARS],
         frame=_innermost(exc.__traceback__),
         traceback=text[-_TRACEBACK_CHARS:],
     )
@@ -100,13 +151,14 @@ def describe_stack(
 
     The stack is cut below the first caller running ``stop_at`` (the runner's own frames are not the case's).
     """
+    message = relative_paths(message)[:_MESSAGE_CHARS]
     if frame is None:
-        return FailureInfo(type_name, message[:_MESSAGE_CHARS], "", "")
+        return FailureInfo(type_name, message, "", "")
     frames = list(itertools.takewhile(lambda item: item[0].f_code is not stop_at, traceback.walk_stack(frame)))
-    stack = "".join(traceback.format_list(traceback.StackSummary.extract(reversed(frames))))
+    stack = relative_paths("".join(traceback.format_list(traceback.StackSummary.extract(reversed(frames)))))
     return FailureInfo(
         type=type_name,
-        message=message[:_MESSAGE_CHARS],
+        message=message,
         frame=frame_name(frame.f_code.co_filename, frame.f_code.co_name),
         traceback=stack[-_TRACEBACK_CHARS:],
     )
