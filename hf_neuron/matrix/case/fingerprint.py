@@ -22,7 +22,9 @@ import site
 import sysconfig
 import traceback
 from collections.abc import Iterable
-from pathlib import Path, PurePath
+from pathlib import PurePath
+
+from hf_neuron.compat.files import REPO_ROOT
 from types import CodeType, FrameType, TracebackType
 
 __all__ = [
@@ -82,8 +84,7 @@ def _library_roots() -> tuple[str, ...]:
     this interpreter (the virtual environment's and the user's), and the standard library."""
     paths = sysconfig.get_paths()
     roots = {
-        str(Path(__file__).parents[3]),  # the directory holding hf_neuron/, as imported and as it really is
-        str(Path(__file__).resolve().parents[3]),
+        str(REPO_ROOT),  # the directory holding hf_neuron/: the checkout, or site-packages
         paths["purelib"],
         paths["platlib"],
         paths["stdlib"],
