@@ -23,9 +23,9 @@ import sysconfig
 import traceback
 from collections.abc import Iterable
 from pathlib import PurePath
+from types import CodeType, FrameType, TracebackType
 
 from hf_neuron.compat.files import REPO_ROOT
-from types import CodeType, FrameType, TracebackType
 
 __all__ = [
     "FailureInfo",
