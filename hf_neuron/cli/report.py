@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--results", type=Path, nargs="+", required=True, metavar="DIR",
-        help="directories of *.jsonl records (the shards of one run), or record files",
+        help="directories of *.jsonl or *.jsonl.gz records (the shards of one run), or record files",
     )
     build.add_argument("--out", type=Path, required=True, metavar="DIR", help="site directory to write")
     build.add_argument(
