@@ -1,4 +1,4 @@
-"""``hf-neuron report build``: the static compatibility site of one matrix run.
+"""``hf-neuron report build | summary``: the static compatibility site of one matrix run, or its Markdown summary.
 
 Bad record lines are skipped: each is printed as ``file:line: what is wrong`` and the site counts them. The exit
 code is 0 when the site was built, 1 when an input made it impossible (the message says which and why).
@@ -10,10 +10,14 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hf_neuron.compat.baselines import BASELINE_PATH as DEFAULT_BASELINE
 from hf_neuron.compat.catalog import CATALOG_PATH as DEFAULT_CATALOG
 from hf_neuron.compat.ranking import RANKING_PATH as DEFAULT_RANKING
+
+if TYPE_CHECKING:
+    from hf_neuron.report.load import RecordProblem
 
 __all__ = ["register"]
 _SHOWN_PROBLEMS = 20
@@ -52,10 +56,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--top", type=int, default=100, metavar="N", help="size of the top-N view (default: 100)")
     build.set_defaults(func=_build)
 
+    summary = commands.add_parser(
+        "summary",
+        help="print a run's matrix as Markdown (for GitHub's job summary)",
+        description="Print the counts, the architectures x scenarios table and the failing cases of the records as "
+        "Markdown, e.g. `hf-neuron report summary --results merged >> \"$GITHUB_STEP_SUMMARY\"`.",
+    )
+    summary.add_argument("--results", type=Path, nargs="+", required=True, metavar="DIR",
+                         help="directories of *.jsonl or *.jsonl.gz records, or record files")
+    summary.add_argument("--title", default="Compatibility matrix", help="the heading (default: %(default)s)")
+    summary.set_defaults(func=_summary)
+
 
 def _optional(given: Path | None, default: Path) -> Path | None:
     """The file to read: the one given, else the default when it exists."""
     return given if given is not None else (default if default.is_file() else None)
+
+
+def _print_problems(problems: list[RecordProblem]) -> None:
+    for problem in problems[:_SHOWN_PROBLEMS]:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    if len(problems) > _SHOWN_PROBLEMS:
+        print(f"warning: ... and {len(problems) - _SHOWN_PROBLEMS} more skipped lines", file=sys.stderr)
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from hf_neuron.errors import InputError
+    from hf_neuron.report.load import load_records
+    from hf_neuron.report.markdown import markdown_summary
+
+    try:
+        loaded = load_records(args.results)
+    except InputError as exc:
+        print(f"hf-neuron report summary: {exc}", file=sys.stderr)
+        return 1
+    _print_problems(loaded.problems)
+    if not loaded.records:
+        print(f"hf-neuron report summary: no valid record in {', '.join(map(str, args.results))}", file=sys.stderr)
+        return 1
+    print(markdown_summary(loaded.records, title=args.title, skipped_lines=len(loaded.problems)), end="")
+    return 0
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -84,10 +124,7 @@ def _build(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"hf-neuron report build: {exc}", file=sys.stderr)
         return 1
-    for problem in result.problems[:_SHOWN_PROBLEMS]:
-        print(f"warning: skipped {problem}", file=sys.stderr)
-    if len(result.problems) > _SHOWN_PROBLEMS:
-        print(f"warning: ... and {len(result.problems) - _SHOWN_PROBLEMS} more skipped lines", file=sys.stderr)
+    _print_problems(result.problems)
     compared = f", compared with run {result.previous_run_id}" if result.previous_run_id else ""
     print(
         f"built {result.index} from {result.records} records ({result.architectures} architectures) of run "
