@@ -1,4 +1,5 @@
-"""``hf-neuron report build | summary``: the static compatibility site of one matrix run, or its Markdown summary.
+"""``hf-neuron report build | summary | screenshot``: the static compatibility site of one matrix run, its Markdown
+summary, a screenshot of a built site.
 
 Bad record lines are skipped: each is printed as ``file:line: what is wrong`` and the site counts them. The exit
 code is 0 when the site was built, 1 when an input made it impossible (the message says which and why).
@@ -67,6 +68,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     summary.add_argument("--title", default="Compatibility matrix", help="the heading (default: %(default)s)")
     summary.set_defaults(func=_summary)
 
+    shot = commands.add_parser(
+        "screenshot",
+        help="save a PNG of the top of a built site's index (Debian's Chromium, through Playwright)",
+        description="Save a PNG of the top of SITE/index.html, as the README shows the sample report.",
+    )
+    shot.add_argument("--site", type=Path, required=True, metavar="DIR", help="a site built by `report build`")
+    shot.add_argument("--out", type=Path, required=True, metavar="PNG", help="the PNG file to write")
+    shot.set_defaults(func=_screenshot)
+
 
 def _optional(given: Path | None, default: Path) -> Path | None:
     """The file to read: the one given, else the default when it exists."""
@@ -95,6 +105,19 @@ def _summary(args: argparse.Namespace) -> int:
         print(f"hf-neuron report summary: no valid record in {', '.join(map(str, args.results))}", file=sys.stderr)
         return 1
     print(markdown_summary(loaded.records, title=args.title, skipped_lines=len(loaded.problems)), end="")
+    return 0
+
+
+def _screenshot(args: argparse.Namespace) -> int:
+    from hf_neuron.errors import InputError
+    from hf_neuron.report.screenshot import screenshot
+
+    try:
+        written = screenshot(args.site, args.out)
+    except InputError as exc:
+        print(f"hf-neuron report screenshot: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {written} ({written.stat().st_size // 1024} kB)")
     return 0
 
 
