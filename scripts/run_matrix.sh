@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: a matrix run on the reference neuron device, then its report.
+# The main job: a matrix run on the reference neuron device, then its report (after ./scripts/setup.sh, which sets
+# up .venv and the reference device when they are missing, and takes seconds when they are there).
 #
 #   ./scripts/run_matrix.sh                  # the CI slice (a dozen architectures, all scenarios)
 #   ./scripts/run_matrix.sh --group decoder  # any `hf-neuron matrix run` selection instead
@@ -9,6 +10,7 @@
 # (0: nothing fails on neuron beyond compat/known_failures.toml; 1: something does), after writing the report.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh || exit $?
 export HF_NEURON_EMULATOR=1 HF_HUB_OFFLINE=1
 
 selection=("$@")

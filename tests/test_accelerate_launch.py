@@ -62,7 +62,22 @@ def test_unknown_device_is_refused(tmp_path: Path) -> None:
 
 
 def test_device_neuron_forces_neuron_in_the_launched_process(tmp_path: Path) -> None:
-    assert _launch(tmp_path, "--device", "neuron") == ["neuron", "neuron", "neuron:0", "no", "NoneType", "neuron:0"]
+    assert _launch(tmp_path, "--device", "neuron") == ["neuron", "neuron:0", "neuron:0", "no", "NoneType", "neuron:0"]
+
+
+def test_the_rank_device_gets_the_current_index() -> None:
+    require_neuron()
+    from accelerate.state import PartialState
+
+    patch = next(patch for patch in PATCHES if patch.id == "accelerate.rank-device-has-an-index")
+    assert PartialState.set_device.__wrapped__ is installation().finder.registry.objects(patch.id)[0]
+    state = argparse.Namespace(device=torch.device("neuron"))
+    patch.replace(lambda self: None)(state)
+    assert state.device == torch.device("neuron", torch.neuron.current_device())
+    for kept in (torch.device("neuron", 1), torch.device("cpu"), None):
+        state.device = kept
+        patch.replace(lambda self: None)(state)
+        assert state.device == kept
 
 
 def test_device_cpu_forces_the_cpu_although_neuron_is_there(tmp_path: Path) -> None:
@@ -72,7 +87,7 @@ def test_device_cpu_forces_the_cpu_although_neuron_is_there(tmp_path: Path) -> N
 
 def test_fp16_mixed_precision_on_neuron(tmp_path: Path) -> None:
     assert _launch(tmp_path, "--device", "neuron", "--mixed_precision", "fp16") == [
-        "neuron", "neuron", "neuron:0", "fp16", "GradScaler", "neuron:0"]
+        "neuron", "neuron:0", "neuron:0", "fp16", "GradScaler", "neuron:0"]
 
 
 def test_device_sets_the_default_number_of_processes_and_exports_the_device() -> None:

@@ -45,6 +45,7 @@ after_load = torch.rand(4, device=accelerator.device).tolist()
 saved = torch.load(f"state/random_states_{accelerator.process_index}.pkl", weights_only=False)
 json.dump({
     "type": str(accelerator.distributed_type), "backend": accelerator.state.backend,
+    "device": str(accelerator.device), "device_index": accelerator.device.index,
     "wrapped": type(model).__name__, "weights_device": str(weights.device), "batches": batches,
     "replicas_equal": torch.equal(replicas[0], replicas[1]),
     "ranks": accelerator.gather(torch.tensor([accelerator.process_index], device=accelerator.device)).tolist(),
@@ -102,7 +103,7 @@ def test_plain_loop_runs_ddp_over_the_neuron_backend(loop: list[dict[str, Any]])
     for rank, result in enumerate(loop):
         assert (result["type"], result["backend"], result["wrapped"]) == (
             "DistributedType.MULTI_NEURON", "neuron", "DistributedDataParallel")
-        assert result["weights_device"] == f"neuron:{rank}"
+        assert result["weights_device"] == result["device"] == f"neuron:{rank}" and result["device_index"] == rank
         assert result["batches"] == 32 // 4 // WORLD
         assert result["replicas_equal"] is True  # different data on each rank, the same weights: gradients synced
         assert result["ranks"] == [0, 1]

@@ -1,10 +1,22 @@
-"""Failure fingerprints: what varies between runs is normalised away; type, message and raising frame remain."""
+"""Failure fingerprints: what varies between runs is normalised away; type, message and raising frame remain; a
+recorded failure carries no absolute path of the machine that ran it."""
 
 from __future__ import annotations
 
+import json
+import sys
+import sysconfig
+from pathlib import Path
+
 import pytest
 
-from hf_neuron.matrix.case.fingerprint import describe_exception, fingerprint, normalise
+from hf_neuron.matrix.case.fingerprint import (
+    describe_exception,
+    describe_stack,
+    fingerprint,
+    normalise,
+    relative_paths,
+)
 
 
 @pytest.mark.parametrize(
@@ -73,3 +85,49 @@ def test_describe_exception_names_the_raising_frame() -> None:
         info = describe_exception(exc)
     assert (info.type, info.frame) == ("KeyError", "test_failure_fingerprint.py:_inner")
     assert info.fingerprint == fingerprint("KeyError", "\"missing 'rope_theta'\"", "test_failure_fingerprint.py:_inner")
+
+
+def test_relative_paths_names_files_relative_to_the_checkout_or_site_packages() -> None:
+    roots = ["/home/ci/hf-neuron", "/home/ci/hf-neuron/.venv/lib/python3.11/site-packages", "/opt/py/lib/python3.11"]
+    text = (
+        'File "/home/ci/hf-neuron/.venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 9\n'
+        'File "/home/ci/hf-neuron/hf_neuron/matrix/case/execute.py", line 61\n'
+        'File "/opt/py/lib/python3.11/threading.py", line 3\n'
+        'File "/tmp/pytest-of-ci/w0/tiny-llama/modeling.py", line 4\n'
+        "the cache under /root/.cache/hf-neuron/ext/neuron.so; a url https://x.org/a/b/c and a ratio 3/4"
+    )
+    assert relative_paths(text, roots).splitlines() == [
+        'File "transformers/modeling_utils.py", line 9',
+        'File "hf_neuron/matrix/case/execute.py", line 61',
+        'File "threading.py", line 3',
+        'File "<path>/modeling.py", line 4',
+        "the cache under <path>/neuron.so; a url https://x.org/a/b/c and a ratio 3/4",
+    ]
+    assert relative_paths("/home/ci/hf-neuronx/a.py", roots) == "<path>/a.py"  # a root is a whole directory
+
+
+def test_a_recorded_failure_has_no_absolute_path_of_this_machine(tmp_path: Path) -> None:
+    module = tmp_path / "scenario_module.py"
+    module.write_text("import json\n\ndef run(path):\n    return json.loads(open(path).read())\n")
+    (tmp_path / "bad.json").write_text("{")
+    namespace: dict[str, object] = {}
+    exec(compile(module.read_text(), str(module), "exec"), namespace)
+    try:
+        namespace["run"](str(tmp_path / "bad.json"))  # type: ignore[operator]
+    except json.JSONDecodeError as exc:
+        info = describe_exception(exc)
+    stdlib = sysconfig.get_paths()["stdlib"]
+    assert 'File "json/decoder.py"' in info.traceback and 'File "<path>/scenario_module.py", line 4' in info.traceback
+    assert 'File "tests/test_failure_fingerprint.py"' in info.traceback  # the checkout's own files
+    for machine_path in (str(tmp_path), stdlib, str(Path(__file__).parent)):
+        assert machine_path not in info.traceback and machine_path not in info.message
+
+    try:
+        open(tmp_path / "missing.txt")  # noqa: SIM115 - the error names the path
+    except FileNotFoundError as exc:
+        missing = describe_exception(exc)
+    assert missing.message == "[Errno 2] No such file or directory: '<path>/missing.txt'"
+
+    stuck = describe_stack("CaseTimeout", f"stuck in {tmp_path}/x.py", sys._getframe())
+    assert stuck.message == "stuck in <path>/x.py"
+    assert 'File "tests/test_failure_fingerprint.py"' in stuck.traceback and str(tmp_path) not in stuck.traceback

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import time
 from pathlib import Path
@@ -94,6 +95,21 @@ def test_a_fatal_error_dump_gives_message_and_crashing_frame(tmp_path: Path) -> 
     assert info.message == "Fatal Python error: Aborted"
     assert info.traceback.startswith("Fatal Python error: Aborted\nCurrent thread")
     assert read_fatal_error(tmp_path / "missing.log") is None
+
+
+def test_a_fatal_error_dump_names_files_without_this_machines_paths(tmp_path: Path) -> None:
+    site_packages = sysconfig.get_paths()["purelib"]
+    log = tmp_path / "gw1.log"
+    log.write_text(
+        "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n"
+        f'  File "{site_packages}/torch/nn/functional.py", line 12 in linear\n'
+        f'  File "{tmp_path}/scenario.py", line 3 in forward\n'
+    )
+    info = read_fatal_error(log)
+    assert info is not None and info.frame == "functional.py:linear"
+    assert 'File "torch/nn/functional.py", line 12 in linear' in info.traceback
+    assert 'File "<path>/scenario.py", line 3 in forward' in info.traceback
+    assert str(tmp_path) not in info.traceback and site_packages not in info.traceback
 
 
 @pytest.mark.parametrize(

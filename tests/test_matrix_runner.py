@@ -79,6 +79,15 @@ def test_a_hang_is_interrupted_and_recorded_as_timeout(run: Run) -> None:
     assert 1.0 <= record["duration_s"] < 10
 
 
+def test_failures_name_files_without_this_machines_paths(run: Run) -> None:
+    failures = [r["failure"] for r in run.records.values() if r["failure"]]
+    assert {f["type"] for f in failures} >= {"WorkerCrash", "CaseTimeout"}
+    for failure in failures:
+        for path in (str(FIXTURES.parent.parent.parent), str(run.results)):
+            assert path not in failure["traceback"] and path not in failure["message"], failure
+    assert any('File "tests/fixtures/matrix/fake_scenarios.py"' in f["traceback"] for f in failures)
+
+
 def test_a_case_stuck_in_native_code_ends_its_worker_and_is_a_timeout(run: Run) -> None:
     record = run.records["stuck::forward"]
     assert record["outcome"] == "timeout"

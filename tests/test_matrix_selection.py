@@ -45,6 +45,21 @@ def test_bad_selections_say_what_is_valid(selection: Selection, message: str) ->
         _ids(selection)
 
 
+def test_an_unknown_name_among_many_gets_suggestions_the_count_and_how_to_list_them_not_the_list() -> None:
+    catalog = [Architecture(f"arch{i:02d}", "decoder") for i in range(40)] + [Architecture("llama", "decoder")]
+    with pytest.raises(InputError) as error:
+        select(catalog, SCENARIOS, Selection(archs=("lama", "zzz")), SLICES_FILE)
+    assert str(error.value) == (
+        "--arch: unknown architecture 'lama' (did you mean 'llama'?), 'zzz'; 41 architectures are known; "
+        "`hf-neuron matrix list --architectures` lists them"
+    )
+    assert "arch07" not in str(error.value)
+    many = [f"s{i}" for i in range(13)]
+    with pytest.raises(InputError, match=r"^--scenario: unknown scenario 's20' \(did you mean .*\); 13 scenarios are "
+                       r"known; `hf-neuron matrix list` lists the cases \(architecture::scenario\)$"):
+        select(catalog, many, Selection(scenarios=("s20",)), SLICES_FILE)
+
+
 def test_slices(tmp_path: Path) -> None:
     slices = tmp_path / "slices.toml"
     slices.write_text('[small]\ndescription = "two"\narchitectures = ["gpt2", "t5"]\n'
@@ -96,6 +111,8 @@ def test_list_prints_case_ids_and_errors_exit_2() -> None:
     wrong = cli("list", *FAKE, "--arch", "alpah")
     assert wrong.returncode == 2
     assert wrong.stderr.startswith("hf-neuron matrix: error: --arch: unknown architecture 'alpah' (did you mean")
+    names = cli("list", *FAKE, "--arch", "delta", "alpha", "--architectures")
+    assert names.returncode == 0 and names.stdout.split() == ["alpha", "delta"] and "2 architectures" in names.stderr
 
 
 def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:

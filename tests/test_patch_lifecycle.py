@@ -66,6 +66,10 @@ def _on_neuron(call: Callable[[Any], Any]) -> Any:
         return _error(lambda: call(Accelerator))
 
 
+def _rank_device(model: Path, tmp: Path) -> Any:
+    return _on_neuron(lambda accelerator: str(accelerator().device))
+
+
 def _fp16(model: Path, tmp: Path) -> Any:
     return _on_neuron(lambda accelerator: type(accelerator(mixed_precision="fp16").scaler).__name__)
 
@@ -202,6 +206,7 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "accelerate.detect-neuron-by-device": (_accelerate_detects, True, False),
     "accelerate.launch-device-option": (_launch_option, "cpu", None),
     "accelerate.launch-forces-device": (_launch_forcing, (True, 1), (False, None)),
+    "accelerate.rank-device-has-an-index": (_rank_device, "neuron:0", "neuron"),
     "accelerate.fp16-on-neuron": (_fp16, "GradScaler", "ValueError"),
     "accelerate.grad-scaler-on-neuron": (_scaler, ("neuron", True), ("cuda", False)),
     "accelerate.max-memory-on-neuron": (_max_memory, [0, 1], []),

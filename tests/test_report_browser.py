@@ -17,20 +17,11 @@ from _helpers_report import a_catalog
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.ranking import Ranking
+from hf_neuron.report.screenshot import CHROMIUM, CHROMIUM_ARGS
 from hf_neuron.report.site import build_site
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 RECORDS = Path(__file__).parent / "fixtures" / "records"
 BASELINE = Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json"
 CATALOG = a_catalog(llama="decoder", qwen3="encoder-decoder", gemma3="decoder")

@@ -100,3 +100,32 @@ def test_records_of_one_case_that_disagree_are_refused_or_the_latest_kept(tmp_pa
 def test_a_missing_results_directory_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no-such: no such results directory or file"):
         load_records([tmp_path / "no-such"])
+
+
+def test_compressed_record_files_load_like_plain_ones(tmp_path: Path) -> None:
+    import gzip
+
+    plain = (RECORDS / "run-2" / "shard-0.jsonl").read_bytes()
+    (tmp_path / "shard-0.jsonl.gz").write_bytes(gzip.compress(plain))
+    (tmp_path / "shard-1.jsonl").write_bytes((RECORDS / "run-2" / "shard-1.jsonl").read_bytes())
+    from_dir = load_records([tmp_path])
+    assert from_dir.problems == [] and len(from_dir.records) == 46
+    from_file = load_records([tmp_path / "shard-0.jsonl.gz"])
+    assert from_file.records == load_records([RECORDS / "run-2" / "shard-0.jsonl"]).records
+
+
+def test_a_damaged_compressed_file_keeps_the_lines_before_the_damage_and_says_where(tmp_path: Path) -> None:
+    import gzip
+
+    lines = (RECORDS / "run-2" / "shard-0.jsonl").read_bytes()
+    whole = gzip.compress(lines * 40)  # large enough that a cut falls after some complete lines
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    loaded = load_records([cut])
+    assert loaded.records, "the lines before the cut are kept"
+    (problem,) = [p for p in loaded.problems if "cannot read on" in p.message]
+    assert problem.path == cut and problem.line > 1 and "end-of-stream" in problem.message
+    garbage = tmp_path / "garbage.jsonl.gz"
+    garbage.write_bytes(b"not gzip at all\n")
+    (problem,) = load_records([garbage]).problems
+    assert (problem.line, problem.message) == (1, "cannot read on from here: Not a gzipped file (b'no')")

@@ -54,6 +54,11 @@ def _run(args: argparse.Namespace) -> int:
 @_reporting_input_errors
 def _list(args: argparse.Namespace) -> int:
     cases = MatrixConfig.from_values(vars(args)).cases()
+    if args.architectures:
+        names = list(dict.fromkeys(case.model_type for case in cases))
+        print("\n".join(names))
+        print(f"{len(names)} architectures", file=sys.stderr)
+        return 0
     for case in cases:
         print(case.case_id)
     print(f"{len(cases)} cases", file=sys.stderr)
@@ -163,6 +168,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="print the case ids a selection holds, one per line",
                                  description="Print the cases `matrix run` would run with the same selection.")
     add_options(listing.add_argument, "cli", ("select",))
+    listing.add_argument("--architectures", action="store_true",
+                         help="print the architectures of the selection, one per line, instead of its cases")
     listing.set_defaults(func=_list)
 
     merging = actions.add_parser("merge", help="merge the results directories of one run's shards",

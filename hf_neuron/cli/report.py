@@ -1,4 +1,5 @@
-"""``hf-neuron report build``: the static compatibility site of one matrix run.
+"""``hf-neuron report build | summary | screenshot``: the static compatibility site of one matrix run, its Markdown
+summary, a screenshot of a built site.
 
 Bad record lines are skipped: each is printed as ``file:line: what is wrong`` and the site counts them. The exit
 code is 0 when the site was built, 1 when an input made it impossible (the message says which and why).
@@ -10,11 +11,15 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hf_neuron.compat.baselines import BASELINE_PATH as DEFAULT_BASELINE
 from hf_neuron.compat.catalog import CATALOG_PATH as DEFAULT_CATALOG
 from hf_neuron.compat.ranking import RANKING_PATH as DEFAULT_RANKING
 from hf_neuron.matrix.records import CONFLICT_POLICIES
+
+if TYPE_CHECKING:
+    from hf_neuron.report.load import RecordProblem
 
 __all__ = ["register"]
 _SHOWN_PROBLEMS = 20
@@ -31,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--results", type=Path, nargs="+", required=True, metavar="DIR",
-        help="directories of *.jsonl records (the shards of one run), or record files",
+        help="directories of *.jsonl or *.jsonl.gz records (the shards of one run), or record files",
     )
     build.add_argument("--out", type=Path, required=True, metavar="DIR", help="site directory to write")
     build.add_argument(
@@ -58,10 +63,68 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.set_defaults(func=_build)
 
+    summary = commands.add_parser(
+        "summary",
+        help="print a run's matrix as Markdown (for GitHub's job summary)",
+        description="Print the counts, the architectures x scenarios table and the failing cases of the records as "
+        "Markdown, e.g. `hf-neuron report summary --results merged >> \"$GITHUB_STEP_SUMMARY\"`.",
+    )
+    summary.add_argument("--results", type=Path, nargs="+", required=True, metavar="DIR",
+                         help="directories of *.jsonl or *.jsonl.gz records, or record files")
+    summary.add_argument("--title", default="Compatibility matrix", help="the heading (default: %(default)s)")
+    summary.set_defaults(func=_summary)
+
+    shot = commands.add_parser(
+        "screenshot",
+        help="save a PNG of the top of a built site's index (Debian's Chromium, through Playwright)",
+        description="Save a PNG of the top of SITE/index.html, as the README shows the sample report.",
+    )
+    shot.add_argument("--site", type=Path, required=True, metavar="DIR", help="a site built by `report build`")
+    shot.add_argument("--out", type=Path, required=True, metavar="PNG", help="the PNG file to write")
+    shot.set_defaults(func=_screenshot)
+
 
 def _optional(given: Path | None, default: Path) -> Path | None:
     """The file to read: the one given, else the default when it exists."""
     return given if given is not None else (default if default.is_file() else None)
+
+
+def _print_problems(problems: list[RecordProblem]) -> None:
+    for problem in problems[:_SHOWN_PROBLEMS]:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    if len(problems) > _SHOWN_PROBLEMS:
+        print(f"warning: ... and {len(problems) - _SHOWN_PROBLEMS} more skipped lines", file=sys.stderr)
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from hf_neuron.errors import InputError
+    from hf_neuron.report.load import load_records
+    from hf_neuron.report.markdown import markdown_summary
+
+    try:
+        loaded = load_records(args.results)
+    except InputError as exc:
+        print(f"hf-neuron report summary: {exc}", file=sys.stderr)
+        return 1
+    _print_problems(loaded.problems)
+    if not loaded.records:
+        print(f"hf-neuron report summary: no valid record in {', '.join(map(str, args.results))}", file=sys.stderr)
+        return 1
+    print(markdown_summary(loaded.records, title=args.title, skipped_lines=len(loaded.problems)), end="")
+    return 0
+
+
+def _screenshot(args: argparse.Namespace) -> int:
+    from hf_neuron.errors import InputError
+    from hf_neuron.report.screenshot import screenshot
+
+    try:
+        written = screenshot(args.site, args.out)
+    except InputError as exc:
+        print(f"hf-neuron report screenshot: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {written} ({written.stat().st_size // 1024} kB)")
+    return 0
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -91,10 +154,7 @@ def _build(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"hf-neuron report build: {exc}", file=sys.stderr)
         return 1
-    for problem in result.problems[:_SHOWN_PROBLEMS]:
-        print(f"warning: skipped {problem}", file=sys.stderr)
-    if len(result.problems) > _SHOWN_PROBLEMS:
-        print(f"warning: ... and {len(result.problems) - _SHOWN_PROBLEMS} more skipped lines", file=sys.stderr)
+    _print_problems(result.problems)
     if result.replaced:
         print(f"warning: {len(result.replaced)} conflicting records were replaced by a later one (--on-conflict "
               "latest); the page counts them", file=sys.stderr)

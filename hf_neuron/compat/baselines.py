@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
 
 __all__ = ["BASELINE_PATH", "Baseline", "Mode", "Support", "load_baseline"]
 
@@ -66,7 +66,7 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CompatFileError(path, "no such file") from None
+        raise missing_file(path) from None
     except json.JSONDecodeError as exc:
         raise CompatFileError(path, f"line {exc.lineno}: not valid JSON: {exc.msg}") from None
 

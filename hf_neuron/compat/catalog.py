@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
 
 __all__ = [
     "CATALOG_PATH",
@@ -136,7 +136,7 @@ def load_catalog(path: Path | None = None) -> Catalog:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CompatFileError(path, "no such file: generate it with `hf-neuron matrix catalog --generate`") from None
+        raise missing_file(path, "generate it with `hf-neuron matrix catalog --generate`") from None
     except json.JSONDecodeError as error:
         raise CompatFileError(path, f"not valid JSON: {error}") from None
     if not isinstance(document, dict):

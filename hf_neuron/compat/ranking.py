@@ -12,7 +12,7 @@ import io
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
 
 __all__ = ["COLUMNS", "RANKING_PATH", "RankEntry", "Ranking", "load_ranking", "ranking", "write_ranking"]
 
@@ -34,8 +34,7 @@ def load_ranking(path: Path | None = None) -> list[RankEntry]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        problem = "no such file: write it with `hf-neuron matrix catalog --refresh-ranking`"
-        raise CompatFileError(path, problem) from None
+        raise missing_file(path, "write it with `hf-neuron matrix catalog --refresh-ranking`") from None
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None or tuple(header) != COLUMNS:

@@ -136,7 +136,17 @@ def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
     return tuple(architectures)
 
 
+#: Up to this many valid names are printed with an unknown-name error; above it, the count and how to list them.
+_LISTED_NAMES = 12
+
+#: How to see every valid name of a kind that is too long to print in an error.
+_HOW_TO_LIST = {"architecture": "`hf-neuron matrix list --architectures` lists them"}
+_HOW_TO_LIST_CASES = "`hf-neuron matrix list` lists the cases (architecture::scenario)"
+
+
 def _check_known(kind: str, option: str, names: Iterable[str], valid: Sequence[str]) -> None:
+    """Raise InputError for names of ``option`` not in ``valid``: "did you mean" suggestions, and the valid names
+    (or, when there are more than a dozen, their count and the command that lists them)."""
     unknown = [name for name in names if name not in valid]
     if not unknown:
         return
@@ -145,9 +155,11 @@ def _check_known(kind: str, option: str, names: Iterable[str], valid: Sequence[s
         else repr(name)
         for name in unknown
     ]
-    raise InputError(
-        f"{option}: unknown {kind} {', '.join(hints)}; valid ({len(valid)}): {', '.join(valid)}"
-    )
+    if len(valid) <= _LISTED_NAMES:
+        known = f"valid ({len(valid)}): {', '.join(valid)}"
+    else:
+        known = f"{len(valid)} {kind}s are known; {_HOW_TO_LIST.get(kind, _HOW_TO_LIST_CASES)}"
+    raise InputError(f"{option}: unknown {kind} {', '.join(hints)}; {known}")
 
 
 def select(

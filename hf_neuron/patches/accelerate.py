@@ -1,4 +1,5 @@
-"""accelerate: detect ``neuron`` by device, ``accelerate launch --device``, fp16, the grad scaler, ``device_map``."""
+"""accelerate: detect ``neuron`` by device, ``accelerate launch --device``, an indexed device per rank, fp16, the
+grad scaler, ``device_map``."""
 
 from __future__ import annotations
 
@@ -80,6 +81,19 @@ def _applies_device(original: Callable[[argparse.Namespace], Any]) -> Callable[[
             return original(args)
 
     return launch_command
+
+
+def _indexes_the_neuron_device(original: Callable[[Any], None]) -> Callable[[Any], None]:
+    @functools.wraps(original)
+    def set_device(self: Any) -> None:
+        original(self)
+        device = self.device
+        if device is not None and device.type == neuron_device.DEVICE and device.index is None:
+            import torch
+
+            self.device = torch.device(neuron_device.DEVICE, neuron_module().current_device())
+
+    return set_device
 
 
 def _fp16_allows_neuron(original: types.FunctionType) -> Callable[..., Any]:
@@ -181,6 +195,22 @@ PATCHES: list[Patch] = [
         replace=_applies_device,
         upstream_fix="The same `--device` option in accelerate itself.",
         needs_device=False,
+    ),
+    Patch(
+        id="accelerate.rank-device-has-an-index",
+        library="accelerate",
+        module="accelerate.state",
+        attribute="PartialState.set_device",
+        versions=VERSIONS,
+        reason="accelerate/state.py `PartialState.__init__` takes `torch.device(ACCELERATE_TORCH_DEVICE)` as it is, "
+        "and `PartialState.default_device` returns `torch.device('neuron')` for one process: under `accelerate "
+        "launch --device neuron` every rank gets `neuron` without an index, where plain `accelerate launch` or "
+        "torchrun gives `neuron:<local rank>` (`set_device()` for MULTI_NEURON). Code that reads `device.index` or "
+        "compares devices then breaks. After `set_device()`, an index-less `neuron` becomes "
+        "`neuron:<torch.neuron.current_device()>`, which is the local rank under a launcher.",
+        replace=_indexes_the_neuron_device,
+        upstream_fix="Resolve an index-less accelerator device to the current device in `PartialState.set_device()`, "
+        "as it already does for MULTI_NEURON.",
     ),
     Patch(
         id="accelerate.fp16-on-neuron",

@@ -5,5 +5,6 @@ baseline, ranking and catalog, :mod:`~hf_neuron.report.status` says how an outco
 :mod:`~hf_neuron.report.tables` computes the numbers with pandas, :mod:`~hf_neuron.report.history` keeps one summary
 per run, :mod:`~hf_neuron.report.chart` lays out the trend, :mod:`~hf_neuron.report.render` writes HTML from
 templates, :mod:`~hf_neuron.report.downloads` the data files, and :func:`hf_neuron.report.site.build_site` runs them
-in order. Importing this package imports none of them.
+in order; :mod:`~hf_neuron.report.markdown` writes a run's Markdown summary (GitHub's job summary) and
+:mod:`~hf_neuron.report.screenshot` a picture of a built site. Importing this package imports none of them.
 """

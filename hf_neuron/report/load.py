@@ -1,23 +1,25 @@
 """Read matrix records from result directories and check each against the record schema.
 
-A bad line never stops a build: it is skipped, and a :class:`RecordProblem` names its file, its line and what is
-wrong. The build prints the problems and the site shows how many lines were skipped, so a bad line is never lost
+Records are JSON lines, in ``*.jsonl`` files or gzip-compressed ``*.jsonl.gz`` ones (the sample the repository
+keeps). A bad line never stops a build: it is skipped, and a :class:`RecordProblem` names its file, its line and
+what is wrong. The build prints the problems and the site shows how many lines were skipped, so a bad line is never lost
 silently. Several records of one case are refused when they disagree (no splicing of runs), unless the caller says
 to keep the latest; the site shows how many were dropped or replaced.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import IO, cast
 
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.records import ConflictPolicy, Record, parse_time, result_key, validate_record
 
-__all__ = ["LoadedRecords", "RecordProblem", "load_records"]
+__all__ = ["RECORD_FILES", "LoadedRecords", "RecordProblem", "load_records"]
 
 @dataclass(frozen=True)
 class RecordProblem:
@@ -42,11 +44,15 @@ class LoadedRecords:
     replaced: list[str] = field(default_factory=list)
 
 
+#: The names of record files in a results directory.
+RECORD_FILES = ("*.jsonl", "*.jsonl.gz")
+
+
 def _jsonl_files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(path.rglob("*.jsonl")))
+            files.extend(sorted(found for pattern in RECORD_FILES for found in path.rglob(pattern)))
         elif path.is_file():
             files.append(path)
         else:
@@ -72,8 +78,27 @@ def _parse_line(line: str) -> Record | str:
     return "; ".join(problems) if problems else cast(Record, obj)
 
 
+def _open(path: Path) -> IO[str]:
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return path.open(encoding="utf-8", errors="replace")
+
+
+def _lines(path: Path, problems: list[RecordProblem]) -> Iterator[tuple[int, str]]:
+    """The numbered lines of ``path`` (gunzipped when it ends in ``.gz``); a damaged compressed file yields the lines
+    before the damage and adds a problem naming it."""
+    number = 0
+    try:
+        with _open(path) as lines:
+            for number, line in enumerate(lines, start=1):
+                yield number, line
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError; a cut-off file raises EOFError
+        problems.append(RecordProblem(path, number + 1, f"cannot read on from here: {exc}"))
+
+
 def load_records(paths: Iterable[Path], on_conflict: ConflictPolicy = "error") -> LoadedRecords:
-    """Every valid record in ``paths`` (directories are searched for ``*.jsonl``; files are read as given).
+    """Every valid record in ``paths`` (directories are searched for ``*.jsonl`` and ``*.jsonl.gz``; files are read
+    as given).
 
     Two records of one case (in one run) that say the same (:func:`~hf_neuron.matrix.records.result_key`) are one
     result seen twice: the later is kept and counted in ``duplicates``. Records that disagree are a conflict: an
@@ -84,25 +109,24 @@ def load_records(paths: Iterable[Path], on_conflict: ConflictPolicy = "error") -
     problems: list[RecordProblem] = []
     duplicates, conflicts = 0, {}
     for path in _jsonl_files(paths):
-        with path.open(encoding="utf-8", errors="replace") as lines:
-            for number, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                record = _parse_line(line)
-                if isinstance(record, str):
-                    problems.append(RecordProblem(path, number, record))
-                    continue
-                key = (record["run_id"], record["case_id"])
-                if key not in kept:
-                    kept[key] = (record, path, number)
-                    continue
-                newer, older = _later_first((record, path, number), kept[key])
-                if result_key(newer[0]) == result_key(older[0]):
-                    duplicates += 1
-                else:
-                    conflicts[key] = (f"{key[1]}: {older[0]['outcome']} ({older[1]}:{older[2]}), then "
-                                      f"{newer[0]['outcome']} ({newer[1]}:{newer[2]})")
-                kept[key] = newer
+        for number, line in _lines(path, problems):
+            if not line.strip():
+                continue
+            record = _parse_line(line)
+            if isinstance(record, str):
+                problems.append(RecordProblem(path, number, record))
+                continue
+            key = (record["run_id"], record["case_id"])
+            if key not in kept:
+                kept[key] = (record, path, number)
+                continue
+            newer, older = _later_first((record, path, number), kept[key])
+            if result_key(newer[0]) == result_key(older[0]):
+                duplicates += 1
+            else:
+                conflicts[key] = (f"{key[1]}: {older[0]['outcome']} ({older[1]}:{older[2]}), then "
+                                  f"{newer[0]['outcome']} ({newer[1]}:{newer[2]})")
+            kept[key] = newer
     if conflicts and on_conflict == "error":
         shown = "\n  ".join(list(conflicts.values())[:20])
         raise InputError(f"{len(conflicts)} case(s) have records that disagree:\n  {shown}\nbuild from one run's "

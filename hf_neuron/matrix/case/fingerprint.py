@@ -5,19 +5,38 @@ devices normalised away (file paths, addresses, device names, tensor shapes, num
 (``file basename:function``), so that the same failure on neuron and on the CPU has the same fingerprint. Two
 architectures that fail in the same library function with the same message share a fingerprint; the report groups by
 it.
+
+Records are published, so a failure's message and traceback never carry the paths of the machine that ran it
+(:func:`relative_paths`): a file of an installed library reads ``transformers/models/llama/modeling_llama.py``
+(relative to site-packages), one of hf-neuron ``hf_neuron/matrix/case/execute.py``, one of the standard library
+``threading.py``, and any other absolute path keeps only its file name (``<path>/config.json``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import re
+import site
+import sysconfig
 import traceback
+from collections.abc import Iterable
 from pathlib import PurePath
 from types import CodeType, FrameType, TracebackType
 
-__all__ = ["FailureInfo", "describe_exception", "describe_stack", "fingerprint", "frame_name", "normalise"]
+from hf_neuron.compat.files import REPO_ROOT
+
+__all__ = [
+    "FailureInfo",
+    "describe_exception",
+    "describe_stack",
+    "fingerprint",
+    "frame_name",
+    "normalise",
+    "relative_paths",
+]
 
 #: Longest message kept in a record; the traceback keeps its last :data:`_TRACEBACK_CHARS` characters.
 _MESSAGE_CHARS = 2000
@@ -64,6 +83,39 @@ def normalise(message: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+def _library_roots() -> tuple[str, ...]:
+    """The directories files are named relative to: hf-neuron's checkout or site-packages, every site-packages of
+    this interpreter (the virtual environment's and the user's), and the standard library."""
+    paths = sysconfig.get_paths()
+    roots = {
+        str(REPO_ROOT),  # the directory holding hf_neuron/: the checkout, or site-packages
+        paths["purelib"],
+        paths["platlib"],
+        paths["stdlib"],
+        paths["platstdlib"],
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+    }
+    return tuple(root.rstrip("/") for root in roots if root.startswith("/") and root.rstrip("/"))
+
+
+@functools.lru_cache(maxsize=4)
+def _roots_pattern(roots: tuple[str, ...]) -> re.Pattern[str]:
+    # Longest first: the checkout may hold the virtual environment, whose site-packages must win.
+    ordered = sorted(set(roots), key=len, reverse=True)
+    return re.compile(r"(?<![\w.:/])(?:" + "|".join(map(re.escape, ordered)) + r")/")
+
+
+def relative_paths(text: str, roots: Iterable[str] | None = None) -> str:
+    """``text`` with no absolute path of this machine: a path under one of ``roots`` (default: hf-neuron's
+    checkout, site-packages and the standard library) made relative to it, any other one cut to ``<path>/name``.
+    """
+    chosen = _library_roots() if roots is None else tuple(root.rstrip("/") for root in roots)
+    if chosen:
+        text = _roots_pattern(chosen).sub("", text)
+    return _PATH.sub("<path>/", text)
+
+
 def fingerprint(type_name: str, message: str, frame: str) -> str:
     """16 hex digits identifying a failure across runs: hash of type, normalised message and raising frame."""
     key = "\x1f".join((type_name, normalise(message), frame))
@@ -88,10 +140,10 @@ def describe_exception(exc: BaseException) -> FailureInfo:
     kind = type(exc)
     module = kind.__module__
     name = kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
-    text = "".join(traceback.format_exception(exc))
+    text = relative_paths("".join(traceback.format_exception(exc)))
     return FailureInfo(
         type=name,
-        message=str(exc)[:_MESSAGE_CHARS],
+        message=relative_paths(str(exc))[:_MESSAGE_CHARS],
         frame=_innermost(exc.__traceback__),
         traceback=text[-_TRACEBACK_CHARS:],
     )
@@ -104,13 +156,14 @@ def describe_stack(
 
     The stack is cut below the first caller running ``stop_at`` (the runner's own frames are not the case's).
     """
+    message = relative_paths(message)[:_MESSAGE_CHARS]
     if frame is None:
-        return FailureInfo(type_name, message[:_MESSAGE_CHARS], "", "")
+        return FailureInfo(type_name, message, "", "")
     frames = list(itertools.takewhile(lambda item: item[0].f_code is not stop_at, traceback.walk_stack(frame)))
-    stack = "".join(traceback.format_list(traceback.StackSummary.extract(reversed(frames))))
+    stack = relative_paths("".join(traceback.format_list(traceback.StackSummary.extract(reversed(frames)))))
     return FailureInfo(
         type=type_name,
-        message=message[:_MESSAGE_CHARS],
+        message=message,
         frame=frame_name(frame.f_code.co_filename, frame.f_code.co_name),
         traceback=stack[-_TRACEBACK_CHARS:],
     )

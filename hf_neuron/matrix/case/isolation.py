@@ -39,7 +39,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from hf_neuron.matrix.case.fingerprint import FailureInfo, frame_name
+from hf_neuron.matrix.case.fingerprint import FailureInfo, frame_name, relative_paths
 
 __all__ = [
     "STUCK_EXIT_CODE",
@@ -172,7 +172,9 @@ def read_fatal_error(crash_log: Path) -> FailureInfo | None:
     frame = next(
         (frame_name(m["file"], m["function"]) for line in current if (m := _FAULTHANDLER_FRAME.match(line))), ""
     )
-    return FailureInfo(type="WorkerCrash", message=message, frame=frame, traceback="\n".join([message, *current]))
+    message = relative_paths(message)
+    dump_text = relative_paths("\n".join([message, *current]))
+    return FailureInfo(type="WorkerCrash", message=message, frame=frame, traceback=dump_text)
 
 
 def describe_exit(returncode: int | None) -> str:
