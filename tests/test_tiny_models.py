@@ -126,7 +126,7 @@ def test_reviewed_and_explicit_overrides_apply() -> None:
     [
         ("[llama]\nconfig = { num_hidden_layers = 3 }\n", "[llama] needs a non-empty 'reason' string"),
         ('[llama]\nreason = "x"\nbuilds = false\n',
-         "[llama] has unknown keys ['builds']; allowed: ['config', 'reason', 'runs']"),
+         "[llama] has unknown keys ['builds']; allowed: ['config', 'gap', 'reason', 'runs']"),
         ('[llama]\nreason = "x"\nruns = "no"\n', "[llama] 'runs' must be true or false"),
         ("[llama\n", "not valid TOML"),
     ],

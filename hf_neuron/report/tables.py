@@ -193,7 +193,10 @@ def run_info(records: Sequence[Record]) -> RunInfo:
                 found.add(str(value))
     env = {key: ", ".join(sorted(found)) for key, found in values.items() if key not in _LISTS}
     first = records[0]["env"]
-    listed: dict[str, tuple[str, ...]] = {key: tuple(map(str, first.get(key) or ())) for key in _LISTS}
+    # schema-1 records say only whether patches were on (a bool), not which
+    listed: dict[str, tuple[str, ...]] = {
+        key: tuple(map(str, value)) if isinstance(value := first.get(key), list) else () for key in _LISTS
+    }
     return RunInfo(records[0]["run_id"], started, finished, env["backend"], env,
                    listed["patches"], listed["reference_gap_patches"])
 
