@@ -1,4 +1,6 @@
-"""Mixed precision with accelerate on neuron: fp16 (autocast + a neuron GradScaler) and bf16 train like fp32."""
+"""Mixed precision with accelerate on neuron: fp16 (autocast + a neuron GradScaler) and bf16 train like fp32 and like
+the same mixed precision on the CPU (bf16 step for step; fp16 to the same loss, since accelerate scales no CPU
+gradients and the neuron run skips its first, overflowing steps)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,12 @@ import torch
 from _helpers_patches import require_neuron
 
 
-def _train(mixed_precision: str, steps: int = 30) -> tuple[list[float], object]:
+def _train(mixed_precision: str, steps: int = 30, cpu: bool = False) -> tuple[list[float], object]:
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
 
     AcceleratorState._reset_state(reset_partial_state=True)
-    accelerator = Accelerator(mixed_precision=mixed_precision)
+    accelerator = Accelerator(mixed_precision=mixed_precision, cpu=cpu)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -27,7 +29,7 @@ def _train(mixed_precision: str, steps: int = 30) -> tuple[list[float], object]:
         optimizer.step()
         optimizer.zero_grad()
         losses.append(loss.item())
-    assert next(model.parameters()).device == torch.device("neuron:0")
+    assert next(model.parameters()).device == torch.device("cpu" if cpu else "neuron:0")
     return losses, accelerator.scaler
 
 
@@ -41,3 +43,8 @@ def test_mixed_precision_trains_on_neuron_like_fp32(mixed_precision: str) -> Non
         assert scaler.get_scale() < 2.0**16  # the first steps overflowed and were skipped, as on a GPU
     assert losses[-1] < 0.2 * losses[0]
     assert abs(losses[-1] - reference[-1]) < 0.05 * reference[0]
+    cpu, _ = _train(mixed_precision, cpu=True)
+    if mixed_precision == "bf16":
+        assert losses == pytest.approx(cpu, rel=1e-5)
+    else:
+        assert abs(losses[-1] - cpu[-1]) < 0.05 * cpu[0]
