@@ -50,6 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"ranking CSV with columns model_type,rank,source (default: {DEFAULT_RANKING} if present)",
     )
     build.add_argument("--top", type=int, default=100, metavar="N", help="size of the top-N view (default: 100)")
+    build.add_argument(
+        "--upstream", type=Path, nargs="+", default=[], metavar="DIR",
+        help="records of `hf-neuron upstream` (the library's own tests on neuron): an index column, a page section",
+    )
     build.set_defaults(func=_build)
 
 
@@ -80,6 +84,7 @@ def _build(args: argparse.Namespace) -> int:
             ranking=ranking(load_ranking(ranking_path)) if ranking_path else None,
             history_dir=args.history,
             top_n=args.top,
+            upstream=args.upstream,
         )
     except InputError as exc:
         print(f"hf-neuron report build: {exc}", file=sys.stderr)

@@ -33,6 +33,8 @@ from hf_neuron.report.tables import (
     frame_rows,
     scenario_columns,
 )
+from hf_neuron.report.upstream import UpstreamView
+from hf_neuron.upstream.summary import ArchSummary
 
 __all__ = ["ArchPage", "IndexPage", "render_site", "reproduce_command", "trim_traceback"]
 
@@ -61,6 +63,7 @@ class IndexPage:
     downloads: Sequence[Download]
     problems: Sequence[RecordProblem]
     ranking_source: str | None
+    upstream: UpstreamView | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class ArchPage:
     cases: Mapping[str, Mapping[str, Any]]
     previous: Mapping[str, str] | None = None
     catalog_entry: CatalogEntry | None = None
+    upstream: ArchSummary | None = None
 
 
 def reproduce_command(model_type: str, scenario: str) -> str:

@@ -33,6 +33,7 @@ from hf_neuron.report.tables import (
     run_info,
     scenario_rates,
 )
+from hf_neuron.report.upstream import load_upstream
 
 __all__ = ["BuildResult", "build_site"]
 
@@ -58,16 +59,20 @@ def build_site(
     ranking: Ranking | None = None,
     history_dir: Path | None = None,
     top_n: int = 100,
+    upstream: Sequence[Path] = (),
 ) -> BuildResult:
     """Build the site of the run whose records are in ``results`` (directories or ``*.jsonl`` files) into ``out``.
 
     ``catalog``'s architectures without records are listed as not run, and each page shows its catalog entry. With
     ``history_dir``, the previous run's summary there gives the diff, all summaries the trend, and this run's
-    summary is added to it. Raises :class:`InputError` when no valid record is found or several runs mix.
+    summary is added to it. With ``upstream`` (directories of ``hf-neuron upstream`` records), the index gets a
+    column and each page a section on the library's own tests. Raises :class:`InputError` when no valid record is
+    found or several runs mix.
     """
     entries = catalog.by_type() if catalog else {}
     if bad := sorted(m for m in entries if not is_name(m)):
         raise InputError(f"catalog model types must be names of letters, digits, '_', '.' or '-': {bad}")
+    upstream_view = load_upstream(upstream) if upstream else None
     loaded = load_records(results)
     if not loaded.records:
         raise InputError(f"no valid record in {', '.join(map(str, results))}")
@@ -108,6 +113,7 @@ def build_site(
         downloads=write_downloads(out, loaded.records, table),
         problems=loaded.problems,
         ranking_source=ranking.source if ranking else None,
+        upstream=upstream_view,
     )
     by_arch: dict[str, dict[str, dict[str, Any]]] = {}
     for case in frame_rows(cases):
@@ -119,6 +125,7 @@ def build_site(
             cases=by_arch.get(row["model_type"], {}),
             previous=previous.statuses.get(row["model_type"], {}) if previous else None,
             catalog_entry=entries.get(row["model_type"]),
+            upstream=upstream_view.summaries.get(row["model_type"]) if upstream_view else None,
         )
         for row in frame_rows(table)
     )

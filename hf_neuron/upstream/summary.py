@@ -47,9 +47,10 @@ class FailureGroup:
 
 @dataclasses.dataclass(frozen=True)
 class ArchSummary:
-    """One architecture's upstream tests on both devices."""
+    """One architecture's upstream tests (of ``suite``) on both devices."""
 
     model_type: str
+    suite: str
     counts: Mapping[Device, Counts]
     neuron_only: tuple[FailureGroup, ...]
     not_applicable: tuple[tuple[str, str], ...]  # (test name, reason)
@@ -108,6 +109,7 @@ def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
     ]
     return ArchSummary(
         model_type=model_type,
+        suite=", ".join(sorted({record["suite"] for record in records})),
         counts={device: _counts(by_device[device]) for device in DEVICES},
         neuron_only=_groups(neuron_only),
         not_applicable=tuple(sorted((short_name(r["test"]), r["reason"] or "") for r in neuron
@@ -122,7 +124,7 @@ _NO_DETAILS: UpstreamFailure = {"type": "", "message": "no failure details recor
 
 
 def summarize(records: Iterable[UpstreamRecord]) -> dict[str, ArchSummary]:
-    """One summary per architecture (suite ``transformers``), in the order the records name them."""
+    """One summary per architecture, in the order the records name them."""
     by_arch: dict[str, list[UpstreamRecord]] = {}
     for record in records:
         by_arch.setdefault(record["model_type"], []).append(record)
