@@ -18,8 +18,9 @@ import pytest
 from _helpers_upstream import ZEBRA_TESTS, write_list, write_tree
 
 from hf_neuron.cli import main
+from hf_neuron.compat.ranking import load_ranking
 from hf_neuron.matrix.case.fingerprint import fingerprint
-from hf_neuron.upstream import source
+from hf_neuron.upstream import runner, source
 from hf_neuron.upstream.records import read_records, short_name
 
 SHARED_TESTS = Path(os.environ.get("HF_NEURON_UPSTREAM_TESTS", "/work/shared/upstream/transformers-tests"))
@@ -168,6 +169,24 @@ def test_fetch_reuses_the_tree_already_in_the_cache(tmp_path: Path, capsys: pyte
     write_tree(tmp_path / "cache" / f"transformers-v{version}")
     assert main(_upstream("--fetch", "--cache", tmp_path / "cache", "--arch", "quagga")) == 2
     assert "(it has tests for: zebra)" in capsys.readouterr().err  # read from the cache, not cloned
+
+
+def test_top_takes_the_best_ranked_architectures_that_have_tests(tmp_path: Path) -> None:
+    ranked = [entry.model_type for entry in load_ranking()[:4]]
+    for arch in (ranked[0], ranked[3]):
+        folder = arch.replace("-", "_")
+        write_list(tmp_path / "tests" / "models" / folder / f"test_modeling_{folder}.py", "")
+    notes: list[str] = []
+    assert runner._top(tmp_path, 4, notes.append) == (ranked[0], ranked[3])
+    assert notes == [f"top 4 of the ranking: no model tests in {tmp_path} for {ranked[1]}, {ranked[2]} (left out)"]
+
+
+def test_top_without_any_ranked_architecture_in_the_tree_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = write_tree(tmp_path / "tree")
+    assert main(_upstream("--source", tree, "--top", "2", "--results", tmp_path / "r")) == 2
+    assert "--top 2: none of " in capsys.readouterr().err
 
 
 @pytest.mark.slow

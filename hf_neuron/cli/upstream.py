@@ -21,7 +21,7 @@ on neuron (compat/upstream_not_applicable.toml), and every architecture passed t
 2 bad input (unknown architecture, missing source tree, malformed list, no neuron device).
 examples:
   hf-neuron upstream transformers --source ~/src/transformers --arch llama gpt2 -n 2
-  hf-neuron upstream transformers --fetch --arch mistral qwen2 --results results/upstream
+  hf-neuron upstream transformers --fetch --top 10 --results results/upstream
   hf-neuron upstream transformers --source DIR --arch llama -k "sdpa_inference"
 """
 _SHOWN_TESTS = 6
@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     from hf_neuron.upstream.summary import summarize
 
     options = UpstreamOptions(
-        archs=tuple(args.arch), results=args.results, source=args.source,
+        archs=tuple(args.arch or ()), top=args.top, results=args.results, source=args.source,
         cache=(args.cache or cache_root() / "upstream") if args.fetch else None,
         workers=args.workers, timeout_s=args.timeout, keyword=args.keyword, not_applicable=args.not_applicable,
         suite=args.suite,
@@ -80,8 +80,9 @@ def _run(args: argparse.Namespace) -> int:
     _, problems = read_records([args.results])
     for problem in problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
-    failing = [arch for arch in options.archs if arch not in summaries or not summaries[arch].ok]
-    for arch in options.archs:
+    archs = options.archs or tuple(summaries)
+    failing = [arch for arch in archs if arch not in summaries or not summaries[arch].ok]
+    for arch in archs:
         print(format_summary(summaries[arch]) if arch in summaries else f"{arch}\n  no record: see the logs")
         print()
     backend = records[0]["env"]["backend"] if records else "unknown"
@@ -109,8 +110,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache", type=Path, metavar="DIR",
                         help="with --fetch: where source trees are kept (default: $HF_NEURON_CACHE/upstream, "
                         "else ~/.cache/hf-neuron/upstream)")
-    parser.add_argument("--arch", nargs="+", required=True, metavar="ARCH",
-                        help="architectures: folders of tests/models/ (a model type's '-' is '_' there)")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--arch", nargs="+", metavar="ARCH",
+                       help="architectures: folders of tests/models/ (a model type's '-' is '_' there)")
+    which.add_argument("--top", type=int, metavar="N",
+                       help="the N best-ranked architectures of compat/ranking.csv (those without tests are left out)")
     parser.add_argument("--results", type=Path, default=Path("results/upstream"), metavar="DIR",
                         help="new directory for the records and logs (default: results/upstream)")
     parser.add_argument("-n", "--workers", type=int, default=1, metavar="N",

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hf_neuron.compat.ranking import load_ranking
 from hf_neuron.compat.upstream_not_applicable import NOT_APPLICABLE_PATH, load_not_applicable
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.results import environment
@@ -27,7 +28,7 @@ from hf_neuron.matrix.results.store import RecordWriter, new_run_id
 from hf_neuron.testing import suite_environment, write_spec_file
 from hf_neuron.upstream.plugin import OPTION, PluginConfig, make_record, text_failure
 from hf_neuron.upstream.records import DEVICES, Device, UpstreamRecord, read_records
-from hf_neuron.upstream.source import fetch, model_test_files, prepare_worktree
+from hf_neuron.upstream.source import MODEL_TESTS, fetch, has_tests, model_test_files, prepare_worktree
 
 __all__ = ["DESELECTED", "NEEDED_MODULES", "UpstreamOptions", "pytest_command", "run"]
 
@@ -42,10 +43,12 @@ _SPEC_VARIABLES = ("TRANSFORMERS_TEST_DEVICE", "TRANSFORMERS_TEST_DEVICE_SPEC", 
 
 @dataclasses.dataclass(frozen=True)
 class UpstreamOptions:
-    """What to run: ``suite``'s model tests of ``archs`` from ``source`` (or fetched into ``cache``)."""
+    """What to run: ``suite``'s model tests of ``archs`` (or of the ``top`` architectures of the ranking that have
+    tests) from ``source`` (or fetched into ``cache``)."""
 
     archs: tuple[str, ...]
     results: Path
+    top: int | None = None
     source: Path | None = None
     cache: Path | None = None  # with it, fetch the source tree into this cache
     workers: int = 1
@@ -87,6 +90,21 @@ def _check_prerequisites(options: UpstreamOptions) -> None:
         raise InputError(f"no upstream suite {options.suite!r}: only transformers' tests run for now")
 
 
+def _top(source: Path, top: int, progress: Callable[[str], None]) -> tuple[str, ...]:
+    """The ``top`` best-ranked architectures of ``compat/ranking.csv`` that ``source`` has model tests for."""
+    if top < 1:
+        raise InputError("--top must be at least 1")
+    if not (source / MODEL_TESTS).is_dir():
+        return ()  # model_test_files says what is wrong with the tree
+    ranked = [entry.model_type for entry in load_ranking()[:top]]
+    archs = tuple(arch for arch in ranked if has_tests(source, arch))
+    if without := [arch for arch in ranked if arch not in archs]:
+        progress(f"top {top} of the ranking: no model tests in {source} for {', '.join(without)} (left out)")
+    if not archs:
+        raise InputError(f"--top {top}: none of {', '.join(ranked)} has model tests in {source}")
+    return archs
+
+
 def _count(results: Path, model_type: str, device: Device) -> int:
     records, _ = read_records([results])
     return sum(r["model_type"] == model_type and r["device"] == device for r in records)
@@ -100,7 +118,8 @@ def run(options: UpstreamOptions, progress: Callable[[str], None] = print) -> li
         raise InputError("name a transformers source tree with --source DIR, or use --fetch")
     source = fetch(options.cache) if options.cache is not None else options.source
     assert source is not None
-    files = model_test_files(source, options.archs)
+    archs = options.archs if options.top is None else _top(source, options.top, progress)
+    files = model_test_files(source, archs)
     not_applicable = options.not_applicable or NOT_APPLICABLE_PATH
     load_not_applicable(not_applicable)  # a malformed list stops the run before it starts
     env = environment.collect()

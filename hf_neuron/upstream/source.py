@@ -25,6 +25,7 @@ __all__ = [
     "TRANSFORMERS_GIT",
     "available_archs",
     "fetch",
+    "has_tests",
     "installed_package",
     "model_test_files",
     "prepare_worktree",
@@ -46,11 +47,16 @@ def _test_file(source: Path, arch: str) -> Path:
     return source / MODEL_TESTS / folder / f"test_modeling_{folder}.py"
 
 
+def has_tests(source: Path, arch: str) -> bool:
+    """True when ``source`` holds the model tests of ``arch``."""
+    return _test_file(source, arch).is_file()
+
+
 def available_archs(source: Path) -> list[str]:
     """The architectures whose model tests ``source`` holds."""
     models = source / MODEL_TESTS
     folders = sorted(path.name for path in models.iterdir() if path.is_dir()) if models.is_dir() else []
-    return [folder for folder in folders if _test_file(source, folder).is_file()]
+    return [folder for folder in folders if has_tests(source, folder)]
 
 
 def model_test_files(source: Path, archs: Sequence[str]) -> dict[str, Path]:
@@ -63,7 +69,7 @@ def model_test_files(source: Path, archs: Sequence[str]) -> dict[str, Path]:
                          "(it needs tests/models/<arch>/test_modeling_<arch>.py and the common test modules)")
     if not archs:
         raise InputError("--arch: name at least one architecture")
-    missing = [arch for arch in archs if not _test_file(source, arch).is_file()]
+    missing = [arch for arch in archs if not has_tests(source, arch)]
     if missing:
         have = ", ".join(available_archs(source)) or "none"
         raise InputError(f"--arch {' '.join(missing)}: no {MODEL_TESTS}/<arch>/test_modeling_<arch>.py in "
