@@ -3,9 +3,9 @@
 ``write_tree`` lays out ``tests/models/<arch>/test_modeling_<arch>.py`` files beside a ``tests/test_modeling_common.py``
 that chooses its tolerance by device the way transformers' does, for an architecture hf-neuron has never seen
 (``zebra``): a test for each kind of result (passes, fails everywhere, fails on neuron only, needs an accelerator,
-asks for Inductor, listed although it passes, subtests, hangs, crashes its worker) and, optionally, an architecture
-whose test file cannot be imported (``broken``). The tree is written into a temporary directory by each test, so
-the project's own pytest never collects it.
+asks for Inductor, listed although it passes, subtests failing or skipped, hangs, crashes its worker) and,
+optionally, an architecture whose test file cannot be imported (``broken``). The tree is written into a temporary
+directory by each test, so the project's own pytest never collects it.
 """
 
 from __future__ import annotations
@@ -82,6 +82,12 @@ class ZebraModelTest(ModelTesterMixin, unittest.TestCase):
             with self.subTest(i=i):
                 self.assertLess(i, 1)
 
+    def test_subtest_skipped(self):
+        for i in range(2):
+            with self.subTest(i=i):
+                if i == 0:
+                    self.skipTest("not for 0")
+
     def test_hangs(self):
         time.sleep(600)
 
@@ -101,6 +107,7 @@ ZEBRA_TESTS: dict[str, tuple[str, str]] = {
     "test_compiles_with_inductor": ("passed", "known-failure"),
     "test_listed_but_passes": ("passed", "passed"),
     "test_subtests": ("failed", "failed"),
+    "test_subtest_skipped": ("passed", "passed"),
     "test_hangs": ("timeout", "timeout"),
     "test_crashes": ("crashed", "crashed"),
 }

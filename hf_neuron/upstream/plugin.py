@@ -127,7 +127,8 @@ def record_of(
         failure = _failure(failing)
         timed_out = failure["message"].startswith(_TIMEOUT) and "pytest-timeout" in failure["message"]
         outcome = "timeout" if timed_out else "failed" if failing.when == "call" else "error"
-    elif skipped := next((report for report in reports if report.skipped), None):
+    elif skipped := next((r for r in reports if r.skipped and not isinstance(r, pytest.SubtestReport)), None):
+        # a skipped subtest skips that subtest only: the test passes (as pytest counts it)
         outcome, reason = "skipped", _skip_reason(skipped)
     else:
         outcome = "passed"
