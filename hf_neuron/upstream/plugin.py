@@ -99,9 +99,11 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return reason.removeprefix("Skipped: ") or "skipped"
 
 
-def make_record(config: PluginConfig, node_id: str, outcome: Outcome, *, reason: str | None = None,
-            failure: UpstreamFailure | None = None, entry: dict[str, Any] | None = None, duration_s: float = 0.0,
-            started: float, finished: float) -> UpstreamRecord:
+def make_record(
+    config: PluginConfig, node_id: str, outcome: Outcome, *, reason: str | None = None,
+    failure: UpstreamFailure | None = None, entry: dict[str, Any] | None = None, duration_s: float = 0.0,
+    started: float, finished: float,
+) -> UpstreamRecord:
     """A record of ``config``'s run (times in seconds since the epoch)."""
     return {
         "schema": SCHEMA_VERSION, "run_id": config.run_id, "suite": config.suite, "model_type": config.model_type,
@@ -139,10 +141,11 @@ def record_of(
         entry = not_applicable.match(config.suite, config.model_type, short_name(node_id), text)
         if entry is not None and outcome != "passed":
             outcome, reason = "known-failure", entry.reason
-    return make_record(config, node_id, outcome, reason=reason, failure=failure,
-                   entry=None if entry is None else entry.as_dict(),
-                   duration_s=sum(report.duration for report in reports),
-                   started=min(report.start for report in reports), finished=max(report.stop for report in reports))
+    return make_record(
+        config, node_id, outcome, reason=reason, failure=failure, entry=None if entry is None else entry.as_dict(),
+        duration_s=sum(report.duration for report in reports),
+        started=min(report.start for report in reports), finished=max(report.stop for report in reports),
+    )
 
 
 class _Recorder:
@@ -163,8 +166,9 @@ class _Recorder:
         if not report.failed:
             return
         now = time.time()
-        self.writer.write(make_record(self.config, report.nodeid, "error", failure=_failure(report), started=now,
-                                  finished=now))
+        self.writer.write(
+            make_record(self.config, report.nodeid, "error", failure=_failure(report), started=now, finished=now)
+        )
 
     def pytest_unconfigure(self) -> None:
         self.writer.close()

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -105,9 +106,10 @@ def _top(source: Path, top: int, progress: Callable[[str], None]) -> tuple[str, 
     return archs
 
 
-def _count(results: Path, model_type: str, device: Device) -> int:
+def _outcomes(results: Path, model_type: str, device: Device) -> Counter[str]:
+    """How many tests of ``model_type`` on ``device`` have each outcome so far."""
     records, _ = read_records([results])
-    return sum(r["model_type"] == model_type and r["device"] == device for r in records)
+    return Counter(r["outcome"] for r in records if r["model_type"] == model_type and r["device"] == device)
 
 
 def run(options: UpstreamOptions, progress: Callable[[str], None] = print) -> list[UpstreamRecord]:
@@ -145,9 +147,10 @@ def run(options: UpstreamOptions, progress: Callable[[str], None] = print) -> li
                         cwd=tree, env=_environment(device, options.workers), stdout=output,
                         stderr=subprocess.STDOUT, check=False,
                     ).returncode
-                if _count(options.results, arch, device) == 0:
+                if not _outcomes(options.results, arch, device):
                     _record_nothing_ran(options.results, config, str(test_file), status, log, started)
-                progress(f"{arch} on {device}: pytest status {status} in {time.time() - started:.0f} s (log: {log})")
+                counts = ", ".join(f"{n} {outcome}" for outcome, n in _outcomes(options.results, arch, device).items())
+                progress(f"{arch} on {device}: {counts} in {time.time() - started:.0f} s (log: {log})")
     return [r for r in read_records([options.results])[0] if r["run_id"] == run_id]
 
 
