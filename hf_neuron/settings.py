@@ -111,7 +111,8 @@ SWITCHES: tuple[Switch, ...] = (
            "Debug mode `copy`: CPU kernels run on copies of device tensors, copied back after the call, instead of "
            "on aliases of device memory."),
     Switch("HF_NEURON_CACHE", _text, "",
-           "Where the reference device's C++ extension is built and cached (default `~/.cache/hf-neuron`)."),
+           "Where the reference device's C++ extension is built and cached, and where `hf-neuron upstream --fetch` "
+           "keeps the transformers source trees it clones (default `~/.cache/hf-neuron`)."),
     Switch("HF_NEURON_CUDA_REDIRECT", _flag, "0",
            "Opt-in: redirect `\"cuda\"`, `.cuda()` and `torch.cuda.*` in user scripts to `neuron`, logging each "
            "redirect."),

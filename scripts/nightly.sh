@@ -8,6 +8,10 @@
 # OUT/merged    one record per case, deduplicated (`hf-neuron matrix merge`): what the report and archives read
 # OUT/site      the static report (`hf-neuron report build`), with the trend read from, and this run added to,
 #               HF_NEURON_HISTORY (default nightly/history): keep that directory between nights
+# OUT/upstream  transformers' own model tests of the top HF_NEURON_UPSTREAM_TOP (default 10) architectures of
+#               compat/ranking.csv on neuron and on the CPU (`hf-neuron upstream`), shown in the report. Needs a
+#               transformers source tree: HF_NEURON_TRANSFORMERS_SOURCE (a checkout of the installed version's tag),
+#               or HF_NEURON_UPSTREAM_FETCH=1 to clone it (network); without either this step is skipped, saying so.
 # Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s).
 # The reference device is used unless the real TorchNeuron is installed. Exit status: 0 when the site was built
 # (device failures are the report's content, not an error of the nightly), else the failing step's status.
@@ -40,5 +44,28 @@ if (( status > 1 )); then
 fi
 rm -rf "$out/merged"
 hfn matrix merge "$out/results" --out "$out/merged"
-hfn report build --results "$out/merged" --out "$out/site" --history "$history"
-echo "nightly: site in $out/site (matrix status $status: 0 none failing on the device, 1 some)"
+
+# The upstream tests: one finished run is kept (OUT/upstream.done); an interrupted one starts again.
+upstream=() upstream_status=0
+if [[ -f $out/upstream.done ]]; then
+    upstream=(--upstream "$out/upstream")
+elif [[ -n ${HF_NEURON_TRANSFORMERS_SOURCE:-} || ${HF_NEURON_UPSTREAM_FETCH:-0} == 1 ]]; then
+    where=(--fetch)
+    [[ -n ${HF_NEURON_TRANSFORMERS_SOURCE:-} ]] && where=(--source "$HF_NEURON_TRANSFORMERS_SOURCE")
+    rm -rf "$out/upstream"
+    hfn upstream transformers "${where[@]}" --top "${HF_NEURON_UPSTREAM_TOP:-10}" -n "$workers" \
+        --results "$out/upstream" || upstream_status=$?
+    if (( upstream_status <= 1 )); then
+        touch "$out/upstream.done"
+        upstream=(--upstream "$out/upstream")
+    else
+        echo "nightly: the upstream tests did not run (status $upstream_status); the site is built without them" >&2
+    fi
+else
+    echo "nightly: upstream tests skipped: set HF_NEURON_TRANSFORMERS_SOURCE to a transformers checkout of the" \
+         "installed version's tag, or HF_NEURON_UPSTREAM_FETCH=1 to clone it" >&2
+fi
+hfn report build --results "$out/merged" --out "$out/site" --history "$history" "${upstream[@]}"
+echo "nightly: site in $out/site (matrix status $status: 0 none failing on the device, 1 some;" \
+     "upstream status $upstream_status)"
+(( upstream_status <= 1 )) || exit "$upstream_status"

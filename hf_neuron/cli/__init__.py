@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "smoke": "smoke",
     "matrix": "matrix",
     "report": "report",
+    "upstream": "upstream",
 }
 
 

@@ -61,6 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="when records of one case disagree: 'error' (default) refuses to splice runs; 'latest' keeps each "
              "case's latest record and the page counts the replaced ones",
     )
+    build.add_argument(
+        "--upstream", type=Path, nargs="+", default=[], metavar="DIR",
+        help="records of `hf-neuron upstream` (the library's own tests on neuron): an index column, a page section",
+    )
     build.set_defaults(func=_build)
 
     summary = commands.add_parser(
@@ -150,6 +154,7 @@ def _build(args: argparse.Namespace) -> int:
             history_dir=args.history,
             top_n=args.top,
             on_conflict=args.on_conflict,
+            upstream=args.upstream,
         )
     except InputError as exc:
         print(f"hf-neuron report build: {exc}", file=sys.stderr)

@@ -33,6 +33,8 @@ from hf_neuron.report.tables import (
     frame_rows,
     scenario_columns,
 )
+from hf_neuron.report.upstream import UpstreamView
+from hf_neuron.upstream.summary import ArchSummary
 
 __all__ = ["ArchPage", "IndexPage", "render_site", "reproduce_command", "trim_traceback"]
 
@@ -69,6 +71,7 @@ class IndexPage:
     loaded: LoadedRecords
     ranking_source: str | None
     catalog: Catalog | None = None
+    upstream: UpstreamView | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class ArchPage:
     catalog_entry: CatalogEntry | None = None
     #: operators expected to fall back to the CPU on Trainium that its cases ran, with counts (None: not measured)
     fallback_ops: Mapping[str, int] | None = None
+    upstream: ArchSummary | None = None
 
 
 def reproduce_command(model_type: str, scenario: str) -> str:

@@ -36,6 +36,7 @@ from hf_neuron.report.tables import (
     scenario_rates,
     split_lanes,
 )
+from hf_neuron.report.upstream import load_upstream
 
 __all__ = ["BuildResult", "build_site"]
 
@@ -83,6 +84,7 @@ def build_site(
     history_dir: Path | None = None,
     top_n: int = 100,
     on_conflict: ConflictPolicy = "error",
+    upstream: Sequence[Path] = (),
 ) -> BuildResult:
     """Build the site of the run whose records are in ``results`` (directories or record files) into ``out``.
 
@@ -91,11 +93,13 @@ def build_site(
     not run, and each page shows its catalog entry. With ``history_dir``, the previous run's summary there gives the
     diff, all summaries the trend, and this run's summary is added to it. Raises :class:`InputError` when no valid
     record is found, several runs of one backend mix, or records of one case disagree (unless ``on_conflict`` is
-    ``"latest"``).
+    ``"latest"``). With ``upstream`` (directories of ``hf-neuron upstream`` records), the index gets a column and
+    each page a section on the library's own tests.
     """
     entries = catalog.by_type() if catalog else {}
     if bad := sorted(m for m in entries if not is_name(m)):
         raise InputError(f"catalog model types must be names of letters, digits, '_', '.' or '-': {bad}")
+    upstream_view = load_upstream(upstream) if upstream else None
     loaded = load_records(results, on_conflict)
     if not loaded.records:
         raise InputError(f"no valid record in {', '.join(map(str, results))}")
@@ -139,6 +143,7 @@ def build_site(
         loaded=loaded,
         ranking_source=ranking.source if ranking else None,
         catalog=catalog,
+        upstream=upstream_view,
     )
     by_arch: dict[str, dict[str, dict[str, Any]]] = {}
     for case in frame_rows(cases):
@@ -151,6 +156,7 @@ def build_site(
             previous=previous.statuses.get(row["model_type"], {}) if previous else None,
             catalog_entry=entries.get(row["model_type"]),
             fallback_ops=fallback_ops(cases, row["model_type"]),
+            upstream=upstream_view.summaries.get(row["model_type"]) if upstream_view else None,
         )
         for row in frame_rows(table)
     )

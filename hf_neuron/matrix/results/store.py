@@ -21,6 +21,7 @@ import platform
 import re
 import secrets
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,9 @@ class RecordWriter:
                 continue
         raise RuntimeError(f"cannot create a new record file for {self._stem} in {self._directory}")
 
-    def write(self, record: Record) -> None:
-        """Append ``record`` as one line and make it durable before returning."""
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append ``record`` (a matrix record, or another JSON object such as an upstream test's record) as one
+        line and make it durable before returning."""
         data = (json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n").encode()
         with self._lock:
             if self._fd is None:

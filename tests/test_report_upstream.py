@@ -1,0 +1,92 @@
+"""The report's view of the libraries' own tests: an index column and a section per architecture, from fixture
+upstream records beside the matrix's fixture records."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.compat.baselines import load_baseline
+from hf_neuron.errors import InputError
+from hf_neuron.matrix.records import Outcome
+from hf_neuron.report.site import build_site
+from hf_neuron.report.upstream import load_upstream
+from hf_neuron.upstream.plugin import PluginConfig, make_record, text_failure
+from hf_neuron.upstream.records import Device, UpstreamRecord
+
+RECORDS = Path(__file__).parent / "fixtures" / "records" / "run-1"
+BASELINE = load_baseline(Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json")
+
+
+def _record(arch: str, test: str, device: Device, outcome: Outcome, failure: str | None = None) -> UpstreamRecord:
+    config = PluginConfig("up-1", "transformers", arch, device, "results", {"backend": "reference"}, "list.toml")
+    return make_record(config, f"tests/models/{arch}/test_modeling_{arch}.py::T::{test}", outcome,
+                       reason="Inductor has no neuron lowering" if outcome == "known-failure" else None,
+                       failure=None if failure is None else text_failure(failure), started=0.0, finished=1.0)
+
+
+def _write(directory: Path, records: list[UpstreamRecord], extra: str = "") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "up.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + extra)
+    return directory
+
+
+UPSTREAM = [
+    _record("llama", "test_a", "cpu", "passed"), _record("llama", "test_a", "neuron", "passed"),
+    _record("llama", "test_compile", "cpu", "passed"),
+    _record("llama", "test_compile", "neuron", "known-failure", "InductorError: x"),
+    _record("qwen3", "test_a", "cpu", "passed"), _record("qwen3", "test_a", "neuron", "passed"),
+    _record("qwen3", "test_op", "cpu", "passed"),
+    _record("qwen3", "test_op", "neuron", "failed", "RuntimeError: no <b>kernel</b> for aten::op"),
+]
+
+
+def _text(html: str) -> str:
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("report-upstream")
+    upstream = _write(work / "upstream", UPSTREAM, extra="not json\n")
+    build_site([RECORDS], work / "site", baseline=BASELINE, upstream=[upstream])
+    return work / "site"
+
+
+def test_the_index_has_a_column_for_the_upstream_tests(site: Path) -> None:
+    html = (site / "index.html").read_text()
+    rows = {m.group(1): _text(m.group(0)) for m in re.finditer(r'<tr data-name="([^"]+)".*?</tr>', html, re.S)}
+    assert rows["llama"].endswith("pass (1)")
+    assert rows["qwen3"].endswith("1 neuron-only")
+    assert rows["mistral"].endswith("not run")
+    assert "transformers' own tests" in _text(html) and "transformers's" not in _text(html)
+    assert "1 upstream record line skipped" in _text(html)
+
+
+def test_an_architecture_page_shows_both_devices_and_neuron_s_own_failures(site: Path) -> None:
+    page = _text((site / "arch" / "qwen3.html").read_text())
+    assert "transformers' own tests" in page
+    assert "cpu 2 0 0 — neuron 1 1 0 0" in page
+    assert "Neuron-only failures: 1" in page
+    assert "RuntimeError: no <b>kernel</b> for aten::op" in page  # escaped markup, shown as text
+    assert "<b>kernel</b>" not in (site / "arch" / "qwen3.html").read_text()
+    llama = _text((site / "arch" / "llama.html").read_text())
+    assert "Neuron-only failures: none" in llama
+    assert "test_compile : Inductor has no neuron lowering" in llama
+    assert "own tests" not in _text((site / "arch" / "mistral.html").read_text())
+
+
+def test_without_upstream_records_the_report_is_unchanged(tmp_path: Path) -> None:
+    build_site([RECORDS], tmp_path / "site", baseline=BASELINE)
+    assert "upstream" not in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_an_upstream_directory_that_is_missing_or_empty_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--upstream: no such directory or file"):
+        load_upstream([tmp_path / "nowhere"])
+    with pytest.raises(InputError, match="--upstream: no valid upstream record"):
+        load_upstream([_write(tmp_path / "empty", [], extra="{}\n")])

@@ -1,0 +1,125 @@
+"""hf_neuron.testing: the device specs and the test backend transformers' and diffusers' own test suites load."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+from _helpers import run
+
+from hf_neuron import backends
+from hf_neuron.testing import SPEC_FILE_NAMES, suite_environment, write_spec_file
+from hf_neuron.testing.tolerance import route_tolerance_lookup, tolerance_row
+from hf_neuron.testing.transformers_backend import ADAPTATIONS, Adaptation
+
+#: A module-level function choosing its tolerance as transformers' test_modeling_common does.
+_CHAIN = '''
+torch_device = "neuron"
+
+def tolerance(dtype):
+    atols = {("cpu", "fp16"): 5e-3, ("cuda", "fp16"): 6e-3}
+    if torch_device in ["cpu", "cuda"]:
+        atol = atols[torch_device, dtype]
+    elif torch_device in ["hpu", "npu", "tpu"]:
+        atol = atols["cuda", dtype]
+    else:
+        atol = 1e-7
+    return atol, torch_device
+'''
+
+
+def _module(tmp_path: Path, source: str, name: str) -> types.ModuleType:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    sys.modules[name] = module  # inspect.getsource finds the file through the module
+    return module
+
+
+def test_the_tolerance_chain_gives_neuron_the_cpu_row_on_the_reference_device(tmp_path: Path) -> None:
+    module = _module(tmp_path, _CHAIN, "fake_modeling_common_a")
+    assert module.tolerance("fp16") == (1e-7, "neuron")  # upstream as written: an unknown device gets 1e-7
+    module.tolerance = route_tolerance_lookup(module.tolerance)
+    assert backends.reference_device_active()
+    assert module.tolerance("fp16") == (5e-3, "neuron")  # the CPU's row; the device itself is unchanged
+    module.torch_device = "cpu"
+    assert module.tolerance("fp16") == (5e-3, "cpu")  # other devices keep their own row
+
+
+def test_on_the_real_backend_neuron_takes_the_accelerators_row(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backends, "reference_device_active", lambda: False)
+    assert tolerance_row("neuron:1") == "cuda"
+    module = _module(tmp_path, _CHAIN, "fake_modeling_common_b")
+    module.tolerance = route_tolerance_lookup(module.tolerance)
+    assert module.tolerance("fp16") == (6e-3, "neuron")
+
+
+def test_a_function_without_the_chain_is_refused(tmp_path: Path) -> None:
+    module = _module(tmp_path, "def tolerance(dtype):\n    return 1e-7\n", "fake_modeling_common_c")
+    with pytest.raises(LookupError, match="no `if torch_device in"):
+        route_tolerance_lookup(module.tolerance)
+
+
+def test_an_adaptation_that_cannot_apply_says_so_and_leaves_the_module(capsys: pytest.CaptureFixture[str]) -> None:
+    module = types.ModuleType("tests.test_modeling_common")
+    adaptation = Adaptation("x", module.__name__, "_missing", "why", "fix", route_tolerance_lookup)
+    adaptation.apply(module)
+    assert "test adaptation x not applied to tests.test_modeling_common" in capsys.readouterr().err
+    assert not hasattr(module, "_missing")
+
+
+def test_the_tolerance_adaptation_targets_transformers_common_tests() -> None:
+    (adaptation,) = ADAPTATIONS
+    assert (adaptation.module, adaptation.attribute) == ("tests.test_modeling_common",
+                                                         "_test_eager_matches_sdpa_inference")
+    assert adaptation.reason and adaptation.upstream_fix
+
+
+def test_transformers_testing_utils_take_the_neuron_spec(tmp_path: Path) -> None:
+    write_spec_file("transformers", tmp_path)
+    result = run("""
+        from transformers import testing_utils as t
+        print(t.torch_device, t.backend_device_count("neuron"), "neuron" in t.SINGLE_PROCESS_DEVICES)
+        t.backend_manual_seed("neuron", 3)
+        import torch
+        a = torch.rand(2, device="neuron")
+        t.backend_manual_seed("neuron", 3)
+        print(bool((a == torch.rand(2, device="neuron")).all()))
+        t.backend_empty_cache("neuron")
+    """, suite_environment("transformers"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["neuron", "2", "True", "True"]
+
+
+def test_diffusers_testing_utils_take_the_neuron_spec(tmp_path: Path) -> None:
+    write_spec_file("diffusers", tmp_path)
+    result = run("""
+        from diffusers.utils import testing_utils as t
+        print(t.torch_device, t.BACKEND_DEVICE_COUNT["neuron"](), t.BACKEND_SUPPORTS_TRAINING["neuron"])
+        t.BACKEND_RESET_PEAK_MEMORY_STATS["neuron"]()
+        print(t.BACKEND_MAX_MEMORY_ALLOCATED["neuron"]() >= 0)
+    """, suite_environment("diffusers"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["neuron", "2", "True", "True"]
+
+
+def test_without_a_neuron_device_the_spec_says_what_to_do(tmp_path: Path) -> None:
+    write_spec_file("transformers", tmp_path)
+    result = run("import transformers.testing_utils", {**suite_environment("transformers"),
+                                                        "HF_NEURON_EMULATOR": "0"}, cwd=tmp_path)
+    assert result.returncode != 0
+    assert f"there is {backends.NO_NEURON_DEVICE}" in result.stderr
+
+
+def test_the_spec_file_is_one_import_with_a_name_no_test_tree_uses(tmp_path: Path) -> None:
+    path = write_spec_file("transformers", tmp_path)
+    assert path.name == SPEC_FILE_NAMES["transformers"] and path.name.startswith("hf_neuron_")
+    assert "from hf_neuron.testing.transformers_spec import *" in path.read_text()
+    assert suite_environment("transformers")["TRANSFORMERS_TEST_DEVICE_SPEC"] == path.name  # relative: upstream
+    assert "DIFFUSERS_TEST_BACKEND" not in suite_environment("diffusers")

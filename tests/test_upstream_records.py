@@ -1,0 +1,95 @@
+"""Upstream test records: their schema and reader, and the comparison of the two devices per architecture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hf_neuron.matrix.records import Outcome
+from hf_neuron.upstream.plugin import PluginConfig, make_record, text_failure
+from hf_neuron.upstream.records import Device, UpstreamRecord, read_records, validate_record
+from hf_neuron.upstream.summary import summarize
+
+_FILE = "tests/models/zebra/test_modeling_zebra.py::ZebraModelTest::"
+
+
+def _record(test: str, device: Device, outcome: Outcome, *, failure: str | None = None, arch: str = "zebra",
+            finished: float = 1.0, listed: bool = False) -> UpstreamRecord:
+    config = PluginConfig("run-1", "transformers", arch, device, "results", {"backend": "reference"}, "list.toml")
+    return make_record(config, _FILE + test, outcome, reason="why" if outcome in ("skipped", "known-failure") else None,
+                       failure=None if failure is None else text_failure(failure),
+                       entry={"reason": "listed"} if listed else None, started=0.0, finished=finished)
+
+
+def test_a_record_is_valid_and_plain_json() -> None:
+    record = _record("test_a", "neuron", "failed", failure="ValueError: x")
+    assert validate_record(json.loads(json.dumps(record))) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"device": "cuda"}, "'device' must be one of cpu, neuron"),
+        ({"outcome": "flaky"}, "'outcome' must be one of passed"),
+        ({"outcome": "skipped", "reason": None}, "outcome 'skipped' needs a 'reason'"),
+        ({"duration_s": -1}, "'duration_s' must be a number >= 0"),
+        ({"failure": {"type": "X"}}, "'failure' must be null or an object with string fields type, message"),
+        ({"model_type": "../x"}, "'model_type' must be a name"),
+        ({"finished_at": "yesterday"}, "'finished_at' must be an ISO-8601 timestamp"),
+        ({"schema": 2}, "'schema' must be 1"),
+    ],
+)
+def test_a_wrong_field_is_named(change: dict[str, Any], problem: str) -> None:
+    record = {**_record("test_a", "cpu", "passed"), **change}
+    assert any(p.startswith(problem) for p in validate_record(record)), validate_record(record)
+
+
+def test_the_reader_skips_bad_lines_and_names_them(tmp_path: Path) -> None:
+    good = json.dumps(_record("test_a", "cpu", "passed"))
+    (tmp_path / "a.jsonl").write_text(f"{good}\nnot json\n{json.dumps({'schema': 1})}\n\n{good[:40]}")
+    records, problems = read_records([tmp_path])
+    assert len(records) == 1
+    assert [p.split(": ", 1)[0] for p in problems] == [f"{tmp_path / 'a.jsonl'}:{n}" for n in (2, 3, 5)]
+    assert "missing field(s) run_id" in problems[1]
+
+
+def test_a_neuron_failure_counts_against_neuron_unless_the_cpu_fails_too() -> None:
+    records = [
+        _record("test_both", "cpu", "failed", failure="AssertionError: 1 != 2"),
+        _record("test_both", "neuron", "failed", failure="AssertionError: 1 != 2"),
+        _record("test_accel", "cpu", "skipped"),
+        _record("test_accel", "neuron", "error", failure="RuntimeError: no kernel for op 7"),
+        _record("test_op", "cpu", "passed"),
+        _record("test_op", "neuron", "failed", failure="RuntimeError: no kernel for op 9"),
+        _record("test_crash", "cpu", "passed"),
+        _record("test_crash", "neuron", "crashed", failure="worker died"),
+        _record("test_na", "cpu", "passed"),
+        _record("test_na", "neuron", "known-failure", failure="InductorError"),
+        _record("test_listed", "cpu", "passed"),
+        _record("test_listed", "neuron", "passed", listed=True),
+    ]
+    summary = summarize(records)["zebra"]
+    assert (summary.counts["cpu"].passed, summary.counts["cpu"].failed, summary.counts["cpu"].skipped) == (4, 1, 1)
+    assert summary.counts["neuron"].failed == 4 and summary.counts["neuron"].not_applicable == 1
+    groups = {group.tests: group.message for group in summary.neuron_only}
+    assert groups == {("test_accel", "test_op"): "RuntimeError: no kernel for op 7", ("test_crash",): "worker died"}
+    assert summary.not_applicable == (("test_na", "why"),)
+    assert summary.removable == ("test_listed",)
+    assert not summary.ok and summary.ran
+
+
+def test_an_architecture_that_ran_nothing_on_the_cpu_does_not_pass() -> None:
+    records = [_record("test_a", "cpu", "error", failure="ImportError: x"), _record("test_a", "neuron", "error",
+                                                                                    failure="ImportError: x")]
+    summary = summarize(records)["zebra"]
+    assert summary.neuron_only == () and not summary.ran and not summary.ok
+
+
+def test_a_test_recorded_twice_counts_once_by_its_last_record() -> None:
+    records = [_record("test_a", "cpu", "passed"), _record("test_a", "neuron", "failed", failure="X", finished=1.0),
+               _record("test_a", "neuron", "passed", finished=2.0)]
+    summary = summarize(records)["zebra"]
+    assert summary.ok and summary.counts["neuron"].total == 1
