@@ -1,4 +1,5 @@
-"""`trl sft` trains on neuron without a device flag (bf16, LoRA, with `--device neuron`); trl names the device."""
+"""`trl sft` trains on neuron without a device flag (bf16, LoRA, with `--device neuron`), with the losses of a
+`--use_cpu` run; trl names the device."""
 
 from __future__ import annotations
 
@@ -38,6 +39,15 @@ def test_trl_sft_trains_on_neuron(tiny_llama: Path, chat_dataset: Path, tmp_path
     result = _sft(TRL_SFT, tiny_llama, chat_dataset, tmp_path / "out")
     _assert_trained_on_neuron(result)
     assert (tmp_path / "out" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_trl_sft_on_neuron_matches_a_use_cpu_run(tiny_llama: Path, chat_dataset: Path, tmp_path: Path) -> None:
+    same = ("--bf16", "true", "--pad_to_multiple_of", "128", "--seed", "0")  # what trl chooses on neuron, on both
+    neuron = _sft(TRL_SFT, tiny_llama, chat_dataset, tmp_path / "neuron", *same)
+    cpu = _sft(TRL_SFT, tiny_llama, chat_dataset, tmp_path / "cpu", *same, "--use_cpu", "true")
+    assert neuron["device"] == torch.device("neuron:0") and cpu["device"] == torch.device("cpu")
+    assert neuron["losses"] == pytest.approx(cpu["losses"], rel=1e-3), (neuron["losses"], cpu["losses"])
 
 
 @pytest.mark.slow
