@@ -1,9 +1,39 @@
-"""torch.compile(backend="neuron"): AOTAutograd on the device, results equal eager, the documented rules."""
+"""torch.compile(backend="neuron"): AOTAutograd on the device, results equal eager, the documented rules, the graphs
+it compiles counted, and a graph the compile contract rejects raising rather than running eagerly."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import pytest
 import torch
+import torch._dynamo
+from torch._dynamo.backends.registry import _COMPILER_FNS, lookup_backend
+from torch._dynamo.utils import counters
+
+from hf_neuron.device.dynamo_backend import NeuronCompilerRejectionError, neuron_backend
+
+#: A graph Dynamo compiled, and its example inputs.
+Graph = tuple[torch.fx.GraphModule, list[Any]]
+
+
+@pytest.fixture
+def graphs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Graph]]:
+    """The graphs Dynamo hands to the ``neuron`` backend from now on, with their example inputs (Dynamo's caches
+    and counters reset)."""
+    assert lookup_backend("neuron") is neuron_backend
+    seen: list[Graph] = []
+
+    def spy(graph: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
+        seen.append((graph, list(example_inputs)))
+        return neuron_backend(graph, example_inputs, **kwargs)
+
+    monkeypatch.setitem(_COMPILER_FNS, "neuron", spy)
+    torch._dynamo.reset()
+    counters.clear()
+    yield seen
+    torch._dynamo.reset()
 
 
 def _model() -> torch.nn.Module:
@@ -51,10 +81,64 @@ def test_compile_failures_raise() -> None:
         torch.compile(broken, backend="neuron")(torch.ones(3, device="neuron:0"))
 
 
-def test_each_new_shape_recompiles_statically() -> None:
-    torch._dynamo.reset()
+def test_a_model_compiles_to_one_graph_without_breaks(graphs: list[Graph]) -> None:
+    model = _model()
+    x = torch.randn(5, 8, device="neuron")
+    torch.testing.assert_close(torch.compile(model, backend="neuron")(x).cpu(), model(x).cpu())
+    assert len(graphs) == 1 and counters["stats"]["unique_graphs"] == 1
+    assert sum(counters["graph_break"].values()) == 0, dict(counters["graph_break"])
+    linears = [n for n in graphs[0][0].graph.nodes if n.op == "call_function" and n.target is torch._C._nn.linear]
+    assert len(linears) == 2  # the whole model is in the one graph
+
+
+def test_a_graph_break_splits_the_function_and_is_reported(graphs: list[Graph]) -> None:
+    def breaks(x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        if y.sum().item() > 0:  # a Python branch on a device value: Dynamo must leave the graph here
+            return y + 1
+        return y - 1
+
+    x = torch.ones(3, device="neuron")
+    assert torch.equal(torch.compile(breaks, backend="neuron")(x).cpu(), torch.full((3,), 3.0))
+    assert len(graphs) == 2 and counters["stats"]["unique_graphs"] == 2
+    reasons = list(counters["graph_break"])
+    assert sum(counters["graph_break"].values()) == 1 and "Tensor.item" in reasons[0], reasons
+
+
+def _integer_scatter_add(index: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(4, dtype=torch.int64, device=index.device).scatter_add(0, index, index)
+
+
+def test_a_graph_the_compile_contract_rejects_raises_instead_of_running_eagerly(
+    graphs: list[Graph], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_NEURON_EMULATOR_COMPILE_CONTRACT", "trainium")  # read when a graph is compiled
+    index = torch.tensor([0, 1, 1, 3], device="neuron")
+    assert _integer_scatter_add(index).cpu().tolist() == [0, 2, 0, 3]  # eagerly, it runs
+    compiled = torch.compile(_integer_scatter_add, backend="neuron")
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as raised:
+        compiled(index)
+    assert isinstance(raised.value.inner_exception, NeuronCompilerRejectionError)
+    assert "rejects integer scatter-with-compute (aten.scatter_add on torch.int64) [NCC_EVRF060]" in str(raised.value)
+    assert len(graphs) == 1
+
+
+def test_the_lenient_compile_contract_compiles_an_integer_scatter(
+    graphs: list[Graph], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_NEURON_EMULATOR_COMPILE_CONTRACT", "lenient")
+    index = torch.tensor([0, 1, 1, 3], device="neuron")
+    assert torch.compile(_integer_scatter_add, backend="neuron")(index).cpu().tolist() == [0, 2, 0, 3]
+    assert len(graphs) == 1
+
+
+def test_each_new_shape_recompiles_statically(graphs: list[Graph]) -> None:
     model = _model()
     compiled = torch.compile(model, backend="neuron", dynamic=False)
     for batch in (2, 3, 4):
         x = torch.randn(batch, 8, device="neuron")
         torch.testing.assert_close(compiled(x).cpu(), model(x).cpu())
+    assert len(graphs) == 3 and counters["stats"]["unique_graphs"] == 3
+    for (_, inputs), batch in zip(graphs, (2, 3, 4), strict=True):  # one static graph per shape, none symbolic
+        assert all(isinstance(x, torch.Tensor) for x in inputs), f"a symbolic size was compiled: {inputs}"
+        assert (batch, 8) in [tuple(x.shape) for x in inputs]

@@ -76,15 +76,30 @@ def _compare(op_name: str, actual: Any, expected: Any) -> None:
     torch.testing.assert_close(actual, expected, equal_nan=True, check_device=False)
 
 
+def _first_line(error: Exception) -> str:
+    """The first line of an error message (later lines may print the arguments, whose repr names their device)."""
+    return str(error).split("\n", 1)[0]
+
+
 def _run_on_both(op_name: str, call: Callable[[Any], Any], sample: Any) -> tuple[Any, Any] | None:
-    """(device result, CPU result), or None when the CPU rejects the sample itself."""
+    """(device result, CPU result), or None when the CPU rejects the sample and the device rejects it the same way
+    (the same exception type and message); a sample the CPU rejects and the device accepts fails the test."""
     cpu_sample = sample.transform(lambda t: t.detach().cpu().requires_grad_(t.requires_grad)
                                   if isinstance(t, torch.Tensor) else t)
     torch.manual_seed(1)
     try:
         expected = call(cpu_sample)
-    except Exception:  # noqa: BLE001 - a sample the CPU rejects has nothing to compare with
-        return None
+    except Exception as cpu_error:  # noqa: BLE001 - a sample the CPU rejects must be rejected on the device too
+        torch.manual_seed(1)
+        try:
+            call(sample)
+        except Exception as device_error:  # noqa: BLE001
+            assert (type(device_error), _first_line(device_error)) == (type(cpu_error), _first_line(cpu_error)), (
+                f"{op_name}: the device rejects this sample with {type(device_error).__name__}: {device_error}, "
+                f"the CPU with {type(cpu_error).__name__}: {cpu_error}")
+            return None
+        raise AssertionError(f"{op_name}: the CPU rejects this sample ({type(cpu_error).__name__}: {cpu_error}), "
+                             "the device accepted it") from cpu_error
     torch.manual_seed(1)
     return call(sample), expected
 
@@ -133,12 +148,19 @@ def test_inplace_matches_cpu(op: Any) -> None:
 def test_out_variant_matches_cpu(op: Any) -> None:
     def call(s: Any) -> Any:
         reference = op(s.input, *s.args, **s.kwargs)
-        if not isinstance(reference, torch.Tensor):
-            pytest.skip("out= of several tensors")
-        out = torch.empty(0, dtype=reference.dtype, device=reference.device)  # resized by the op
-        returned = op(s.input, *s.args, **s.kwargs, out=out)
-        assert returned is out
-        return out
+        if isinstance(reference, torch.Tensor):
+            out = torch.empty(0, dtype=reference.dtype, device=reference.device)  # resized by the op
+            assert op(s.input, *s.args, **s.kwargs, out=out) is out
+            return out
+        outs = tuple(torch.empty(0, dtype=r.dtype, device=r.device) for r in reference)  # out= of several tensors
+        if isinstance(op.op, torch._ops.OpOverloadPacket):  # an aten op called directly takes each out by name
+            names = [a.name for a in op.op.out._schema.arguments if a.is_out]
+            returned = op(s.input, *s.args, **s.kwargs, **dict(zip(names, outs, strict=True)))
+        else:
+            returned = op(s.input, *s.args, **s.kwargs, out=outs)
+        assert len(returned) == len(outs) and all(r is o for r, o in zip(returned, outs, strict=True)), (
+            f"{op.name} did not return the tensors given as out=")
+        return outs
 
     for sample in _device_samples(op):
         pair = _run_on_both(op.name, call, sample)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from hf_neuron.compat.catalog import load_catalog
+from hf_neuron.compat.known_failures import ANY_SCENARIO, KnownFailure, KnownFailures, load_known_failures
 from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH as KNOWN_FAILURES_FILE
-from hf_neuron.compat.known_failures import load_known_failures
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.case.fingerprint import FailureInfo
 from hf_neuron.matrix.case.verdict import Attempt, to_record
@@ -31,8 +32,34 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_the_project_file_is_valid() -> None:
-    load_known_failures(KNOWN_FAILURES_FILE, SCENARIO_NAMES, required=True)
+def _unknown_names(known: KnownFailures, model_types: set[str]) -> list[str]:
+    """What the entries of ``known`` name that the matrix never runs (so the entry can never match), or leave
+    empty: architectures outside ``model_types``, scenarios outside :data:`SCENARIO_NAMES`, a blank reason or link."""
+    problems = []
+    for number, entry in enumerate(known.entries, 1):
+        problems += [f"#{number}: architecture {name!r} is not in the catalog"
+                     for name in entry.model_types if name not in model_types]
+        problems += [f"#{number}: scenario {name!r} does not exist"
+                     for name in entry.scenarios if name not in (*SCENARIO_NAMES, ANY_SCENARIO)]
+        problems += [f"#{number}: empty {field}" for field in ("reason", "upstream")
+                     if not getattr(entry, field).strip()]
+    return problems
+
+
+def test_the_project_file_names_only_architectures_and_scenarios_that_exist() -> None:
+    known = load_known_failures(KNOWN_FAILURES_FILE, SCENARIO_NAMES, required=True)
+    assert _unknown_names(known, set(load_catalog().by_type())) == []
+
+
+def test_an_entry_naming_an_unknown_architecture_fails_the_check(tmp_path: Path) -> None:
+    catalog = set(load_catalog().by_type())
+    assert "llama" in catalog and "mamba-9000" not in catalog
+    text = ENTRY.format(scenario="forward", extra="").replace('"mamba"', '["llama", "mamba-9000"]')
+    known = load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
+    assert _unknown_names(known, catalog) == ["#1: architecture 'mamba-9000' is not in the catalog"]
+    assert _unknown_names(known, catalog | {"mamba-9000"}) == []
+    unloadable = KnownFailures((KnownFailure(("llama",), ("forwards", ANY_SCENARIO), " ", "https://x"),))
+    assert _unknown_names(unloadable, catalog) == ["#1: scenario 'forwards' does not exist", "#1: empty reason"]
 
 
 def test_a_missing_file_is_empty_unless_asked_for(tmp_path: Path) -> None:

@@ -331,6 +331,15 @@ class FallbackCall {
       return t;
     }
     note_device(t, argument);
+    // The same tensor passed twice (`logical_and_` calls `logical_and_out(self, self, other)`) is one CPU
+    // tensor, so that a kernel sees what it would see on the CPU: TensorIterator then treats the output as
+    // read-write and refuses to broadcast it, instead of resizing the caller's tensor.
+    for (auto& converted : converted_) {
+      if (converted.original.is_same(t)) {
+        converted.mutated = converted.mutated || mutated;
+        return converted.cpu;
+      }
+    }
     auto cpu = cpu_view(t, storage_for(t.storage()));
     converted_.push_back({t, cpu, mutated});
     return cpu;
@@ -589,9 +598,12 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
 }
 
 // Ops whose composite kernels choose an implementation by device type and reject unknown backends
-// (convolution picks `convolution_overrideable`, which throws): run them with the CPU kernels too.
+// (convolution picks `convolution_overrideable`, which throws; `mode.values` accepts CPU, CUDA and XPU only),
+// or compare the addresses of their arguments, which a boxed call does not keep (`addr_` passes `self` as
+// `out`: on the CPU the kernel sees one tensor and refuses a self it would have to resize): run them with the
+// CPU kernels too.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const char* name : {"convolution", "convolution_backward"}) {
+  for (const char* name : {"convolution", "convolution_backward", "mode.values", "addr_"}) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
   }
 }
