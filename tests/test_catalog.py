@@ -38,7 +38,11 @@ def test_generated_entries_name_group_classes_and_probe_results() -> None:
     llama = catalog.by_type()["llama"]
     assert (llama.model_class, llama.config_class, llama.builds, llama.runs, llama.reason) == (
         "LlamaForCausalLM", "LlamaConfig", True, True, None)
-    assert catalog.by_type()["llava"].runs is None  # multimodal types are built, not run, by the probe
+    llava = catalog.by_type()["llava"]
+    assert (llava.builds, llava.runs, llava.reason) == (True, True, None)  # run with images by the probe
+    assert llava.tiny is not None and llava.tiny.startswith("text llama: layers 2, width 64")
+    assert "vision clip_vision_model: layers 2, width 64, heads 4, image 32, patch 4" in llava.tiny
+    assert llama.tiny is None  # the text groups do not record it
 
 
 def test_reviewed_runs_false_supplies_the_reason() -> None:
