@@ -112,10 +112,10 @@ def _generate_shape(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], 
     with torch.no_grad():
         out = model.generate(**prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens,  # type: ignore[operator]
                              do_sample=False)
-    batch, length = inputs["input_ids"].shape
-    expected = (batch, (1 if model.config.is_encoder_decoder else length) + new_tokens)
-    if tuple(out.shape) != expected:
-        raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {expected}")
+    batch = inputs["input_ids"].shape[0]
+    if out.shape[0] != batch or out.shape[1] < new_tokens:  # some return the prompt, some only what they decoded
+        raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {batch} rows of at least "
+                             f"{new_tokens} tokens")
 
 
 def check_image_text_model(model_type: str, *, until: Stage = "generate", batch: int = 2) -> CpuCheck:

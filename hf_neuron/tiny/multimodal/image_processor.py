@@ -5,10 +5,11 @@ The class comes from transformers' image-processor mapping (the ``pil`` backend,
 
 - a field the tiny config also has (``patch_size``, ``temporal_patch_size``, ``image_grid_pinpoints``, ``merge_size``
   as ``spatial_merge_size``...) takes the config's value, so that the processor and the model agree;
-- sizes (``size``, ``crop_size``, ``max_image_size``...): the processor's smallest side length becomes the tiny
-  image size and the others scale with it, at least one patch unit and at most twice the tiny image size; a pixel
-  count (a size field with a value above :data:`_AREA`, or a ``*pixels`` field) becomes one patch unit squared for a
-  minimum and ``(2 x tiny image size)^2`` for a maximum.
+- sizes (``size``, ``crop_size``, ``max_image_size``, ``scale_resolution``, lists of ``[height, width]``
+  resolutions...): the processor's smallest side length becomes the tiny image size and the others scale with it,
+  at least one patch unit and at most twice the tiny image size; a pixel count (a size field with a value above
+  :data:`_AREA`, or a ``*pixels`` field) becomes one patch unit squared for a minimum and ``(2 x tiny image size)^2``
+  for a maximum; a patch budget (``max_patches`` above :data:`_PATCHES`) becomes that many.
 
 The patch unit is the vision tower's ``patch_size x spatial_merge_size``; the tiny image size is the vision config's
 ``image_size``, or :data:`~hf_neuron.tiny.text.config.DIMS`'s for towers of any resolution.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +37,10 @@ __all__ = ["VisionSizes", "find_field", "image_processor_class", "processor_side
 
 #: A size value above this many pixels is a pixel count (an area), not a side length.
 _AREA = 8192
+#: A patch budget above this is counted in patches (not in tiles), and becomes this.
+_PATCHES = 64
+#: Integer fields that hold one side length.
+_SIDE = re.compile(r"image_size$|resolution$|^(max|min)_size$")
 #: Image-processor fields named differently from the config field that holds the same value.
 _ALIASES = {"merge_size": "spatial_merge_size"}
 _MIN_KEYS = ("shortest_edge", "min_pixels", "min")
@@ -113,13 +119,28 @@ def is_size_field(key: str, value: Any) -> bool:
     return "size" in key and key != "patch_size" and isinstance(value, dict)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_side(key: str, value: Any) -> bool:
+    return _is_int(value) and value > 0 and _SIDE.search(key) is not None
+
+
+def _is_resolutions(key: str, value: Any) -> bool:
+    return "resolution" in key and isinstance(value, list) and bool(value) and all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 and all(_is_int(n) for n in pair) for pair in value)
+
+
 def _sides(defaults: Mapping[str, Any]) -> list[int]:
     """The side lengths of the processor's size fields (those that are not pixel counts)."""
     sides = []
     for key, value in defaults.items():
         if is_size_field(key, value):
-            ints = [v for v in value.values() if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+            ints = [v for v in value.values() if _is_int(v) and v > 0]
             sides += ints if all(v <= _AREA for v in ints) else []
+        elif _is_side(key, value):
+            sides.append(value)
     return sides
 
 
@@ -134,8 +155,14 @@ def _shrunk(key: str, value: Any, config: PreTrainedConfig, sizes: VisionSizes, 
         counts = any(isinstance(v, int) and v > _AREA for v in value.values())  # min/max pixel counts
         return {side: (sizes.area(side, v) if counts else sizes.side(v, reference)) if isinstance(v, int) else v
                 for side, v in value.items()}
-    if isinstance(value, int) and not isinstance(value, bool) and "pixels" in key:
+    if _is_int(value) and "pixels" in key:
         return sizes.area(key, value)
+    if _is_side(key, value):
+        return sizes.side(value, reference)
+    if _is_resolutions(key, value):
+        return [[sizes.side(n, reference) for n in pair] for pair in value]
+    if key == "max_patches" and _is_int(value) and value > _PATCHES:
+        return _PATCHES
     return value
 
 

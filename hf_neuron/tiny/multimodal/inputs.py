@@ -5,7 +5,9 @@ code: the pixel inputs are its image processor's output for the synthetic images
 prompt becomes as many image tokens (``config.image_token_id`` or ``image_token_index``) as the model computes
 features for that image (counted by calling its ``get_image_features``), between the config's image start and end
 tokens when it has them; and the inputs a model's ``forward`` takes by name are filled in (``attention_mask``,
-``mm_token_type_ids`` marking the image tokens, an encoder-decoder's ``decoder_input_ids``). Rows are left-padded.
+``mm_token_type_ids`` marking the image tokens, an encoder-decoder's ``decoder_input_ids``, and the prompt again for
+a second text encoder's ``<name>_input_ids`` / ``<name>_attention_mask``, as a Q-Former reads). Rows are
+left-padded.
 """
 
 from __future__ import annotations
@@ -74,6 +76,26 @@ def _accepted(function: Callable[..., Any], inputs: Mapping[str, Any]) -> dict[s
     return {key: value for key, value in inputs.items() if key in parameters}
 
 
+#: A token id of ordinary text in the tiny vocabulary.
+_FIRST_TEXT_ID = 8
+_NOT_TEXT = ("decoder_", "pixel_", "image_", "mm_", "video_")
+
+
+def _text_encoder_inputs(function: Callable[..., Any], input_ids: torch.Tensor, attention_mask: torch.Tensor
+                         ) -> dict[str, torch.Tensor]:
+    """The prompt for each ``<name>_input_ids`` / ``<name>_attention_mask`` parameter of ``function`` (a second
+    text encoder, such as a Q-Former)."""
+    inputs = {}
+    for name in inspect.signature(function).parameters:
+        if name.startswith(_NOT_TEXT) or name in ("input_ids", "attention_mask"):
+            continue
+        if name.endswith("_input_ids"):
+            inputs[name] = input_ids
+        elif name.endswith("_attention_mask"):
+            inputs[name] = attention_mask
+    return inputs
+
+
 def _count(features: Any) -> int:
     """Number of feature values in a tensor or a (nested) sequence of tensors."""
     import torch
@@ -83,15 +105,32 @@ def _count(features: Any) -> int:
     return sum(_count(part) for part in features)
 
 
+def _named_parameters(function: Callable[..., Any]) -> bool:
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return any(parameter.kind in kinds for parameter in inspect.signature(function).parameters.values())
+
+
+def _image_feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
+    """The model's ``get_image_features``, or its base model's when the model has none or one that only forwards
+    ``*args, **kwargs`` (whose parameters cannot be read)."""
+    methods = [getattr(part, "get_image_features", None) for part in (model, getattr(model, "model", None))]
+    found = [method for method in methods if callable(method)]
+    return next((method for method in found if _named_parameters(method)), found[0] if found else None)
+
+
 def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcessor, image: Image.Image) -> int:
-    """How many image tokens the model embeds for ``image``: its ``get_image_features`` on the image processor's
-    output, in units of the language model's width (0 when the model has no such method)."""
+    """How many image tokens the model embeds for ``image``: its ``get_image_features`` (or its base model's) on the
+    image processor's output, in units of the language model's width (0 when the model has no such method)."""
     import torch
 
-    get_image_features = getattr(model, "get_image_features", None)
+    get_image_features = _image_feature_method(model)
     if get_image_features is None:
         return 0
-    processed = image_processor(images=[image], return_tensors="pt")
+    processed = dict(image_processor(images=[image], return_tensors="pt"))
+    if "pixel_values_images" in processed:  # a legacy output name (video_llava) for the pixel values
+        processed.setdefault("pixel_values", processed["pixel_values_images"])
+    prompt = torch.tensor([[_FIRST_TEXT_ID] * 4])  # what a second text encoder reads does not change the count
+    processed.update(_text_encoder_inputs(get_image_features, prompt, torch.ones_like(prompt)))
     inputs = {key: value.to(model.device) if isinstance(value, torch.Tensor) else value
               for key, value in _accepted(get_image_features, processed).items()}
     with torch.no_grad():
@@ -161,5 +200,6 @@ def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | N
         inputs["mm_token_type_ids"] = (input_ids == tokens.image).long()
     if model.config.is_encoder_decoder:
         inputs["decoder_input_ids"] = input_ids
+    inputs.update(_text_encoder_inputs(model.forward, input_ids, attention_mask))
     accepted = _accepted(model.forward, inputs)
     return {key: value for key, value in accepted.items() if isinstance(value, torch.Tensor)}
