@@ -40,7 +40,7 @@ _AREA = 8192
 #: A patch budget above this is counted in patches (not in tiles), and becomes this.
 _PATCHES = 64
 #: Integer fields that hold one side length.
-_SIDE = re.compile(r"image_size$|resolution$|^(max|min)_size$")
+_SIDE = re.compile(r"image_size$|resolution$|^max_size$")
 #: Image-processor fields named differently from the config field that holds the same value.
 _ALIASES = {"merge_size": "spatial_merge_size"}
 _MIN_KEYS = ("shortest_edge", "min_pixels", "min")
