@@ -115,6 +115,15 @@ def _catalog_text(rows: Any, **header: Any) -> str:
                        **header, "architectures": rows})
 
 
+def test_the_tiny_summary_is_written_only_where_known_and_read_back(tmp_path: Path) -> None:
+    summary = "text llama: layers 2; vision clip_vision_model: image 32"
+    entries = (_entry("llama"), dataclasses.replace(_entry("llava"), group="multimodal", tiny=summary))
+    path = write_catalog(Catalog("5.24.0", "0.42.1", "2026-01-01", entries), tmp_path / "catalog.json")
+    lines = path.read_text().splitlines()
+    assert '"tiny"' not in next(line for line in lines if '"llama"' in line)  # text rows keep their shape
+    assert load_catalog(path).by_type()["llava"].tiny == summary and load_catalog(path).by_type()["llama"].tiny is None
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
@@ -129,6 +138,8 @@ def _catalog_text(rows: Any, **header: Any) -> str:
          "architectures[0].runs must be true, false or null, got 'yes'"),
         (_catalog_text([dataclasses.asdict(_entry("a")), dataclasses.asdict(_entry("a"))]),
          "duplicate model_type 'a' (architectures[0] and [1])"),
+        (_catalog_text([{**dataclasses.asdict(_entry("a")), "tiny": 3}]),
+         "architectures[0].tiny must be a string or null"),
     ],
 )
 def test_malformed_catalog_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:

@@ -106,14 +106,16 @@ def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:
                                                 "t5::load"]
 
 
-def test_the_builtin_scenarios_give_text_groups_every_scenario_and_diffusion_forward_and_generate() -> None:
+def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffusion_forward_and_generate() -> None:
     from hf_neuron.matrix.scenarios.builtin import SCENARIOS as BUILTIN
     from hf_neuron.matrix.scenarios.contract import scenario_for
 
-    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "decoder")] == [
-        "load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp"]
+    every = ["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp"]
+    for group in ("decoder", "encoder-decoder", "multimodal"):  # one body each, the same for every group
+        assert [name for name in BUILTIN if scenario_for(BUILTIN[name], group)] == every
+        assert {scenario_for(BUILTIN[name], group) for name in every} == {
+            scenario_for(BUILTIN[name], "decoder") for name in every}
     assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "diffusion")] == ["forward", "generate"]
-    assert not [name for name in BUILTIN if scenario_for(BUILTIN[name], "multimodal")]
 
 
 def test_an_entry_that_does_not_build_becomes_cases_to_skip_with_its_reason(tmp_path: Path) -> None:

@@ -68,8 +68,8 @@ def test_the_config_keeps_the_vision_bookkeeping_consistent() -> None:
     assert image_tokens(tiny_multimodal_config("qwen2_5_vl")).block(3) == [1021, 1023, 1023, 1023, 1020]
 
 
-@pytest.mark.parametrize(("model_type", "counts"), [("llava", [64, 64]), ("qwen2_5_vl", [16, 24]),  # idefics3: 4 tiles and the whole image, 16 each
-                                                    ("idefics3", [80, 80])])
+@pytest.mark.parametrize(("model_type", "counts"), [("llava", [64, 64]), ("qwen2_5_vl", [16, 24]),
+                                                    ("idefics3", [80, 80])])  # 4 tiles and the whole image, 16 each
 def test_each_image_becomes_as_many_tokens_as_the_model_has_features(model_type: str, counts: list[int]) -> None:
     config, model, image_processor = _tiny(model_type)
     rows = sample_rows(model_type, image_processor, 2)
