@@ -120,7 +120,8 @@ def _image_feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
 
 def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcessor, image: Image.Image) -> int:
     """How many image tokens the model embeds for ``image``: its ``get_image_features`` (or its base model's) on the
-    image processor's output, in units of the language model's width (0 when the model has no such method)."""
+    image processor's output (on the model's device, in its dtype), in units of the language model's width (0 when
+    the model has no such method)."""
     import torch
 
     get_image_features = _image_feature_method(model)
@@ -131,7 +132,8 @@ def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcess
         processed.setdefault("pixel_values", processed["pixel_values_images"])
     prompt = torch.tensor([[_FIRST_TEXT_ID] * 4])  # what a second text encoder reads does not change the count
     processed.update(_text_encoder_inputs(get_image_features, prompt, torch.ones_like(prompt)))
-    inputs = {key: value.to(model.device) if isinstance(value, torch.Tensor) else value
+    inputs = {key: (value.to(model.device, model.dtype) if value.is_floating_point() else value.to(model.device))
+              if isinstance(value, torch.Tensor) else value
               for key, value in _accepted(get_image_features, processed).items()}
     with torch.no_grad():
         output = get_image_features(**inputs)
