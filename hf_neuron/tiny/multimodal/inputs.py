@@ -118,6 +118,19 @@ def _image_feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
     return next((method for method in found if _named_parameters(method)), found[0] if found else None)
 
 
+def _image_feature_inputs(model: PreTrainedModel, method: Callable[..., Any], inputs: Mapping[str, Any]
+                          ) -> dict[str, Any]:
+    """The entries of ``inputs`` that ``method`` names, and, when it passes on ``**kwargs``, those its base model's
+    ``get_image_features`` names (a wrapper that declares ``image_grid_thw`` may forward ``image_merge_sizes``)."""
+    accepted = _accepted(method, inputs)
+    forwards = any(parameter.kind is inspect.Parameter.VAR_KEYWORD
+                   for parameter in inspect.signature(method).parameters.values())
+    inner = getattr(getattr(model, "model", None), "get_image_features", None)
+    if forwards and callable(inner) and inner != method:
+        accepted.update(_accepted(inner, inputs))
+    return accepted
+
+
 def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcessor, image: Image.Image) -> int:
     """How many image tokens the model embeds for ``image``: its ``get_image_features`` (or its base model's) on the
     image processor's output (on the model's device, in its dtype), in units of the language model's width (0 when
@@ -134,7 +147,7 @@ def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcess
     processed.update(_text_encoder_inputs(get_image_features, prompt, torch.ones_like(prompt)))
     inputs = {key: (value.to(model.device, model.dtype) if value.is_floating_point() else value.to(model.device))
               if isinstance(value, torch.Tensor) else value
-              for key, value in _accepted(get_image_features, processed).items()}
+              for key, value in _image_feature_inputs(model, get_image_features, processed).items()}
     with torch.no_grad():
         output = get_image_features(**inputs)
     features = getattr(output, "pooler_output", output)
