@@ -38,7 +38,11 @@ def test_generated_entries_name_group_classes_and_probe_results() -> None:
     llama = catalog.by_type()["llama"]
     assert (llama.model_class, llama.config_class, llama.builds, llama.runs, llama.reason) == (
         "LlamaForCausalLM", "LlamaConfig", True, True, None)
-    assert catalog.by_type()["llava"].runs is None  # multimodal types are built, not run, by the probe
+    llava = catalog.by_type()["llava"]
+    assert (llava.builds, llava.runs, llava.reason) == (True, True, None)  # run with images by the probe
+    assert llava.tiny is not None and llava.tiny.startswith("text llama: layers 2, width 64")
+    assert "vision clip_vision_model: layers 2, width 64, heads 4, image 32, patch 4" in llava.tiny
+    assert llama.tiny is None  # the text groups do not record it
 
 
 def test_reviewed_runs_false_supplies_the_reason() -> None:
@@ -111,6 +115,15 @@ def _catalog_text(rows: Any, **header: Any) -> str:
                        **header, "architectures": rows})
 
 
+def test_the_tiny_summary_is_written_only_where_known_and_read_back(tmp_path: Path) -> None:
+    summary = "text llama: layers 2; vision clip_vision_model: image 32"
+    entries = (_entry("llama"), dataclasses.replace(_entry("llava"), group="multimodal", tiny=summary))
+    path = write_catalog(Catalog("5.24.0", "0.42.1", "2026-01-01", entries), tmp_path / "catalog.json")
+    lines = path.read_text().splitlines()
+    assert '"tiny"' not in next(line for line in lines if '"llama"' in line)  # text rows keep their shape
+    assert load_catalog(path).by_type()["llava"].tiny == summary and load_catalog(path).by_type()["llama"].tiny is None
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
@@ -125,6 +138,8 @@ def _catalog_text(rows: Any, **header: Any) -> str:
          "architectures[0].runs must be true, false or null, got 'yes'"),
         (_catalog_text([dataclasses.asdict(_entry("a")), dataclasses.asdict(_entry("a"))]),
          "duplicate model_type 'a' (architectures[0] and [1])"),
+        (_catalog_text([{**dataclasses.asdict(_entry("a")), "tiny": 3}]),
+         "architectures[0].tiny must be a string or null"),
     ],
 )
 def test_malformed_catalog_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:

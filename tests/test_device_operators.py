@@ -89,19 +89,23 @@ def _run_on_both(op_name: str, call: Callable[[Any], Any], sample: Any) -> tuple
     torch.manual_seed(1)
     try:
         expected = call(cpu_sample)
-    except Exception as cpu_error:  # noqa: BLE001 - a sample the CPU rejects must be rejected on the device too
+    except Exception as error:  # noqa: BLE001 - a sample the CPU rejects must be rejected on the device too
+        cpu_error = error
+    else:
         torch.manual_seed(1)
-        try:
-            call(sample)
-        except Exception as device_error:  # noqa: BLE001
-            assert (type(device_error), _first_line(device_error)) == (type(cpu_error), _first_line(cpu_error)), (
-                f"{op_name}: the device rejects this sample with {type(device_error).__name__}: {device_error}, "
-                f"the CPU with {type(cpu_error).__name__}: {cpu_error}")
-            return None
+        return call(sample), expected
+    torch.manual_seed(1)
+    try:
+        call(sample)
+    except Exception as error:  # noqa: BLE001 - compared with the CPU's error below
+        device_error = error
+    else:
         raise AssertionError(f"{op_name}: the CPU rejects this sample ({type(cpu_error).__name__}: {cpu_error}), "
                              "the device accepted it") from cpu_error
-    torch.manual_seed(1)
-    return call(sample), expected
+    assert (type(device_error), _first_line(device_error)) == (type(cpu_error), _first_line(cpu_error)), (
+        f"{op_name}: the device rejects this sample with {type(device_error).__name__}: {device_error}, "
+        f"the CPU with {type(cpu_error).__name__}: {cpu_error}")
+    return None
 
 
 def _params(variant: str) -> list[Any]:

@@ -123,17 +123,19 @@ def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:
                                                 "t5::load"]
 
 
-def test_the_builtin_scenarios_give_text_groups_every_scenario_and_diffusion_forward_and_generate() -> None:
+def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffusion_forward_and_generate() -> None:
     from hf_neuron.matrix.scenarios.builtin import SCENARIOS as BUILTIN
     from hf_neuron.matrix.scenarios.contract import scenario_for
 
     every = ["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "generate_compiled"]
-    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "decoder", frozenset())] == every
     moe = frozenset({"router-logits", "sdpa", "flex-attention"})
-    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "decoder", moe)] == [
-        *every[:-1], "sdpa", "flex_attention", "generate_compiled", "train_aux_loss"]
+    for group in ("decoder", "encoder-decoder", "multimodal"):  # one body each, the same for every group
+        assert [name for name in BUILTIN if scenario_for(BUILTIN[name], group, frozenset())] == every
+        assert [name for name in BUILTIN if scenario_for(BUILTIN[name], group, moe)] == [
+            *every[:-1], "sdpa", "flex_attention", "generate_compiled", "train_aux_loss"]
+        assert {scenario_for(BUILTIN[name], group, moe) for name in BUILTIN if name != "generate"} == {
+            scenario_for(BUILTIN[name], "decoder", moe) for name in BUILTIN if name != "generate"}
     assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "diffusion", moe)] == ["forward", "generate"]
-    assert not [name for name in BUILTIN if scenario_for(BUILTIN[name], "multimodal", moe)]
 
 
 def test_an_entry_that_does_not_build_becomes_untested_cases_with_its_reason(tmp_path: Path) -> None:

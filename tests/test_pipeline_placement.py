@@ -50,3 +50,33 @@ def test_pipeline_from_a_path_and_from_a_model_already_on_neuron(tiny_llama: Pat
     model = AutoModelForCausalLM.from_pretrained(tiny_llama, device_map="neuron:1")
     pipe = pipeline("text-generation", model=model, tokenizer=str(tiny_llama))
     assert next(pipe.model.parameters()).device == torch.device("neuron:1")  # already on neuron: stays there
+
+
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny LLaVA checkpoint with its own processor (image processor, tiny tokenizer, chat template)."""
+    from hf_neuron.tiny.multimodal.checkpoint import materialize
+
+    return materialize("llava", tmp_path_factory.mktemp("tiny") / "llava")
+
+
+def test_image_text_pipeline_without_a_device_runs_on_neuron_like_the_cpu(tiny_llava: Path) -> None:
+    from transformers import pipeline
+
+    from hf_neuron.tiny.multimodal.images import synthetic_image
+
+    pipe = pipeline("image-text-to-text", model=str(tiny_llava))
+    cpu = pipeline("image-text-to-text", model=str(tiny_llava), device="cpu")
+    assert pipe.device == torch.device("neuron:0")
+    assert {p.device for p in pipe.model.parameters()} == {torch.device("neuron:0")}
+    messages = [{"role": "user", "content": [{"type": "image", "image": synthetic_image(32, 48)},
+                                             {"type": "text", "text": "What is in the picture?"}]}]
+    inputs = pipe.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                return_dict=True, return_tensors="pt")
+    assert int((inputs["input_ids"] == pipe.model.config.image_token_index).sum()) == 64
+    with torch.no_grad():
+        logits = pipe.model(**{k: v.to("neuron") for k, v in inputs.items()}).logits.cpu()
+        expected = cpu.model(**inputs).logits
+    assert (logits - expected).abs().max().item() < 1e-5
+    generated = pipe(text=messages, max_new_tokens=8, do_sample=False)[0]["generated_text"]
+    assert generated == cpu(text=messages, max_new_tokens=8, do_sample=False)[0]["generated_text"]

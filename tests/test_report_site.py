@@ -14,6 +14,7 @@ import pytest
 from _helpers_report import a_catalog
 
 from hf_neuron.compat.baselines import load_baseline
+from hf_neuron.compat.catalog import CatalogEntry
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.errors import InputError
 from hf_neuron.report.site import BuildResult, build_site
@@ -279,6 +280,18 @@ def test_catalog_entry(site: tuple[Path, BuildResult]) -> None:
     assert "Model classLlamaForCausalLM Config classLlamaConfig" in _by_id(html, "catalog-entry")
     assert 'id="catalog-entry"' not in _page(site, "arch/mistral.html")  # not in the catalog
     assert "no record" in _page(site, "arch/gemma3.html")
+
+
+def test_an_image_text_page_shows_its_tiny_model_from_the_catalog(tmp_path: Path) -> None:
+    import dataclasses
+
+    tiny = "text llama: layers 2, width 64; vision clip_vision_model: image 32, patch 4; 0.30M parameters"
+    llava = CatalogEntry("llava", "multimodal", "LlavaForConditionalGeneration", "LlavaConfig", True, True, None,
+                         tiny=tiny)
+    catalog = dataclasses.replace(CATALOG, entries=(*CATALOG.entries, llava))
+    build_site([RECORDS / "run-2"], tmp_path, baseline=BASELINE, catalog=catalog)
+    assert _by_id((tmp_path / "arch" / "llava.html").read_text(), "tiny-model") == tiny
+    assert 'id="tiny-model"' not in (tmp_path / "arch" / "llama.html").read_text()  # the text groups record none
 
 
 def test_downloads(site: tuple[Path, BuildResult]) -> None:

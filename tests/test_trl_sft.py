@@ -84,3 +84,35 @@ def test_trl_peak_flops_lookup_names_the_neuron_device() -> None:
     accelerator = Accelerator()
     assert accelerator.device.type == "neuron"
     assert get_peak_flops_per_device(accelerator, "bfloat16") is None  # an unknown chip, not a crash
+
+
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny LLaVA checkpoint with its own processor (image processor, tiny tokenizer, chat template)."""
+    from hf_neuron.tiny.multimodal.checkpoint import materialize
+
+    return materialize("llava", tmp_path_factory.mktemp("tiny") / "llava")
+
+
+@pytest.fixture(scope="module")
+def image_chat_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny image-chat dataset (an image and a question per chat), loadable with ``load_dataset(directory)``."""
+    from hf_neuron.tiny.multimodal.dataset import materialize
+
+    return materialize(tmp_path_factory.mktemp("tiny") / "image-chat")
+
+
+@pytest.mark.slow
+def test_trl_sft_trains_a_vision_language_model_on_neuron_like_the_cpu(tiny_llava: Path, image_chat_dataset: Path,
+                                                                       tmp_path: Path) -> None:
+    """trl's vision-language collator path (images in the dataset, the model's processor): on neuron without a device
+    flag, in float32 so that the losses compare with a CPU run of the same batches (trl pads to 128 on neuron only;
+    padding is masked out of the loss)."""
+    command = [*TRL_SFT, "--num_processes", "1"]
+    options = ("--bf16", "False", "--per_device_train_batch_size", "2")
+    neuron = _sft(command, tiny_llava, image_chat_dataset, tmp_path / "neuron", *options)
+    cpu = _sft([*command, "--device", "cpu"], tiny_llava, image_chat_dataset, tmp_path / "cpu", *options)
+    assert neuron["device"] == torch.device("neuron:0") and neuron["pad"] == 128
+    assert cpu["device"] == torch.device("cpu") and cpu["pad"] is None
+    assert neuron["losses"] == pytest.approx(cpu["losses"], rel=1e-3), (neuron["losses"], cpu["losses"])
+    assert neuron["losses"][-1] < neuron["losses"][0]

@@ -3,8 +3,9 @@ data, and the catalog groups.
 
 The file holds one architecture per line under a header with the transformers and diffusers versions and the
 generation date; each entry names its group and classes and says whether its tiny model ``builds`` and ``runs`` on
-the CPU. :func:`load_catalog` reads and validates it, :func:`write_catalog` writes it, :func:`diff_catalogs` tells
-what changed. :mod:`hf_neuron.matrix.catalog` generates it from the installed libraries.
+the CPU (and, for the image-text group, what the tiny model is: ``tiny``). :func:`load_catalog` reads and
+validates it, :func:`write_catalog` writes it, :func:`diff_catalogs` tells what changed.
+:mod:`hf_neuron.matrix.catalog` generates it from the installed libraries.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
 __all__ = [
     "CATALOG_PATH",
     "GROUPS",
+    "IMAGE_TEXT_GROUP",
     "TEXT_GROUPS",
+    "TRANSFORMERS_GROUPS",
     "Catalog",
     "CatalogDiff",
     "CatalogEntry",
@@ -39,11 +42,17 @@ Group = Literal["decoder", "encoder-decoder", "multimodal", "diffusion"]
 GROUPS: tuple[Group, ...] = get_args(Group)
 #: Groups whose models read and write token ids alone.
 TEXT_GROUPS: tuple[Group, ...] = ("decoder", "encoder-decoder")
+#: The group whose models read images and token ids, and write token ids.
+IMAGE_TEXT_GROUP: Group = "multimodal"
+#: Groups of transformers models (the inputs of diffusers' backbones are not token ids).
+TRANSFORMERS_GROUPS: tuple[Group, ...] = (*TEXT_GROUPS, IMAGE_TEXT_GROUP)
 
 #: The libraries whose installed version the catalog was generated from (header fields of the file).
 _LIBRARIES = ("transformers", "diffusers")
 #: Fields a catalog line may leave out (older catalogs lack the later ones).
-_OPTIONAL_FIELDS = ("reason", "gap", "features")
+_OPTIONAL_FIELDS = ("reason", "gap", "features", "tiny")
+#: Optional fields a line carries only when known (the tiny summary: the image-text group's), so rows stay short.
+_WRITTEN_WHERE_KNOWN = ("tiny",)
 _SOURCE = (
     "hf_neuron.matrix.catalog.generate: transformers auto mappings (causal LM -> decoder, seq2seq LM -> "
     "encoder-decoder, image-text-to-text -> multimodal) and diffusers' denoiser backbones (-> diffusion); "
@@ -66,6 +75,9 @@ class CatalogEntry:
     reason: str | None = None
     gap: str | None = None
     features: tuple[str, ...] = ()
+    #: What the tiny model is (layers, widths, vision tower, image size), recorded at generation for readers that
+    #: must not build models, such as the report; null when not recorded (the text groups) or it did not build.
+    tiny: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +107,9 @@ def write_catalog(catalog: Catalog, path: Path | None = None) -> Path:
     header = {"schema": SCHEMA_VERSION, **{library: getattr(catalog, library) for library in _LIBRARIES},
               "generated": catalog.generated, "source": _SOURCE}
     lines = ["{"] + [f"  {json.dumps(key)}: {json.dumps(value)}," for key, value in header.items()]
-    rows = [json.dumps(dataclasses.asdict(entry), ensure_ascii=False) for entry in catalog.entries]
+    rows = [json.dumps({key: value for key, value in dataclasses.asdict(entry).items()
+                        if value is not None or key not in _WRITTEN_WHERE_KNOWN}, ensure_ascii=False)
+            for entry in catalog.entries]
     lines += ['  "architectures": [', ",\n".join(f"    {row}" for row in rows), "  ]", "}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -118,7 +132,7 @@ def _entry(path: Path, index: int, row: Any) -> CatalogEntry:
     for name in ("builds", "runs"):
         if row[name] is not None and not isinstance(row[name], bool):
             raise CompatFileError(path, f"{where}.{name} must be true, false or null, got {row[name]!r}")
-    for name in ("reason", "gap"):
+    for name in ("reason", "gap", "tiny"):
         if row.get(name) is not None and not isinstance(row[name], str):
             raise CompatFileError(path, f"{where}.{name} must be a string or null")
     features = row.get("features", [])

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -100,12 +102,34 @@ def _trained_json() -> str:
     return tokenizer.to_str()
 
 
-def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    """A fresh :class:`~transformers.PreTrainedTokenizerFast` of :data:`VOCAB_SIZE` tokens with a chat template."""
+def _renamed(named: Mapping[int, str]) -> str:
+    """The trained tokenizer's JSON with the reserved tokens at the keys of ``named`` renamed to its values."""
+    unknown = sorted(set(named) - set(RESERVED_TOKEN_IDS))
+    if unknown:
+        raise ValueError(f"only reserved ids can be renamed ({RESERVED_TOKEN_IDS[-1]}..{RESERVED_TOKEN_IDS[0]}), "
+                         f"got {unknown}")
+    if len(set(named.values())) != len(named):
+        raise ValueError(f"two reserved ids would get the same name: {dict(named)}")
+    document = json.loads(_trained_json())
+    taken = {token["content"] for token in document["added_tokens"] if token["id"] not in named}
+    clashes = sorted(set(named.values()) & (taken | set(document["model"]["vocab"])))
+    if clashes:
+        raise ValueError(f"tokens {clashes} are already in the tiny vocabulary")
+    for token in document["added_tokens"]:
+        if token["id"] in named:
+            token["content"] = named[token["id"]]
+    return json.dumps(document)
+
+
+def tiny_tokenizer(named: Mapping[int, str] | None = None) -> PreTrainedTokenizerFast:
+    """A fresh :class:`~transformers.PreTrainedTokenizerFast` of :data:`VOCAB_SIZE` tokens with a chat template.
+
+    ``named`` renames reserved special tokens (id -> text), e.g. ``{1023: "<image>"}``, so that a processor's
+    special tokens have the ids the tiny model's config gives them."""
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
-        tokenizer_object=Tokenizer.from_str(_trained_json()),
+        tokenizer_object=Tokenizer.from_str(_renamed(named) if named else _trained_json()),
         pad_token=SPECIAL_TOKENS["pad_token"],
         bos_token=SPECIAL_TOKENS["bos_token"],
         eos_token=SPECIAL_TOKENS["eos_token"],

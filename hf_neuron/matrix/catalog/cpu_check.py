@@ -1,14 +1,16 @@
 """Does a tiny model build and run on the CPU? The checks behind the catalog's ``builds`` and ``runs``.
 
 :func:`check_text_model` builds a tiny transformers model, runs a forward pass with finite logits, then greedy
-generation; :func:`check_diffusion_backbone` builds a tiny denoiser and calls it once. Neither raises: the result
-names the first stage that failed and why.
+generation; :func:`check_image_text_model` does the same for a vision-language model, with its image processor and
+image-text prompts (the matrix's inputs); :func:`check_diffusion_backbone` builds a tiny denoiser and calls it once.
+None raises: the result names the first stage that failed and why.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from hf_neuron.tiny.text.config import tiny_config
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["CpuCheck", "Stage", "check_diffusion_backbone", "check_text_model"]
+__all__ = ["CpuCheck", "Stage", "check_diffusion_backbone", "check_image_text_model", "check_text_model"]
 
 #: The steps of a check, in order; ``"ok"`` in :attr:`CpuCheck.stage` means all requested steps passed.
 Stage = Literal["build", "forward", "generate"]
@@ -33,6 +35,8 @@ class CpuCheck:
     error: str | None = None
     parameters: int = 0
     seconds: float = 0.0
+    #: What the tiny model is, for readers of the catalog (:func:`tiny_summary`); None when it did not build.
+    tiny: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -99,6 +103,58 @@ def check_text_model(model_type: str, *, until: Stage = "generate", batch: int =
     except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
         return CpuCheck(model_type, stage, _describe(error), parameters, time.perf_counter() - start)
     return CpuCheck(model_type, "ok", None, parameters, time.perf_counter() - start)
+
+
+def _generate_shape(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int) -> None:
+    import torch
+
+    prompt = {k: v for k, v in inputs.items() if k != "decoder_input_ids"}
+    with torch.no_grad():
+        out = model.generate(**prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens,  # type: ignore[operator]
+                             do_sample=False)
+    batch = inputs["input_ids"].shape[0]
+    if out.shape[0] != batch or out.shape[1] < new_tokens:  # some return the prompt, some only what they decoded
+        raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {batch} rows of at least "
+                             f"{new_tokens} tokens")
+
+
+def check_image_text_model(model_type: str, *, until: Stage = "generate", batch: int = 2) -> CpuCheck:
+    """Build the tiny vision-language ``model_type`` and its image processor, then (``until`` allowing) run a
+    forward pass on ``batch`` image-text prompts with finite logits and greedily generate 4 tokens. Never raises."""
+    import torch
+
+    from hf_neuron.compat.tiny_multimodal import multimodal_recipe
+    from hf_neuron.tiny.multimodal.config import tiny_multimodal_config
+    from hf_neuron.tiny.multimodal.image_processor import takes_images, tiny_image_processor
+    from hf_neuron.tiny.multimodal.inputs import batch_inputs, sample_rows
+    from hf_neuron.tiny.multimodal.summary import tiny_summary
+    from hf_neuron.tiny.tokenizer import tiny_tokenizer
+
+    start = time.perf_counter()
+    stage, parameters, summary = "config", 0, None
+    try:
+        config = tiny_multimodal_config(model_type)
+        stage = "build"
+        model = build_model(model_type, config=config)
+        parameters = sum(p.numel() for p in model.parameters())
+        image_processor = tiny_image_processor(model_type, config) if takes_images(model) else None
+        summary = tiny_summary(config, image_processor, parameters)
+        reviewed = multimodal_recipe(model_type)
+        if not reviewed.runs:
+            raise RuntimeError(reviewed.reason)
+        if until in ("forward", "generate"):
+            stage = "forward"
+            rows = sample_rows(model_type, image_processor, batch)
+            inputs = batch_inputs(model, image_processor, tiny_tokenizer(), rows)
+            with torch.no_grad():
+                logits = model(**inputs).logits
+            _check_logits(logits, batch, inputs["input_ids"].shape[1], config.get_text_config(decoder=True).vocab_size)
+        if until == "generate":
+            stage = "generate"
+            _generate_shape(model, inputs, 4)
+    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
+        return CpuCheck(model_type, stage, _describe(error), parameters, time.perf_counter() - start, summary)
+    return CpuCheck(model_type, "ok", None, parameters, time.perf_counter() - start, summary)
 
 
 def check_diffusion_backbone(name: str) -> CpuCheck:

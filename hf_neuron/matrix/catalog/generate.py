@@ -2,8 +2,9 @@
 
 transformers' auto mappings give the text and multimodal groups (:mod:`hf_neuron.tiny.text.model_types`), diffusers'
 exported denoisers the diffusion group (:func:`~hf_neuron.tiny.diffusion.backbones.backbone_names`). Each is
-checked with a tiny model on the CPU (:mod:`~hf_neuron.matrix.catalog.cpu_check`): ``builds``, and for the groups
-in :data:`RUN_GROUPS` ``runs``. :func:`hf_neuron.compat.catalog.write_catalog` writes the result.
+checked with a tiny model on the CPU (:mod:`~hf_neuron.matrix.catalog.cpu_check`): ``builds`` and ``runs``; an
+image-text entry also records what its tiny model is (``tiny``), for the report.
+:func:`hf_neuron.compat.catalog.write_catalog` writes the result.
 """
 
 from __future__ import annotations
@@ -13,22 +14,26 @@ from collections.abc import Iterable
 
 from hf_neuron.compat.catalog import (
     GROUPS,
+    IMAGE_TEXT_GROUP,
     TEXT_GROUPS,
     Catalog,
     CatalogEntry,
     catalog_order,
 )
+from hf_neuron.compat.tiny_multimodal import load_multimodal
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.matrix.catalog.cpu_check import (
     CpuCheck,
+    Stage,
     check_diffusion_backbone,
+    check_image_text_model,
     check_text_model,
 )
 
 __all__ = ["RUN_GROUPS", "describe_groups", "generate_catalog", "unexpected_runs"]
 
-#: Groups whose entries say whether the tiny model runs (multimodal models need images, which the check lacks).
-RUN_GROUPS = (*TEXT_GROUPS, "diffusion")
+#: Groups whose entries say whether the tiny model runs (every group).
+RUN_GROUPS = (*TEXT_GROUPS, IMAGE_TEXT_GROUP, "diffusion")
 
 
 def _verdict(check: CpuCheck, runs_checked: bool) -> tuple[bool, bool | None, str | None]:
@@ -67,21 +72,26 @@ def _transformers_entries(types: Iterable[str] | None, run_models: bool) -> list
     unknown = [model_type for model_type in wanted if model_type not in known]
     if unknown:
         raise KeyError(f"not generative model types of transformers {transformers.__version__}: {unknown}")
-    overrides = load_overrides()
+    overrides, multimodal = load_overrides(), load_multimodal()
     entries = []
     for model_type in wanted:
         group, class_name = known[model_type]
-        builds, runs, reason = (None, None, None)
+        builds, runs, reason, tiny = (None, None, None, None)
         if run_models:
             runs_checked = group in RUN_GROUPS
-            result = check_text_model(model_type, until="generate" if runs_checked else "build")
+            until: Stage = "generate" if runs_checked else "build"
+            result = (check_image_text_model(model_type, until=until) if group == IMAGE_TEXT_GROUP
+                      else check_text_model(model_type, until=until))
             builds, runs, reason = _verdict(result, runs_checked)
-        override = overrides.get(model_type)
+            tiny = result.tiny
+        override, recipe = overrides.get(model_type), multimodal.get(model_type)
         gap = None
         if override is not None and not override.runs and reason is not None:
             reason, gap = override.reason, override.gap
+        if recipe is not None and not recipe.runs and reason is not None:
+            reason = recipe.reason
         entries.append(CatalogEntry(model_type, group, class_name, config_class(model_type).__name__,
-                                    builds, runs, reason, gap, _features(model_type)))
+                                    builds, runs, reason, gap, _features(model_type), tiny))
     return entries
 
 
@@ -118,9 +128,9 @@ def generate_catalog(*, types: Iterable[str] | None = None, run_models: bool = T
 
 def unexpected_runs(catalog: Catalog) -> list[str]:
     """Types reviewed as ``runs = false`` that ran after all: their override should be removed."""
-    overrides = load_overrides()
-    return [entry.model_type for entry in catalog.entries
-            if entry.runs and entry.model_type in overrides and not overrides[entry.model_type].runs]
+    reviewed = {**{t: o.runs for t, o in load_overrides().items()}, **{t: m.runs for t, m in load_multimodal().items()
+                                                                        if not m.runs}}
+    return [entry.model_type for entry in catalog.entries if entry.runs and reviewed.get(entry.model_type) is False]
 
 
 def describe_groups(catalog: Catalog) -> str:

@@ -1,17 +1,18 @@
 """The scenario set the matrix runs by default (``SCENARIOS``, in run order), for every catalog group it covers.
 
 Each scenario follows :mod:`hf_neuron.matrix.scenarios.contract`: one job, the device compared with the CPU, torch
-and the Hugging Face libraries imported inside the functions. Text models (groups ``decoder`` and
-``encoder-decoder``) run every scenario (:mod:`~hf_neuron.matrix.scenarios.text`,
-:mod:`~hf_neuron.matrix.scenarios.training`, :mod:`~hf_neuron.matrix.scenarios.ddp`); diffusion backbones run
-``forward`` and ``generate`` (:mod:`~hf_neuron.matrix.scenarios.diffusion`); the ``multimodal`` group has no scenario
-yet, so it has no case. Add a scenario by writing its function and listing it here under its name from
-:data:`~hf_neuron.matrix.records.SCENARIO_NAMES`.
+and the Hugging Face libraries imported inside the functions. Transformers models — text (groups ``decoder`` and
+``encoder-decoder``) and vision-language (``multimodal``) — run every scenario with the same bodies
+(:mod:`~hf_neuron.matrix.scenarios.text`, :mod:`~hf_neuron.matrix.scenarios.training`,
+:mod:`~hf_neuron.matrix.scenarios.ddp`), their differences routed through the shared helpers of
+:mod:`~hf_neuron.matrix.scenarios.text_models` (auto class, inputs, LoRA targets); diffusion backbones run
+``forward`` and ``generate`` (:mod:`~hf_neuron.matrix.scenarios.diffusion`). Add a scenario by writing its function
+and listing it here under its name from :data:`~hf_neuron.matrix.records.SCENARIO_NAMES`.
 """
 
 from __future__ import annotations
 
-from hf_neuron.compat.catalog import TEXT_GROUPS
+from hf_neuron.compat.catalog import TRANSFORMERS_GROUPS
 from hf_neuron.matrix.scenarios import ddp, diffusion, text, training
 from hf_neuron.matrix.scenarios.contract import PerGroup, Scenario
 
@@ -19,7 +20,7 @@ __all__ = ["SCENARIOS"]
 
 
 def _text(scenario: Scenario, requires: str | None = None) -> PerGroup:
-    return PerGroup(dict.fromkeys(TEXT_GROUPS, scenario), requires)
+    return PerGroup(dict.fromkeys(TRANSFORMERS_GROUPS, scenario), requires)
 
 
 SCENARIOS: dict[str, Scenario] = {

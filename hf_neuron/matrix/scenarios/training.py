@@ -18,7 +18,7 @@ from hf_neuron.matrix.scenarios.contract import (
     compare,
     compare_named,
 )
-from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids
+from hf_neuron.matrix.scenarios.text_models import load_model, lora_targets, model_inputs, sample_ids
 
 if TYPE_CHECKING:
     import torch
@@ -125,10 +125,12 @@ def train_aux_loss(ctx: CaseContext) -> ScenarioResult:
 
 
 def _with_lora(model: torch.nn.Module) -> torch.nn.Module:
-    """``model`` with a LoRA adapter on all its linear layers (PEFT's ``"all-linear"``, the head excluded)."""
+    """``model`` with a LoRA adapter on all its linear layers (PEFT's ``"all-linear"``, the head excluded; a
+    vision-language model's language model only)."""
     from peft import LoraConfig, get_peft_model
 
-    config = LoraConfig(r=_LORA_RANK, lora_alpha=2 * _LORA_RANK, lora_dropout=0.0, target_modules="all-linear")
+    config = LoraConfig(r=_LORA_RANK, lora_alpha=2 * _LORA_RANK, lora_dropout=0.0,
+                        target_modules=lora_targets(model))  # type: ignore[arg-type]
     return get_peft_model(model, config)
 
 

@@ -21,7 +21,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from hf_neuron.tiny.text.config import tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.text.models import build_model
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
 
-__all__ = ["STAMP", "content_key", "materialize"]
+__all__ = ["STAMP", "content_key", "materialize", "publish"]
 
 #: The file that records what a materialized directory holds; written last.
 STAMP = "hf-neuron-tiny.json"
@@ -83,31 +83,41 @@ def _point(link: Path, target: Path) -> None:
         raise
 
 
-def materialize(model_type: str, out_dir: Path, *, seed: int = 0, overrides: Mapping[str, Any] | None = None) -> Path:
-    """Write the tiny ``model_type`` checkpoint to ``out_dir`` (reused when already there) and return ``out_dir``.
-
-    Safe to call from several processes at once for the same or different content (see the module docstring).
-    """
+def publish(out_dir: Path, key: str, write: Callable[[Path], Mapping[str, Any]]) -> Path:
+    """Make ``out_dir`` hold the checkpoint of content ``key``: reuse it when its stamp says ``key``, else call
+    ``write(staging)`` to write the files and publish them (see the module docstring). ``write`` returns what the
+    stamp records beside the key. Any checkpoint builder of :mod:`hf_neuron.tiny` publishes through here."""
     out_dir = Path(out_dir)
-    key = content_key(model_type, seed=seed, overrides=overrides)
     if _stamped_key(out_dir) == key:
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     keyed = out_dir.with_name(f".{out_dir.name}.{key[:16]}")
     if _stamped_key(keyed) != key:
-        config = tiny_config(model_type, overrides)
-        model = build_model(model_type, seed=seed, config=config)
         staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
         try:
-            model.save_pretrained(staging)
-            if model.config is not config:  # the decoder of a composite: keep the model_type the auto classes know
-                config.architectures = [type(model).__name__]
-                config.save_pretrained(staging)
-            tiny_tokenizer().save_pretrained(staging)
-            stamp = {"key": key, "model_type": model_type, "seed": seed, "overrides": dict(overrides or {})}
+            stamp = {**write(staging), "key": key}
             (staging / STAMP).write_text(json.dumps(stamp, indent=1, sort_keys=True, default=repr) + "\n")
             _publish(staging, keyed, key)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     _point(out_dir, keyed)
     return out_dir
+
+
+def materialize(model_type: str, out_dir: Path, *, seed: int = 0, overrides: Mapping[str, Any] | None = None) -> Path:
+    """Write the tiny ``model_type`` checkpoint to ``out_dir`` (reused when already there) and return ``out_dir``.
+
+    Safe to call from several processes at once for the same or different content (see the module docstring).
+    """
+
+    def write(staging: Path) -> dict[str, Any]:
+        config = tiny_config(model_type, overrides)
+        model = build_model(model_type, seed=seed, config=config)
+        model.save_pretrained(staging)
+        if model.config is not config:  # the decoder of a composite: keep the model_type the auto classes know
+            config.architectures = [type(model).__name__]
+            config.save_pretrained(staging)
+        tiny_tokenizer().save_pretrained(staging)
+        return {"model_type": model_type, "seed": seed, "overrides": dict(overrides or {})}
+
+    return publish(out_dir, content_key(model_type, seed=seed, overrides=overrides), write)

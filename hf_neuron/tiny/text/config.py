@@ -352,8 +352,9 @@ def _shrink_value(name: str, value: Any, shrink: _Shrink) -> Any:
         return value
     if value is None or isinstance(value, int):
         return _shrink_int(name, value, shrink)
-    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return [_shrink_int(name, v, shrink) for v in value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool)
+                                                          for v in value):  # tuples too: (height, width) image sizes
+        return type(value)(_shrink_int(name, v, shrink) for v in value)
     return value
 
 

@@ -1,0 +1,108 @@
+"""The reviewed per-architecture data of the multimodal (image-text-to-text) group: ``compat/tiny_multimodal.toml``.
+
+Each table is named for a ``model_type`` and holds what the generic rules of :mod:`hf_neuron.tiny.multimodal` cannot
+know, with a ``reason`` (required: why, precise enough to re-check on a transformers update):
+
+- ``image_processor``: the transformers image processor class to use instead of the architecture's own (when that
+  one cannot be built here, e.g. it needs torchvision, and another makes the same inputs);
+- ``image_processor_config``: keyword arguments merged into the tiny image processor's;
+- ``processor_config``: keyword arguments merged into the architecture's own processor's (the one saved for users'
+  pipelines, :mod:`hf_neuron.tiny.multimodal.processor`);
+- ``images``: the ``[height, width]`` of each row's synthetic image, when the processor accepts only some sizes;
+- ``runs = false``: the architecture cannot run as a tiny image-text model here (the reason says why).
+
+Config fixes of the tiny model itself stay in ``compat/tiny_overrides.toml`` (:mod:`~.tiny_overrides`)::
+
+    [mistral3]
+    reason = "..."
+    image_processor_config = { size = { longest_edge = 32 } }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+
+__all__ = ["MULTIMODAL_PATH", "MultimodalRecipe", "load_multimodal", "multimodal_recipe"]
+
+MULTIMODAL_PATH = COMPAT_DIR / "tiny_multimodal.toml"
+
+_KEYS = {"reason", "image_processor", "image_processor_config", "processor_config", "images", "runs"}
+
+
+@dataclasses.dataclass(frozen=True)
+class MultimodalRecipe:
+    """What the data file says of one architecture (the defaults when it says nothing)."""
+
+    model_type: str
+    reason: str = ""
+    image_processor: str | None = None
+    image_processor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    processor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    images: tuple[tuple[int, int], ...] | None = None
+    runs: bool = True
+
+
+def _images(path: Path, model_type: str, value: Any) -> tuple[tuple[int, int], ...]:
+    pairs = value if isinstance(value, list) else None
+    if not pairs or not all(
+        isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                                          for n in pair)
+        for pair in pairs
+    ):
+        raise CompatFileError(path, f"[{model_type}] 'images' must be a non-empty list of [height, width] pairs of "
+                                    "positive integers")
+    return tuple((height, width) for height, width in pairs)
+
+
+def _parse(path: Path, model_type: str, table: Any) -> MultimodalRecipe:
+    if not isinstance(table, dict):
+        raise CompatFileError(path, f"[{model_type}] must be a table, got {type(table).__name__}")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise CompatFileError(path, f"[{model_type}] has unknown keys {unknown}; allowed: {sorted(_KEYS)}")
+    reason = table.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise CompatFileError(path, f"[{model_type}] needs a non-empty 'reason' string")
+    image_processor = table.get("image_processor")
+    if image_processor is not None and (not isinstance(image_processor, str) or not image_processor):
+        raise CompatFileError(path, f"[{model_type}] 'image_processor' must be a transformers class name")
+    tables = {}
+    for key in ("image_processor_config", "processor_config"):
+        tables[key] = table.get(key, {})
+        if not isinstance(tables[key], dict):
+            raise CompatFileError(path, f"[{model_type}] '{key}' must be a table")
+    runs = table.get("runs", True)
+    if not isinstance(runs, bool):
+        raise CompatFileError(path, f"[{model_type}] 'runs' must be true or false")
+    images = _images(path, model_type, table["images"]) if "images" in table else None
+    return MultimodalRecipe(model_type, reason.strip(), image_processor, tables["image_processor_config"],
+                            tables["processor_config"], images, runs)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: Path, mtime_ns: int) -> dict[str, MultimodalRecipe]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise CompatFileError(path, f"not valid TOML: {error}") from None
+    return {model_type: _parse(path, model_type, table) for model_type, table in sorted(document.items())}
+
+
+def load_multimodal(path: Path | None = None) -> dict[str, MultimodalRecipe]:
+    """The reviewed entries by ``model_type`` (empty when the file does not exist)."""
+    path = MULTIMODAL_PATH if path is None else Path(path)
+    if not path.exists():
+        return {}
+    return dict(_load(path, path.stat().st_mtime_ns))
+
+
+def multimodal_recipe(model_type: str, path: Path | None = None) -> MultimodalRecipe:
+    """The entry of ``model_type``, or the defaults (nothing reviewed) when the file has none."""
+    return load_multimodal(path).get(model_type, MultimodalRecipe(model_type))

@@ -1,0 +1,100 @@
+"""The image-text rows of a case: what :mod:`~.text_models` hands to vision-language models.
+
+The scenarios pass token ids around (``sample_ids`` -> ``model_inputs``, or a DDP rank's share of them); a
+vision-language model also needs the images behind those ids. :func:`sample_ids` builds the case's rows (a question
+and a synthetic image each, the image processor's pixel inputs, each image placeholder expanded to the model's feature
+count, :func:`hf_neuron.tiny.multimodal.inputs.batch_inputs`) and remembers, for each row's token ids, the prompt and
+image that made them. :func:`inputs_for` rebuilds the full inputs of any of those rows, alone or together (a rank's
+share), padded to the length they were given with, and checks that they give back exactly the given ids. Ids that
+:func:`sample_ids` did not make are refused: a vision-language case never silently runs on text alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hf_neuron.compat.catalog import IMAGE_TEXT_GROUP
+from hf_neuron.matrix.scenarios.contract import CaseContext
+from hf_neuron.tiny.multimodal.checkpoint import load_image_processor
+from hf_neuron.tiny.multimodal.inputs import Row, batch_inputs, features_per_image, image_tokens, sample_rows
+from hf_neuron.tiny.text.model_types import generative_types
+from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers.image_processing_utils import BaseImageProcessor
+
+__all__ = ["GROUP", "inputs_for", "is_image_text", "sample_ids"]
+
+#: The catalog group whose models read images and text.
+GROUP = IMAGE_TEXT_GROUP
+
+
+@dataclasses.dataclass(frozen=True)
+class _Made:
+    """What made one row: the case's architecture and checkpoint, the prompt and image, the image token count."""
+
+    model_type: str
+    checkpoint: Path
+    row: Row
+    features: int
+
+
+#: Rows made in this process, by their token ids without the left padding.
+_MADE: dict[tuple[int, ...], _Made] = {}
+
+
+def is_image_text(model: PreTrainedModel) -> bool:
+    """Whether ``model`` belongs to the image-text group (by its config's ``model_type``)."""
+    return generative_types().get(model.config.model_type, ("",))[0] == GROUP
+
+
+@functools.cache
+def _parts(model_type: str, checkpoint: Path) -> tuple[BaseImageProcessor | None, PreTrainedTokenizerBase]:
+    from transformers import AutoTokenizer
+
+    has_images = (checkpoint / "preprocessor_config.json").is_file()
+    image_processor = load_image_processor(model_type, checkpoint) if has_images else None
+    return image_processor, AutoTokenizer.from_pretrained(checkpoint)
+
+
+def _unpadded(ids: torch.Tensor) -> tuple[int, ...]:
+    values = ids.tolist()
+    start = next((index for index, value in enumerate(values) if value != PAD_TOKEN_ID), len(values))
+    return tuple(values[start:])
+
+
+def sample_ids(ctx: CaseContext, model: PreTrainedModel, rows: int) -> torch.Tensor:
+    """``(rows, length)`` token ids of the case's image-text prompts on the CPU (left-padded), remembered for
+    :func:`inputs_for`."""
+    image_processor, tokenizer = _parts(ctx.model_type, ctx.checkpoint)
+    prompts = sample_rows(ctx.model_type, image_processor, rows, seed=ctx.seed)
+    has_tokens = image_processor is not None and image_tokens(model.config).image is not None
+    features = [features_per_image(model, image_processor, row.image) if has_tokens else 0  # type: ignore[arg-type]
+                for row in prompts]
+    input_ids = batch_inputs(model, image_processor, tokenizer, prompts, features=features)["input_ids"]
+    for ids, row, count in zip(input_ids, prompts, features, strict=True):
+        _MADE[_unpadded(ids)] = _Made(ctx.model_type, ctx.checkpoint, row, count)
+    return input_ids
+
+
+def inputs_for(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The full inputs of rows that :func:`sample_ids` made, on ``model``'s device, floating inputs in its dtype."""
+    import torch
+
+    made = [_MADE.get(_unpadded(ids)) for ids in input_ids.cpu()]
+    if any(entry is None for entry in made) or not made:
+        raise LookupError("these token ids were not made by the image-text sample_ids of this process: a "
+                          "vision-language model needs the images behind its prompts")
+    entries = [entry for entry in made if entry is not None]
+    image_processor, tokenizer = _parts(entries[0].model_type, entries[0].checkpoint)
+    inputs = batch_inputs(model, image_processor, tokenizer, [entry.row for entry in entries],
+                          features=[entry.features for entry in entries], length=input_ids.shape[1])
+    if not torch.equal(inputs["input_ids"], input_ids.cpu()):
+        raise AssertionError("the image-text inputs rebuilt for these rows do not give back their token ids")
+    return {key: value.to(model.device, model.dtype) if value.is_floating_point() else value.to(model.device)
+            for key, value in inputs.items()}

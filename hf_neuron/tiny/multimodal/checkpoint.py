@@ -1,0 +1,117 @@
+"""Write tiny image-text checkpoints: config, seeded weights, tokenizer, image processor, and the processor.
+
+A materialized directory loads offline with ``AutoModelForImageTextToText.from_pretrained(dir)``,
+``AutoTokenizer.from_pretrained(dir)`` and the architecture's image processor (:func:`load_image_processor`). When the
+architecture's own processor builds here and agrees with the model on the number of image tokens per image
+(:mod:`.processor`), it is saved too, so that ``AutoProcessor.from_pretrained(dir)`` and
+``pipeline("image-text-to-text", model=dir)`` work; the stamp says which processor was saved, or why none was.
+Publishing is the text checkpoints' (:func:`hf_neuron.tiny.text.checkpoint.publish`): atomic, shared by concurrent
+builders, reused while its content key holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron.compat.tiny_multimodal import multimodal_recipe
+from hf_neuron.tiny.multimodal.config import tiny_multimodal_config, tiny_multimodal_config_kwargs
+from hf_neuron.tiny.multimodal.image_processor import (
+    image_processor_class,
+    processor_side,
+    takes_images,
+    tiny_image_processor,
+    tiny_image_processor_kwargs,
+)
+from hf_neuron.tiny.multimodal.images import synthetic_image
+from hf_neuron.tiny.multimodal.inputs import features_per_image
+from hf_neuron.tiny.multimodal.processor import ProcessorUnavailableError, build_processor
+from hf_neuron.tiny.text.checkpoint import publish
+from hf_neuron.tiny.text.models import build_model
+from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig, PreTrainedModel, ProcessorMixin
+    from transformers.image_processing_utils import BaseImageProcessor
+
+__all__ = ["content_key", "load_image_processor", "materialize", "verified_processor"]
+
+_FORMAT = 1
+
+
+def content_key(model_type: str, *, seed: int = 0) -> str:
+    """A hash of everything the checkpoint's files depend on."""
+    import tokenizers
+    import torch
+    import transformers
+
+    config = tiny_multimodal_config(model_type)
+    recipe = {
+        "format": _FORMAT,
+        "model_type": model_type,
+        "seed": seed,
+        "config": tiny_multimodal_config_kwargs(model_type),
+        "image_processor": _image_processor_recipe(model_type, config),
+        "reviewed": repr(multimodal_recipe(model_type)),
+        "tokenizer": tokenizer_fingerprint(),
+        "versions": [transformers.__version__, torch.__version__, tokenizers.__version__],
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def _image_processor_recipe(model_type: str, config: PreTrainedConfig) -> Any:
+    try:
+        return [image_processor_class(model_type).__name__, tiny_image_processor_kwargs(model_type, config)]
+    except LookupError as why:  # a model that takes no images has none
+        return str(why)
+
+
+def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel,
+                       image_processor: BaseImageProcessor) -> ProcessorMixin:
+    """The architecture's own processor, checked to write as many image tokens for an image as the model has
+    features for it (else :class:`ProcessorUnavailableError`, saying both numbers)."""
+    processor = build_processor(model_type, config, image_processor)
+    side = processor_side(image_processor)
+    image = synthetic_image(side, side * 3 // 2)
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True)
+    ids = processor(images=[image], text=[text], return_tensors="pt")["input_ids"][0]
+    image_token = getattr(processor, "image_token", None)
+    written = int((ids == processor.tokenizer.convert_tokens_to_ids(image_token)).sum())
+    expected = features_per_image(model, image_processor, image)
+    if written != expected:
+        raise ProcessorUnavailableError(f"{type(processor).__name__} writes {written} image tokens for a "
+                                   f"{image.height}x{image.width} image, the model has {expected} features for it")
+    return processor
+
+
+def load_image_processor(model_type: str, checkpoint: Path) -> BaseImageProcessor:
+    """The image processor saved in ``checkpoint``, with the class it was built with."""
+    return image_processor_class(model_type).from_pretrained(checkpoint)
+
+
+def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
+    """Write the tiny image-text ``model_type`` checkpoint to ``out_dir`` (reused when already there)."""
+
+    def write(staging: Path) -> dict[str, Any]:
+        config = tiny_multimodal_config(model_type)
+        model = build_model(model_type, seed=seed, config=config)
+        model.save_pretrained(staging)
+        try:
+            if not takes_images(model):
+                raise ProcessorUnavailableError(f"{type(model).__name__} takes no images")
+            image_processor = tiny_image_processor(model_type, config)
+            image_processor.save_pretrained(staging)
+            processor = verified_processor(model_type, config, model, image_processor)
+        except ProcessorUnavailableError as why:
+            tiny_tokenizer().save_pretrained(staging)
+            saved = f"none: {why}"
+        else:
+            processor.save_pretrained(staging)
+            saved = type(processor).__name__
+        return {"model_type": model_type, "seed": seed, "processor": saved}
+
+    return publish(out_dir, content_key(model_type, seed=seed), write)

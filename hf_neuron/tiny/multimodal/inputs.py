@@ -1,0 +1,220 @@
+"""Image-text inputs for a tiny vision-language model: chat prompts with images, expanded as the model needs them.
+
+The inputs are what the architecture's processor would give, built from three generic rules instead of per-model
+code: the pixel inputs are its image processor's output for the synthetic images; every image placeholder in the
+prompt becomes as many image tokens (``config.image_token_id`` or ``image_token_index``) as the model computes
+features for that image (counted by calling its ``get_image_features``), between the config's image start and end
+tokens when it has them; and the inputs a model's ``forward`` takes by name are filled in (``attention_mask``,
+``mm_token_type_ids`` marking the image tokens, an encoder-decoder's ``decoder_input_ids``, and the prompt again for
+a second text encoder's ``<name>_input_ids`` / ``<name>_attention_mask``, as a Q-Former reads). Rows are
+left-padded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron.compat.tiny_multimodal import multimodal_recipe
+from hf_neuron.tiny.multimodal.image_processor import processor_side
+from hf_neuron.tiny.multimodal.images import synthetic_images
+from hf_neuron.tiny.text.config import DIMS
+from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
+
+if TYPE_CHECKING:
+    import torch
+    from PIL import Image
+    from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+    from transformers.image_processing_utils import BaseImageProcessor
+
+__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "image_sizes", "image_tokens",
+           "prompt_ids", "sample_rows"]
+
+#: The user's question of each row (row ``i`` asks ``QUESTIONS[i % len(QUESTIONS)]``).
+QUESTIONS = ("What is in the picture?", "Describe the colours of this image.")
+
+_IMAGE = re.compile(r"^image_token_(id|index)$")
+_START = re.compile(r"^(vision_start|image_start|img_start|boi|start_of_image)_token_(id|index)$")
+_END = re.compile(r"^(vision_end|image_end|img_end|eoi|end_of_image)_token_(id|index)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageTokens:
+    """The token ids a prompt uses around an image: the placeholder repeated per feature, optional start and end."""
+
+    image: int | None
+    start: int | None = None
+    end: int | None = None
+
+    def block(self, features: int) -> list[int]:
+        """The ids that stand for one image of ``features`` features."""
+        if self.image is None or features == 0:
+            return []
+        return [*([self.start] if self.start is not None else []), *[self.image] * features,
+                *([self.end] if self.end is not None else [])]
+
+
+def _token_field(config: PreTrainedConfig, pattern: re.Pattern[str]) -> int | None:
+    for part in (config, config.get_text_config(decoder=True)):
+        for name, value in sorted(part.to_dict().items()):
+            if pattern.match(name) and isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def image_tokens(config: PreTrainedConfig) -> ImageTokens:
+    """The image placeholder, start and end token ids of ``config`` (None where it has none)."""
+    return ImageTokens(_token_field(config, _IMAGE), _token_field(config, _START), _token_field(config, _END))
+
+
+def _accepted(function: Callable[..., Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``inputs`` that ``function`` names as parameters."""
+    parameters = inspect.signature(function).parameters
+    return {key: value for key, value in inputs.items() if key in parameters}
+
+
+#: A token id of ordinary text in the tiny vocabulary.
+_FIRST_TEXT_ID = 8
+_NOT_TEXT = ("decoder_", "pixel_", "image_", "mm_", "video_")
+
+
+def _text_encoder_inputs(function: Callable[..., Any], input_ids: torch.Tensor, attention_mask: torch.Tensor
+                         ) -> dict[str, torch.Tensor]:
+    """The prompt for each ``<name>_input_ids`` / ``<name>_attention_mask`` parameter of ``function`` (a second
+    text encoder, such as a Q-Former)."""
+    inputs = {}
+    for name in inspect.signature(function).parameters:
+        if name.startswith(_NOT_TEXT) or name in ("input_ids", "attention_mask"):
+            continue
+        if name.endswith("_input_ids"):
+            inputs[name] = input_ids
+        elif name.endswith("_attention_mask"):
+            inputs[name] = attention_mask
+    return inputs
+
+
+def _count(features: Any) -> int:
+    """Number of feature values in a tensor or a (nested) sequence of tensors."""
+    import torch
+
+    if isinstance(features, torch.Tensor):
+        return features.numel()
+    return sum(_count(part) for part in features)
+
+
+def _named_parameters(function: Callable[..., Any]) -> bool:
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return any(parameter.kind in kinds for parameter in inspect.signature(function).parameters.values())
+
+
+def _image_feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
+    """The model's ``get_image_features``, or its base model's when the model has none or one that only forwards
+    ``*args, **kwargs`` (whose parameters cannot be read)."""
+    methods = [getattr(part, "get_image_features", None) for part in (model, getattr(model, "model", None))]
+    found = [method for method in methods if callable(method)]
+    return next((method for method in found if _named_parameters(method)), found[0] if found else None)
+
+
+def _image_feature_inputs(model: PreTrainedModel, method: Callable[..., Any], inputs: Mapping[str, Any]
+                          ) -> dict[str, Any]:
+    """The entries of ``inputs`` that ``method`` names, and, when it passes on ``**kwargs``, those its base model's
+    ``get_image_features`` names (a wrapper that declares ``image_grid_thw`` may forward ``image_merge_sizes``)."""
+    accepted = _accepted(method, inputs)
+    forwards = any(parameter.kind is inspect.Parameter.VAR_KEYWORD
+                   for parameter in inspect.signature(method).parameters.values())
+    inner = getattr(getattr(model, "model", None), "get_image_features", None)
+    if forwards and callable(inner) and inner != method:
+        accepted.update(_accepted(inner, inputs))
+    return accepted
+
+
+def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcessor, image: Image.Image) -> int:
+    """How many image tokens the model embeds for ``image``: its ``get_image_features`` (or its base model's) on the
+    image processor's output (on the model's device, in its dtype), in units of the language model's width (0 when
+    the model has no such method)."""
+    import torch
+
+    get_image_features = _image_feature_method(model)
+    if get_image_features is None:
+        return 0
+    processed = dict(image_processor(images=[image], return_tensors="pt"))
+    if "pixel_values_images" in processed:  # a legacy output name (video_llava) for the pixel values
+        processed.setdefault("pixel_values", processed["pixel_values_images"])
+    prompt = torch.tensor([[_FIRST_TEXT_ID] * 4])  # what a second text encoder reads does not change the count
+    processed.update(_text_encoder_inputs(get_image_features, prompt, torch.ones_like(prompt)))
+    inputs = {key: (value.to(model.device, model.dtype) if value.is_floating_point() else value.to(model.device))
+              if isinstance(value, torch.Tensor) else value
+              for key, value in _image_feature_inputs(model, get_image_features, processed).items()}
+    with torch.no_grad():
+        output = get_image_features(**inputs)
+    features = getattr(output, "pooler_output", output)
+    width = model.config.get_text_config(decoder=True).hidden_size
+    count = _count(features)
+    if count % width:
+        raise ValueError(f"{type(model).__name__}.get_image_features gave {count} values, not a whole number of "
+                         f"{width}-wide embeddings")
+    return count // width
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One prompt: its question and image."""
+
+    question: str
+    image: Image.Image
+
+
+def image_sizes(model_type: str, image_processor: BaseImageProcessor | None, count: int) -> list[tuple[int, int]]:
+    """``count`` image sizes: the reviewed ones, else alternately square and 3:2 at the image processor's side."""
+    reviewed = multimodal_recipe(model_type).images
+    side = processor_side(image_processor) if image_processor is not None else DIMS.image_size
+    sizes = list(reviewed) if reviewed else [(side, side), (side, side * 3 // 2)]
+    return [sizes[index % len(sizes)] for index in range(count)]
+
+
+def sample_rows(model_type: str, image_processor: BaseImageProcessor | None, count: int, *, seed: int = 0
+                ) -> list[Row]:
+    """``count`` prompts, each a question and a synthetic image (drawn from ``seed``) of :func:`image_sizes`."""
+    images = synthetic_images(image_sizes(model_type, image_processor, count), seed=seed)
+    return [Row(QUESTIONS[index % len(QUESTIONS)], image) for index, image in enumerate(images)]
+
+
+def prompt_ids(tokenizer: PreTrainedTokenizerBase, question: str, image_block: Sequence[int]) -> list[int]:
+    """A user turn holding the image then ``question``, and the assistant's turn opened (the tiny chat format)."""
+    head = tokenizer.encode("<|im_start|>user\n", add_special_tokens=False)
+    tail = tokenizer.encode(f"{question}<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False)
+    return [*head, *image_block, *tail]
+
+
+def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | None,
+                 tokenizer: PreTrainedTokenizerBase, rows: Sequence[Row], *, features: Sequence[int] | None = None,
+                 length: int = 0) -> dict[str, torch.Tensor]:
+    """The forward inputs of ``rows`` for ``model`` (on the CPU): pixel inputs, ids and masks left-padded to the
+    longest row (at least ``length``). A model without an image processor gets text inputs only.
+
+    ``features`` gives each row's image token count (default: measured with :func:`features_per_image`)."""
+    import torch
+
+    tokens = image_tokens(model.config) if image_processor is not None else ImageTokens(None)
+    if features is None:
+        features = [features_per_image(model, image_processor, row.image)
+                    if image_processor is not None and tokens.image is not None else 0 for row in rows]
+    sequences = [prompt_ids(tokenizer, row.question, tokens.block(count)) for row, count in zip(rows, features,
+                                                                                                strict=True)]
+    length = max(length, *(len(ids) for ids in sequences))
+    input_ids = torch.tensor([[PAD_TOKEN_ID] * (length - len(ids)) + ids for ids in sequences])
+    attention_mask = torch.tensor([[0] * (length - len(ids)) + [1] * len(ids) for ids in sequences])
+    processed = image_processor(images=[row.image for row in rows], return_tensors="pt") if image_processor else {}
+    if isinstance(processed, torch.Tensor):  # a few image processors return the pixel values alone
+        processed = {"pixel_values": processed}
+    inputs: dict[str, Any] = {**processed, "input_ids": input_ids, "attention_mask": attention_mask}
+    if tokens.image is not None:
+        inputs["mm_token_type_ids"] = (input_ids == tokens.image).long()
+    if model.config.is_encoder_decoder:
+        inputs["decoder_input_ids"] = input_ids
+    inputs.update(_text_encoder_inputs(model.forward, input_ids, attention_mask))
+    accepted = _accepted(model.forward, inputs)
+    return {key: value for key, value in accepted.items() if isinstance(value, torch.Tensor)}

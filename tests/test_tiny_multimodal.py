@@ -1,0 +1,178 @@
+"""Tiny image-text models: configs with consistent vision bookkeeping, image processors sized to the tiny tower,
+synthetic images, inputs whose image tokens match the model's features, the reviewed data, and checkpoints that load
+offline (with the architecture's own processor where it builds here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.compat.files import CompatFileError
+from hf_neuron.compat.tiny_multimodal import load_multimodal, multimodal_recipe
+from hf_neuron.tiny.multimodal.checkpoint import load_image_processor, materialize, verified_processor
+from hf_neuron.tiny.multimodal.config import tiny_multimodal_config, tiny_multimodal_config_kwargs
+from hf_neuron.tiny.multimodal.image_processor import image_processor_class, tiny_image_processor_kwargs
+from hf_neuron.tiny.multimodal.images import synthetic_image, synthetic_images
+from hf_neuron.tiny.multimodal.inputs import batch_inputs, features_per_image, image_tokens, sample_rows
+from hf_neuron.tiny.multimodal.processor import ProcessorUnavailableError, build_processor
+from hf_neuron.tiny.text.models import build_model
+from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, tiny_tokenizer
+
+torch = pytest.importorskip("torch")
+
+
+def _tiny(model_type: str):  # type: ignore[no-untyped-def]
+    from hf_neuron.tiny.multimodal.image_processor import tiny_image_processor
+
+    config = tiny_multimodal_config(model_type)
+    model = build_model(model_type, config=config)
+    return config, model, tiny_image_processor(model_type, config)
+
+
+def test_synthetic_images_are_deterministic_and_sized() -> None:
+    first, again = synthetic_images([(32, 48), (16, 16)], seed=3), synthetic_images([(32, 48), (16, 16)], seed=3)
+    assert [image.size for image in first] == [(48, 32), (16, 16)]  # PIL sizes are (width, height)
+    assert first[0].tobytes() == again[0].tobytes() and first[0].tobytes() != first[1].resize((48, 32)).tobytes()
+    assert synthetic_image(8, 8, seed=0).tobytes() != synthetic_image(8, 8, seed=1).tobytes()
+    with pytest.raises(ValueError, match="at least one pixel"):
+        synthetic_image(0, 4)
+
+
+def test_the_image_processor_is_sized_to_the_tiny_tower() -> None:
+    llava = tiny_image_processor_kwargs("llava", tiny_multimodal_config("llava"))
+    assert llava == {"size": {"shortest_edge": 32}, "crop_size": {"height": 32, "width": 32}}
+    qwen = tiny_image_processor_kwargs("qwen2_5_vl", tiny_multimodal_config("qwen2_5_vl"))
+    assert qwen["patch_size"] == 4  # the config's; merge 2 and temporal 2 already agree
+    assert qwen["size"] == {"shortest_edge": 8 * 8, "longest_edge": 64 * 64}  # pixel counts: one merged patch, 64 px
+    assert tiny_image_processor_kwargs("mistral3", tiny_multimodal_config("mistral3"))["patch_size"] == {
+        "height": 4, "width": 4}
+    minicpm = tiny_image_processor_kwargs("minicpmv4_6", tiny_multimodal_config("minicpmv4_6"))
+    assert minicpm["scale_resolution"] == 32  # a side length not named "size" (448 would make 12544 patches)
+
+
+def test_an_image_processor_that_needs_torchvision_is_refused_with_the_reason() -> None:
+    with pytest.raises(LookupError, match=r"kimi_k25 has no image processor that runs without torchvision .*"
+                                          r"name one in compat/tiny_multimodal.toml"):
+        image_processor_class("kimi_k25")
+    assert image_processor_class("glm4v_moe").__name__ == "Glm4vImageProcessorPil"  # a reviewed substitute
+
+
+def test_the_config_keeps_the_vision_bookkeeping_consistent() -> None:
+    pinpoints = tiny_multimodal_config_kwargs("llava_next")["image_grid_pinpoints"]
+    assert pinpoints[:3] == [[32, 64], [64, 32], [64, 64]]  # multiples of the tiny 32-pixel tower (336 in full size)
+    assert tiny_multimodal_config("vipllava").vision_feature_layers == [-2, -2, -2, -2, 1]  # 2 tiny layers
+    blip2 = tiny_multimodal_config("blip-2")
+    assert blip2.image_token_index in RESERVED_TOKEN_IDS  # left unset by the class; real checkpoints set it
+    assert image_tokens(tiny_multimodal_config("qwen2_5_vl")).block(3) == [1021, 1023, 1023, 1023, 1020]
+
+
+@pytest.mark.parametrize(("model_type", "counts"), [("llava", [64, 64]), ("qwen2_5_vl", [16, 24]),
+                                                    ("idefics3", [80, 80])])  # 4 tiles and the whole image, 16 each
+def test_each_image_becomes_as_many_tokens_as_the_model_has_features(model_type: str, counts: list[int]) -> None:
+    config, model, image_processor = _tiny(model_type)
+    rows = sample_rows(model_type, image_processor, 2)
+    assert [features_per_image(model, image_processor, row.image) for row in rows] == counts
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), rows)
+    image_id = image_tokens(config).image
+    assert (inputs["input_ids"] == image_id).sum(1).tolist() == counts
+    for row, pads in enumerate((inputs["attention_mask"] == 0).sum(1).tolist()):  # left-padded
+        assert inputs["input_ids"][row, :pads].eq(0).all() and inputs["attention_mask"][row, pads:].eq(1).all()
+    with torch.no_grad():
+        logits = model(**inputs).logits
+    assert logits.shape == (*inputs["input_ids"].shape, 1024) and torch.isfinite(logits).all()
+
+
+def test_a_wrong_image_token_count_fails_the_forward_pass() -> None:
+    _, model, image_processor = _tiny("llava")
+    rows = sample_rows("llava", image_processor, 2)
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), rows, features=[63, 63])
+    with pytest.raises(ValueError, match="Image features and image tokens do not match"), torch.no_grad():
+        model(**inputs)
+
+
+def test_the_architectures_own_processor_is_checked_against_the_model() -> None:
+    config, model, image_processor = _tiny("llava")
+    processor = verified_processor("llava", config, model, image_processor)
+    assert type(processor).__name__ == "LlavaProcessor"
+    assert processor.tokenizer.convert_tokens_to_ids("<image>") == config.image_token_index == 1023
+    assert "<image>" in processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Hi"}]}])
+
+
+def test_a_processor_that_disagrees_with_the_model_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_neuron.tiny.multimodal import processor as module
+
+    config, model, image_processor = _tiny("llava")
+    reviewed = multimodal_recipe("llava")  # without it, LlavaProcessor forgets CLIP's class token
+    monkeypatch.setattr(module, "multimodal_recipe", lambda t: type(reviewed)(t))
+    with pytest.raises(ProcessorUnavailableError,
+                       match=r"LlavaProcessor writes 63 image tokens for a 32x48 image, the model has 64 features"):
+        verified_processor("llava", config, model, image_processor)
+
+
+@pytest.mark.parametrize(("model_type", "why"), [
+    ("qwen2_5_vl", "Qwen2_5_VLProcessor needs a video processor, which transformers builds only with torchvision"),
+    ("mistral3", "PixtralProcessor cannot be built here: it needs a library this machine lacks"),
+])
+def test_a_processor_that_cannot_be_built_here_says_why(model_type: str, why: str) -> None:
+    config, _, image_processor = _tiny(model_type)
+    with pytest.raises(ProcessorUnavailableError, match=why):
+        build_processor(model_type, config, image_processor)
+
+
+def test_the_tokenizer_names_reserved_tokens_and_refuses_others() -> None:
+    tokenizer = tiny_tokenizer({1023: "<image>", 1022: "[IMG_END]"})
+    assert tokenizer.encode("a<image>[IMG_END]", add_special_tokens=False)[-2:] == [1023, 1022]
+    assert len(tokenizer) == 1024
+    with pytest.raises(ValueError, match="only reserved ids can be renamed"):
+        tiny_tokenizer({5: "<image>"})
+    with pytest.raises(ValueError, match=r"tokens \['<s>'\] are already in the tiny vocabulary"):
+        tiny_tokenizer({1023: "<s>"})
+
+
+def test_a_checkpoint_loads_offline_with_its_processor(tmp_path: Path) -> None:
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    directory = materialize("llava", tmp_path / "llava")
+    stamp = json.loads((directory / "hf-neuron-tiny.json").read_text())
+    assert stamp["processor"] == "LlavaProcessor" and stamp["model_type"] == "llava"
+    model = AutoModelForImageTextToText.from_pretrained(directory)
+    processor = AutoProcessor.from_pretrained(directory)
+    image = synthetic_image(32, 32)
+    text = processor.apply_chat_template([{"role": "user", "content": [{"type": "image"}]}], add_generation_prompt=True)
+    inputs = processor(images=[image], text=[text], return_tensors="pt")
+    assert int((inputs["input_ids"] == 1023).sum()) == features_per_image(model, processor.image_processor, image)
+    assert materialize("llava", tmp_path / "llava") == directory  # reused: same content key
+
+
+def test_a_checkpoint_without_a_processor_says_why_and_keeps_the_image_processor(tmp_path: Path) -> None:
+    directory = materialize("qwen2_5_vl", tmp_path / "qwen")
+    stamp = json.loads((directory / "hf-neuron-tiny.json").read_text())
+    assert stamp["processor"].startswith("none: Qwen2_5_VLProcessor needs a video processor")
+    assert type(load_image_processor("qwen2_5_vl", directory)).__name__ == "Qwen2VLImageProcessorPil"
+    assert not (directory / "processor_config.json").exists()
+
+
+def test_the_committed_reviewed_data_loads_and_every_entry_says_why() -> None:
+    entries = load_multimodal()
+    assert {"llava", "idefics3", "paligemma"} <= set(entries)
+    assert all(entry.reason for entry in entries.values())
+    assert multimodal_recipe("no_such_type").reason == ""  # nothing reviewed: the defaults
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("[llava]\nreason = 'x'\ncolour = 1\n", "[llava] has unknown keys ['colour']"),
+    ("[llava]\nprocessor_config = { a = 1 }\n", "[llava] needs a non-empty 'reason' string"),
+    ("[llava]\nreason = 'x'\nimages = [[32]]\n", "[llava] 'images' must be a non-empty list of [height, width]"),
+    ("[llava]\nreason = 'x'\nruns = 'no'\n", "[llava] 'runs' must be true or false"),
+    ("[llava]\nreason = 'x'\nimage_processor_config = 3\n", "[llava] 'image_processor_config' must be a table"),
+    ("[llava\n", "not valid TOML"),
+])
+def test_malformed_reviewed_data_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "tiny_multimodal.toml"
+    path.write_text(text)
+    with pytest.raises(CompatFileError) as error:
+        load_multimodal(path)
+    assert str(path) in str(error.value) and problem in str(error.value)
