@@ -9,7 +9,9 @@ compiled nothing, and observing it costs nothing.
   around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls), the
   graphs Dynamo compiled, its graph breaks with their first reasons, and its recompilations with theirs (from
   Dynamo's ``recompiles`` log). On a neuron device the backend must be ``neuron``: :func:`wrong_backend` says when it
-  was not, and the case fails for it, never silently substituted.
+  was not, and the case fails for it, never silently substituted. A scenario's reference computation on the CPU
+  that compiles too (a neuron case's CPU decoding, compiled with the device's settings) runs inside
+  :func:`not_the_device`, so that its backend and graphs are not counted as the device's.
 - **Fallback operators**: ``torch.neuron.get_fallback_ops()`` (on the reference device from its op log, against the
   list inferred from the documentation; on the real backend, the backend's own) counted over the case.
 """
@@ -17,9 +19,10 @@ compiled nothing, and observing it costs nothing.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -27,7 +30,7 @@ from hf_neuron import backends, settings
 from hf_neuron.matrix.case.verdict import Observations
 from hf_neuron.matrix.records import CompileFacts
 
-__all__ = ["BACKEND_FOR_NEURON", "Observer", "watch_torch_compile", "wrong_backend"]
+__all__ = ["BACKEND_FOR_NEURON", "Observer", "not_the_device", "watch_torch_compile", "wrong_backend"]
 
 #: The ``torch.compile`` backend a case on a neuron device must use.
 BACKEND_FOR_NEURON = "neuron"
@@ -74,6 +77,23 @@ def watch_torch_compile() -> None:
     from hf_neuron import import_hooks
 
     import_hooks.when_imported("torch", _record_compiles)
+
+
+@contextlib.contextmanager
+def not_the_device() -> Iterator[None]:
+    """Leave out of the case's compile facts what runs inside: the backends asked for, the graphs, graph breaks and
+    recompilations of a reference computation on the CPU."""
+    counters = _dynamo_counters()
+    saved = None if counters is None else copy.deepcopy(dict(counters))
+    asked, recompiles = len(_backends_asked), len(_recompiles)
+    try:
+        yield
+    finally:
+        del _backends_asked[asked:], _recompiles[recompiles:]
+        counters = _dynamo_counters()
+        if counters is not None:
+            counters.clear()
+            counters.update(copy.deepcopy(saved or {}))
 
 
 def _first_lines(reasons: Any) -> list[str]:

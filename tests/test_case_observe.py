@@ -1,0 +1,40 @@
+"""What a case compiled is the device's alone: the backends asked for and Dynamo's graphs, counted by the observer,
+with a reference computation on the CPU (``not_the_device``) left out."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _helpers_patches import require_neuron
+
+from hf_neuron.matrix.case.observe import Observer, not_the_device, watch_torch_compile, wrong_backend
+
+
+def _double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2 + 1
+
+
+@pytest.fixture
+def observer() -> Observer:
+    require_neuron()
+    watch_torch_compile()
+    torch._dynamo.reset()
+    observer = Observer("neuron:0")
+    observer.start()
+    return observer
+
+
+def test_a_substitute_backend_on_the_device_is_caught(observer: Observer) -> None:
+    torch.compile(_double, backend="aot_eager")(torch.ones(3, device="neuron"))
+    facts = observer.finish().compile
+    assert facts is not None and facts["backends"] == ["aot_eager"] and facts["graphs"] == 1
+    assert "compiled with backend 'aot_eager' on a neuron device" in (wrong_backend(facts, "neuron:0") or "")
+
+
+def test_a_cpu_reference_compilation_is_not_the_devices(observer: Observer) -> None:
+    torch.compile(_double, backend="neuron")(torch.ones(3, device="neuron"))
+    with not_the_device():
+        torch.compile(_double, backend="aot_eager")(torch.ones(4))  # the CPU's reference: another backend, graph
+    facts = observer.finish().compile
+    assert facts is not None and facts["backends"] == ["neuron"] and facts["graphs"] == 1
+    assert wrong_backend(facts, "neuron:0") is None
