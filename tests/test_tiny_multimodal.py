@@ -53,15 +53,17 @@ def test_the_image_processor_is_sized_to_the_tiny_tower() -> None:
 
 
 def test_an_image_processor_that_needs_torchvision_is_refused_with_the_reason() -> None:
-    with pytest.raises(LookupError, match=r"kimi_k25 has no image processor that runs without torchvision .*"
+    with pytest.raises(LookupError, match=r"molmo2 has no image processor that runs without torchvision .*"
                                           r"name one in compat/tiny_multimodal.toml"):
-        image_processor_class("kimi_k25")
+        image_processor_class("molmo2")
     assert image_processor_class("glm4v_moe").__name__ == "Glm4vImageProcessorPil"  # a reviewed substitute
 
 
 def test_the_config_keeps_the_vision_bookkeeping_consistent() -> None:
     pinpoints = tiny_multimodal_config_kwargs("llava_next")["image_grid_pinpoints"]
     assert pinpoints[:3] == [[32, 64], [64, 32], [64, 64]]  # multiples of the tiny 32-pixel tower (336 in full size)
+    granite = tiny_multimodal_config_kwargs("granite4_vision")["image_grid_pinpoints"]  # 336-pixel tiles, 224 default
+    assert granite[:3] == [[32, 64], [64, 32], [64, 64]]  # from their own tile, not the CLIP default's 224
     assert tiny_multimodal_config("vipllava").vision_feature_layers == [-2, -2, -2, -2, 1]  # 2 tiny layers
     blip2 = tiny_multimodal_config("blip-2")
     assert blip2.image_token_index in RESERVED_TOKEN_IDS  # left unset by the class; real checkpoints set it

@@ -71,14 +71,18 @@ def _image_processor_recipe(model_type: str, config: PreTrainedConfig) -> Any:
 def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel,
                        image_processor: BaseImageProcessor) -> ProcessorMixin:
     """The architecture's own processor, checked to write as many image tokens for an image as the model has
-    features for it (else :class:`ProcessorUnavailableError`, saying both numbers)."""
+    features for it (else :class:`ProcessorUnavailableError`, saying both numbers, or what it could not read)."""
     processor = build_processor(model_type, config, image_processor)
     side = processor_side(image_processor)
     image = synthetic_image(side, side * 3 // 2)
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
     text = processor.apply_chat_template(messages, add_generation_prompt=True)
-    ids = processor(images=[image], text=[text], return_tensors="pt")["input_ids"][0]
+    try:
+        ids = processor(images=[image], text=[text], return_tensors="pt")["input_ids"][0]
+    except (KeyError, TypeError, ValueError) as why:  # a substitute image processor lacks an output it reads
+        raise ProcessorUnavailableError(f"{type(processor).__name__} cannot read {type(image_processor).__name__}'s "
+                                        f"output: {type(why).__name__}: {why}") from why
     image_token = getattr(processor, "image_token", None)
     written = int((ids == processor.tokenizer.convert_tokens_to_ids(image_token)).sum())
     expected = features_per_image(model, image_processor, image)

@@ -3,7 +3,8 @@
 :func:`~hf_neuron.tiny.text.config.tiny_config_kwargs` already shrinks every sub-config (the vision tower's image size,
 patch size, layers, widths) and moves special token ids inside the vocabulary. What it cannot see is a field that
 lists image resolutions: ``image_grid_pinpoints``-like lists of ``[height, width]`` pairs, which must stay multiples of
-the tiny tower's image size. They are rescaled here, by ``tiny image_size / full image_size``. The hidden states a
+the tiny tower's image size. They are rescaled here, by ``tiny image_size / full image_size`` (or, when they are no
+multiples of the full image size, by ``tiny image_size /`` their greatest common divisor). The hidden states a
 projector reads (``vision_feature_layer(s)``, e.g. ``[-2, -5, -8, -11, 6]``) are pointed inside the tiny tower. And an
 image token
 id the config class leaves unset (``image_token_index = None``: real checkpoints set it) gets a reserved id, as every
@@ -13,6 +14,7 @@ set one does.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -106,8 +108,16 @@ def tiny_multimodal_config_kwargs(model_type: str) -> dict[str, Any]:
         return kwargs
     for key, value in full.to_dict().items():
         if _RESOLUTIONS.search(key) and _pairs(value) and key not in kwargs:
-            kwargs[key] = [[max(tiny_side, round(n * tiny_side / full_side)) for n in pair] for pair in value]
+            unit = _tile(value, full_side)
+            kwargs[key] = [[max(tiny_side, round(n * tiny_side / unit)) for n in pair] for pair in value]
     return kwargs
+
+
+def _tile(resolutions: list[list[int]], side: int) -> int:
+    """The tile side the ``resolutions`` are multiples of: the tower's ``side``, else (defaults sized for another
+    tower, e.g. 336-pixel pinpoints with a 224-pixel CLIP default) their greatest common divisor."""
+    values = [n for pair in resolutions for n in pair]
+    return side if all(n % side == 0 for n in values) else math.gcd(*values)
 
 
 def tiny_multimodal_config(model_type: str) -> PreTrainedConfig:

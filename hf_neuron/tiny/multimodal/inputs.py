@@ -151,6 +151,8 @@ def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcess
     with torch.no_grad():
         output = get_image_features(**inputs)
     features = getattr(output, "pooler_output", output)
+    if features is None and getattr(output, "deepstack_features", None):  # only (language layer, features) pairs,
+        features = output.deepstack_features[0][1]  # each injected at its layer: one pair's features are the count
     width = model.config.get_text_config(decoder=True).hidden_size
     count = _count(features)
     if count % width:
