@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.compat.catalog import load_catalog
-from hf_neuron.compat.known_failures import ANY_SCENARIO, KnownFailure, KnownFailures, load_known_failures
+from hf_neuron.compat.known_failures import (
+    ANY_MODEL_TYPE,
+    ANY_SCENARIO,
+    KnownFailure,
+    KnownFailures,
+    load_known_failures,
+)
 from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH as KNOWN_FAILURES_FILE
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.case.fingerprint import FailureInfo
@@ -38,7 +44,7 @@ def _unknown_names(known: KnownFailures, model_types: set[str]) -> list[str]:
     problems = []
     for number, entry in enumerate(known.entries, 1):
         problems += [f"#{number}: architecture {name!r} is not in the catalog"
-                     for name in entry.model_types if name not in model_types]
+                     for name in entry.model_types if name not in (*model_types, ANY_MODEL_TYPE)]
         problems += [f"#{number}: scenario {name!r} does not exist"
                      for name in entry.scenarios if name not in (*SCENARIO_NAMES, ANY_SCENARIO)]
         problems += [f"#{number}: empty {field}" for field in ("reason", "upstream")
@@ -158,3 +164,14 @@ def test_one_entry_can_list_the_architectures_and_scenarios_that_fail_the_same_w
     for bad in ('scenario = []', 'scenario = ["train", "train"]', 'scenario = ["trains"]'):
         with pytest.raises(InputError, match=r"scenario must be one of load, .* or a list of distinct"):
             load_known_failures(_write(tmp_path, text.replace('scenario = ["forward", "train"]', bad)), SCENARIO_NAMES)
+
+
+def test_an_entry_for_every_architecture_excuses_only_its_failure(tmp_path: Path) -> None:
+    text = ENTRY.format(scenario="forward", extra='message = "needs Inductor"').replace('"mamba"', '"*"')
+    known = load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
+    assert known.match("llama", "forward", "NotImplementedError: flex_attention needs Inductor") is not None
+    assert known.match("llama", "forward", "RuntimeError: something else") is None
+    assert known.match("llama", "train", "NotImplementedError: flex_attention needs Inductor") is None
+    with pytest.raises(InputError, match="needs a message"):
+        load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra="").replace('"mamba"', '"*"')),
+                            SCENARIO_NAMES)

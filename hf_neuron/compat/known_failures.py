@@ -3,7 +3,8 @@
 ``compat/known_failures.toml`` holds ``[[known_failure]]`` tables::
 
     [[known_failure]]
-    model_type = "mamba"            # or a list of model types that fail the same way: ["mamba", "mamba2"]
+    model_type = "mamba"            # or a list of model types that fail the same way: ["mamba", "mamba2"], or "*"
+                                    # for every architecture (then `message` is required: one failure, by its text)
     scenario = "compile"            # a scenario name, a list of them, or "*" for every scenario
     reason = "the conv1d of the mixer has no neuron kernel"
     upstream = "https://github.com/pytorch/pytorch/issues/NNNNN"
@@ -26,10 +27,12 @@ from typing import Any
 from hf_neuron.compat.files import COMPAT_DIR
 from hf_neuron.errors import InputError
 
-__all__ = ["ANY_SCENARIO", "KNOWN_FAILURES_PATH", "KnownFailure", "KnownFailures", "load_known_failures"]
+__all__ = ["ANY_MODEL_TYPE", "ANY_SCENARIO", "KNOWN_FAILURES_PATH", "KnownFailure", "KnownFailures",
+           "load_known_failures"]
 
 KNOWN_FAILURES_PATH = COMPAT_DIR / "known_failures.toml"
 ANY_SCENARIO = "*"
+ANY_MODEL_TYPE = "*"
 _TABLE = "known_failure"
 _REQUIRED = ("model_type", "scenario", "reason", "upstream")
 _OPTIONAL = ("message",)
@@ -47,7 +50,9 @@ class KnownFailure:
 
     def applies_to(self, model_type: str, scenario: str, failure_text: str | None) -> bool:
         """True for this case; ``failure_text`` None (a passing case) ignores the message pattern."""
-        if model_type not in self.model_types or not {scenario, ANY_SCENARIO} & set(self.scenarios):
+        if not {model_type, ANY_MODEL_TYPE} & set(self.model_types):
+            return False
+        if not {scenario, ANY_SCENARIO} & set(self.scenarios):
             return False
         return failure_text is None or self.message is None or self.message.search(failure_text) is not None
 
@@ -64,13 +69,13 @@ class KnownFailure:
 
 @dataclasses.dataclass(frozen=True)
 class KnownFailures:
-    """The loaded list; entries for one scenario take precedence over ``"*"`` entries."""
+    """The loaded list; entries for one scenario or architecture take precedence over ``"*"`` entries."""
 
     entries: tuple[KnownFailure, ...] = ()
 
     def match(self, model_type: str, scenario: str, failure_text: str | None) -> KnownFailure | None:
         candidates = [e for e in self.entries if e.applies_to(model_type, scenario, failure_text)]
-        candidates.sort(key=lambda e: ANY_SCENARIO in e.scenarios)
+        candidates.sort(key=lambda e: (ANY_MODEL_TYPE in e.model_types, ANY_SCENARIO in e.scenarios))
         return candidates[0] if candidates else None
 
 
@@ -102,6 +107,9 @@ def _entry(path: Path, index: int, raw: Any, scenario_names: Collection[str]) ->
             f"{where}: scenario must be one of {', '.join(scenario_names)} or {ANY_SCENARIO!r}, or a list of "
             "distinct scenario names"
         )
+    if ANY_MODEL_TYPE in model_types and "message" not in raw:
+        raise InputError(f"{where}: an entry for every architecture ({ANY_MODEL_TYPE!r}) needs a message: the "
+                         "failure it expects, so that no other failure is excused")
     if not raw["upstream"].startswith(("https://", "http://")):
         raise InputError(f"{where}: upstream must be a link (https://...) to the issue or patch that fixes it")
     message = None
