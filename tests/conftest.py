@@ -40,6 +40,22 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny LLaVA checkpoint with its own processor (image processor, tiny tokenizer, chat template)."""
+    from hf_neuron.tiny.multimodal.checkpoint import materialize
+
+    return materialize("llava", tmp_path_factory.mktemp("tiny") / "llava")
+
+
+@pytest.fixture(scope="session")
+def image_chat_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny image-chat dataset (an image and a question per chat), loadable with ``load_dataset(directory)``."""
+    from hf_neuron.tiny.multimodal.dataset import materialize
+
+    return materialize(tmp_path_factory.mktemp("tiny") / "image-chat")
+
+
+@pytest.fixture(scope="session")
 def chat_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny local chat dataset, loadable with ``datasets.load_dataset(directory)``."""
     from hf_neuron.tiny.dataset import materialize

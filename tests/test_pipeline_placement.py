@@ -52,14 +52,6 @@ def test_pipeline_from_a_path_and_from_a_model_already_on_neuron(tiny_llama: Pat
     assert next(pipe.model.parameters()).device == torch.device("neuron:1")  # already on neuron: stays there
 
 
-@pytest.fixture(scope="module")
-def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny LLaVA checkpoint with its own processor (image processor, tiny tokenizer, chat template)."""
-    from hf_neuron.tiny.multimodal.checkpoint import materialize
-
-    return materialize("llava", tmp_path_factory.mktemp("tiny") / "llava")
-
-
 def test_image_text_pipeline_without_a_device_runs_on_neuron_like_the_cpu(tiny_llava: Path) -> None:
     from transformers import pipeline
 

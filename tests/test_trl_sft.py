@@ -86,22 +86,6 @@ def test_trl_peak_flops_lookup_names_the_neuron_device() -> None:
     assert get_peak_flops_per_device(accelerator, "bfloat16") is None  # an unknown chip, not a crash
 
 
-@pytest.fixture(scope="module")
-def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny LLaVA checkpoint with its own processor (image processor, tiny tokenizer, chat template)."""
-    from hf_neuron.tiny.multimodal.checkpoint import materialize
-
-    return materialize("llava", tmp_path_factory.mktemp("tiny") / "llava")
-
-
-@pytest.fixture(scope="module")
-def image_chat_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny image-chat dataset (an image and a question per chat), loadable with ``load_dataset(directory)``."""
-    from hf_neuron.tiny.multimodal.dataset import materialize
-
-    return materialize(tmp_path_factory.mktemp("tiny") / "image-chat")
-
-
 @pytest.mark.slow
 def test_trl_sft_trains_a_vision_language_model_on_neuron_like_the_cpu(tiny_llava: Path, image_chat_dataset: Path,
                                                                        tmp_path: Path) -> None:

@@ -21,13 +21,12 @@ Config fixes of the tiny model itself stay in ``compat/tiny_overrides.toml`` (:m
 from __future__ import annotations
 
 import dataclasses
-import functools
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+from hf_neuron.compat.reviewed_tables import check_table, load_tables
 
 __all__ = ["MULTIMODAL_PATH", "MultimodalRecipe", "load_multimodal", "multimodal_recipe"]
 
@@ -62,14 +61,7 @@ def _images(path: Path, model_type: str, value: Any) -> tuple[tuple[int, int], .
 
 
 def _parse(path: Path, model_type: str, table: Any) -> MultimodalRecipe:
-    if not isinstance(table, dict):
-        raise CompatFileError(path, f"[{model_type}] must be a table, got {type(table).__name__}")
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise CompatFileError(path, f"[{model_type}] has unknown keys {unknown}; allowed: {sorted(_KEYS)}")
-    reason = table.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
-        raise CompatFileError(path, f"[{model_type}] needs a non-empty 'reason' string")
+    reason, runs = check_table(path, model_type, table, _KEYS)
     image_processor = table.get("image_processor")
     if image_processor is not None and (not isinstance(image_processor, str) or not image_processor):
         raise CompatFileError(path, f"[{model_type}] 'image_processor' must be a transformers class name")
@@ -78,29 +70,14 @@ def _parse(path: Path, model_type: str, table: Any) -> MultimodalRecipe:
         tables[key] = table.get(key, {})
         if not isinstance(tables[key], dict):
             raise CompatFileError(path, f"[{model_type}] '{key}' must be a table")
-    runs = table.get("runs", True)
-    if not isinstance(runs, bool):
-        raise CompatFileError(path, f"[{model_type}] 'runs' must be true or false")
     images = _images(path, model_type, table["images"]) if "images" in table else None
-    return MultimodalRecipe(model_type, reason.strip(), image_processor, tables["image_processor_config"],
+    return MultimodalRecipe(model_type, reason, image_processor, tables["image_processor_config"],
                             tables["processor_config"], images, runs)
-
-
-@functools.lru_cache(maxsize=8)
-def _load(path: Path, mtime_ns: int) -> dict[str, MultimodalRecipe]:
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise CompatFileError(path, f"not valid TOML: {error}") from None
-    return {model_type: _parse(path, model_type, table) for model_type, table in sorted(document.items())}
 
 
 def load_multimodal(path: Path | None = None) -> dict[str, MultimodalRecipe]:
     """The reviewed entries by ``model_type`` (empty when the file does not exist)."""
-    path = MULTIMODAL_PATH if path is None else Path(path)
-    if not path.exists():
-        return {}
-    return dict(_load(path, path.stat().st_mtime_ns))
+    return load_tables(MULTIMODAL_PATH if path is None else Path(path), _parse)
 
 
 def multimodal_recipe(model_type: str, path: Path | None = None) -> MultimodalRecipe:

@@ -14,13 +14,12 @@ the harness cannot build; the matrix then records such cases as untested)::
 from __future__ import annotations
 
 import dataclasses
-import functools
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+from hf_neuron.compat.reviewed_tables import check_table, load_tables
 
 __all__ = ["OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
 
@@ -41,41 +40,19 @@ class Override:
 
 
 def _parse(path: Path, model_type: str, table: Any) -> Override:
-    if not isinstance(table, dict):
-        raise CompatFileError(path, f"[{model_type}] must be a table, got {type(table).__name__}")
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise CompatFileError(path, f"[{model_type}] has unknown keys {unknown}; allowed: {sorted(_KEYS)}")
-    reason = table.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
-        raise CompatFileError(path, f"[{model_type}] needs a non-empty 'reason' string")
+    reason, runs = check_table(path, model_type, table, _KEYS)
     config = table.get("config", {})
     if not isinstance(config, dict):
         raise CompatFileError(path, f"[{model_type}] 'config' must be a table")
-    runs = table.get("runs", True)
-    if not isinstance(runs, bool):
-        raise CompatFileError(path, f"[{model_type}] 'runs' must be true or false")
     gap = table.get("gap")
     if gap is not None and (not isinstance(gap, str) or runs):
         raise CompatFileError(path, f"[{model_type}] 'gap' is a name (e.g. \"inputs\"), given with runs = false")
-    return Override(model_type=model_type, reason=reason.strip(), config=config, runs=runs, gap=gap)
-
-
-@functools.lru_cache(maxsize=8)
-def _load(path: Path, mtime_ns: int) -> dict[str, Override]:
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise CompatFileError(path, f"not valid TOML: {error}") from None
-    return {model_type: _parse(path, model_type, table) for model_type, table in sorted(document.items())}
+    return Override(model_type=model_type, reason=reason, config=config, runs=runs, gap=gap)
 
 
 def load_overrides(path: Path | None = None) -> dict[str, Override]:
     """The reviewed overrides by ``model_type`` (empty when the file does not exist)."""
-    path = OVERRIDES_PATH if path is None else Path(path)
-    if not path.exists():
-        return {}
-    return dict(_load(path, path.stat().st_mtime_ns))
+    return load_tables(OVERRIDES_PATH if path is None else Path(path), _parse)
 
 
 def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
