@@ -66,6 +66,19 @@ def test_exact_tolerates_nothing_and_names_its_reference() -> None:
     assert "(exact)" in result.message
 
 
+def test_infinities_and_nans_compare_as_values_and_records_stay_finite() -> None:
+    inf, nan = float("inf"), float("nan")
+    expected = torch.tensor([-inf, 1.0, nan, 2.0])  # e.g. a causal mask buffer, a NaN both sides produce
+    same = compare(expected.clone(), expected, "buffers", EXACT)
+    assert same.outcome == "passed" and same.parity == {"metric": "max_abs_diff", "value": 0.0, "tolerance": 0.0}
+    assert compare(expected + torch.tensor([0.0, 1e-5, 0.0, 0.0]), expected, "logits").parity["tolerance"] > 0
+    for device_value in (torch.tensor([0.0, 1.0, nan, 2.0]), torch.tensor([-inf, 1.0, 3.0, inf])):
+        differs = compare(device_value, expected, "buffers", EXACT)
+        assert differs.outcome == "failed" and differs.parity is None  # a record holds no inf or NaN
+        assert differs.message.startswith("buffers: ") and "infinite or NaN where the CPU's are not the same" in \
+            differs.message
+
+
 def _greedy(tokens: list[list[int]], scores: list[list[list[float]]]) -> Greedy:
     return Greedy(torch.tensor(tokens), torch.tensor(scores), "neuron:0")
 

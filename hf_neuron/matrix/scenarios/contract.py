@@ -205,13 +205,22 @@ def scenario_for(scenario: Scenario, group: str, features: Collection[str] | Non
     return scenario
 
 
-def _measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Parity:
+def _measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Parity | int:
+    """The max abs difference against ``tolerance`` (scaled by the largest finite expected value); values equal on
+    both sides count as no difference, infinities and NaNs included. A record holds finite numbers only, so where a
+    value is infinite or NaN on one side and not the same on the other, the count of such values instead."""
     import torch
 
     reference = expected.detach().to("cpu", torch.float64)
-    diff = (actual.detach().to("cpu", torch.float64) - reference).abs().max().item() if reference.numel() else 0.0
-    scale = reference.abs().max().item() if reference.numel() else 0.0
-    return Parity(metric="max_abs_diff", value=float(diff), tolerance=tolerance.bound(scale))
+    computed = actual.detach().to("cpu", torch.float64)
+    same = (computed == reference) | (computed.isnan() & reference.isnan())
+    diff = torch.where(same, torch.zeros_like(reference), (computed - reference).abs())
+    if not bool(diff.isfinite().all()):
+        return int((~diff.isfinite()).sum())
+    finite = reference[reference.isfinite()].abs()
+    scale = finite.max().item() if finite.numel() else 0.0
+    return Parity(metric="max_abs_diff", value=float(diff.max().item()) if diff.numel() else 0.0,
+                  tolerance=tolerance.bound(scale))
 
 
 def _tolerance_of(expected: torch.Tensor, tolerance: Tolerance | None) -> tuple[Tolerance, str]:
@@ -248,6 +257,8 @@ def compare(
         return ScenarioResult.failed(f"{what} have shape {tuple(actual.shape)}, {reference} {tuple(expected.shape)}")
     bound, name = _tolerance_of(expected, tolerance)
     parity = _measure(actual, expected, bound)
+    if isinstance(parity, int):
+        return ScenarioResult.failed(f"{what}: {parity} values are infinite or NaN where {reference} are not the same")
     result = ScenarioResult.passed(parity)
     if result.parity_missed:
         return ScenarioResult.failed(
