@@ -159,3 +159,13 @@ def test_a_failure_after_another_names_it_and_is_dated_after_it(two_failures: li
     assert error["message"].startswith("RuntimeError: ")
     assert error["message"].endswith("(after rank 1 failed: RuntimeError: rank 1 broke on purpose)")
     assert int(error["extraInfo"]["timestamp"]) > int(first["extraInfo"]["timestamp"])
+
+
+def test_the_root_cause_is_the_same_whichever_rank_failed_first() -> None:
+    from hf_neuron.device.distributed.launch import root_cause
+
+    for rank in (0, 1):
+        stderr = f"[rank{rank}]: Traceback (most recent call last):\n[rank{rank}]: ValueError: no input_ids\nW1 ...\n"
+        assert root_cause(stderr) == "ValueError: no input_ids"
+    assert root_cause("noise\nKeyError: 'input_ids'\n") == "KeyError: 'input_ids'"
+    assert root_cause("only noise\n") == "only noise"

@@ -38,8 +38,12 @@ def _rebuild(records: Path, tmp_path: Path) -> dict:
 
 def test_the_repository_keeps_the_records_the_history_and_one_screenshot() -> None:
     kept = sorted(str(path.relative_to(REPORTS)) for path in REPORTS.rglob("*") if path.is_file())
-    assert kept == ["history/20261129T205719Z-d64d08.json", "history/nightly-20261129-final.json",
-                    "sample/records.jsonl.gz", "sample/screenshot.png"]
+    (run_id,) = {record["run_id"] for record in _records()}
+    assert [name for name in kept if not name.startswith("history/")] == [
+        "sample/records.jsonl.gz", "sample/screenshot.png"]
+    summaries = [name for name in kept if name.startswith("history/")]
+    assert f"history/{run_id}.json" in summaries and len(summaries) >= 2  # the sample's run and what came before
+    assert all(name.endswith(".json") for name in summaries)
     assert "](reports/sample/screenshot.png)" in (ROOT / "README.md").read_text()
 
 
@@ -51,7 +55,7 @@ def test_the_site_is_regenerated_from_the_kept_records_and_agrees_with_the_kept_
     assert rebuilt == json.loads((HISTORY / f"{run_id}.json").read_text())
     assert rebuilt["architectures"] == len({record["model_type"] for record in records})
     index = (tmp_path / "site" / "index.html").read_text()
-    assert run_id in index and len(records) == 2179
+    assert run_id in index and f"{len(records):,}" in index  # the page counts every kept record
 
 
 @pytest.mark.slow

@@ -49,9 +49,12 @@ def run(
 
 def root_cause(stderr: str) -> str:
     """The exception line of the error a failed torchrun names as its root cause; when the failing rank left no
-    error file (it failed before joining a ``neuron`` group), the last exception line a rank printed."""
+    error file (it failed before joining a ``neuron`` group), the last exception line a rank printed. Without the
+    ``[rankN]: `` prefix torchrun puts on a rank's lines: which rank failed first varies from run to run, the error
+    does not."""
     for lines in (stderr.rpartition("Root Cause (first observed failure):")[2].splitlines(), stderr.splitlines()):
-        found = [line.strip() for line in lines if _EXCEPTION_LINE.match(line.strip())]
+        found = [match.string[match.end(1):] if match.group(1) else match.string
+                 for line in lines if (match := _EXCEPTION_LINE.match(line.strip()))]
         if found:
             return found[-1]
     return stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
