@@ -74,7 +74,9 @@ def pytest_command(test_file: Path, config: Path, options: UpstreamOptions) -> l
 
 
 def _environment(device: Device, workers: int) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _SPEC_VARIABLES}
+    # A pytest run that starts this one (an xdist worker, say) must not leak its state into the tests' own run.
+    env = {key: value for key, value in os.environ.items()
+           if key not in _SPEC_VARIABLES and not key.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))}
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, workers))))
     env["HF_HUB_OFFLINE"] = "1"
     env.update(suite_environment("transformers") if device == "neuron" else {"TRANSFORMERS_TEST_DEVICE": "cpu"})
