@@ -20,6 +20,19 @@ def test_64bit_types_are_computed_in_32_bits_when_narrow() -> None:
     assert narrow.stdout.split() == ["True", "torch.float64", "1"], "values round through float32 / int32"
 
 
+def test_narrowing_keeps_python_numbers_weak_in_type_promotion() -> None:
+    code = """
+        import torch
+        index = torch.arange(3, device="neuron")
+        print((index + 0.5).dtype, (index * 2).dtype, (torch.ones(2, device="neuron") * 2.5).dtype)
+        print((index.double() + 1).dtype, (index + 2**40).cpu().tolist())
+        """
+    narrow = run(code, {"HF_NEURON_EMULATOR_64BIT": "narrow"})
+    assert narrow.returncode == 0, narrow.stderr
+    assert narrow.stdout.splitlines() == ["torch.float32 torch.int64 torch.float32", "torch.float64 [0, 1, 2]"], \
+        "as on the CPU, except that a 64-bit value rounds through 32 bits"
+
+
 def test_strict_memory_formats_refuse_channels_last() -> None:
     code = """
         import torch

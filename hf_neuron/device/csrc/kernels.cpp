@@ -414,17 +414,18 @@ class FallbackCall {
     }
   }
 
+  // A Python number stays one (`is_wrapped_number`): type promotion treats it as weaker than any tensor, so an
+  // int64 tensor + 0.5 is float32, not float64.
   static at::Tensor narrowed(const at::Tensor& t) {
-    if (!t.defined()) {
+    if (!t.defined() || (t.scalar_type() != c10::kDouble && t.scalar_type() != c10::kLong)) {
       return t;
     }
-    if (t.scalar_type() == c10::kDouble) {
-      return t.to(c10::kFloat).to(c10::kDouble);
+    const bool is_double = t.scalar_type() == c10::kDouble;
+    at::Tensor result = t.to(is_double ? c10::kFloat : c10::kInt).to(t.scalar_type());
+    if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      result.unsafeGetTensorImpl()->set_wrapped_number(true);
     }
-    if (t.scalar_type() == c10::kLong) {
-      return t.to(c10::kInt).to(c10::kLong);
-    }
-    return t;
+    return result;
   }
 
   // The kernel wrote into `cpu`: make the caller's device tensor show the result, including any resize.
