@@ -16,6 +16,8 @@ from hf_neuron.cli.matrix import ranking_refresh as main_refresh
 from hf_neuron.compat.catalog import Catalog, CatalogEntry, diff_catalogs, load_catalog, write_catalog
 from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.ranking import RankEntry, load_ranking, write_ranking
+from hf_neuron.compat.tiny_multimodal import load_multimodal
+from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.matrix.catalog.generate import generate_catalog
 from hf_neuron.matrix.catalog.hub_ranking import HubUnreachableError, refresh_ranking
 from hf_neuron.tiny.text.model_types import generative_types
@@ -51,6 +53,27 @@ def test_reviewed_runs_false_supplies_the_reason() -> None:
     assert entry.reason.startswith("A speculative-decoding assistant")
 
 
+def test_a_reviewed_multimodal_runs_false_supplies_the_reason_and_the_gap() -> None:
+    entry = generate_catalog(types=["diffusion_gemma"]).entries[0]
+    assert (entry.group, entry.builds, entry.runs, entry.gap) == ("multimodal", True, False, "checks")
+    assert entry.reason is not None and entry.reason.startswith("A block-diffusion language model")
+
+
+def test_every_generative_type_loads_with_its_groups_auto_class() -> None:
+    """transformers' own lookup decides: a type its mapping lists but its auto class refuses is in no group (evolla:
+    transformers finds EvollaConfig's model type as 'EvollaModel', which no generative mapping lists)."""
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from hf_neuron.matrix.scenarios.text_models import AUTO_CLASSES
+
+    types = generative_types()
+    refused = [model_type for model_type, (group, _) in types.items()
+               if CONFIG_MAPPING[model_type] not in getattr(transformers, AUTO_CLASSES[group])._model_mapping]
+    assert refused == []
+    assert "evolla" not in types and {"llava", "blip", "pi0"} <= set(types)
+
+
 def test_every_causal_lm_type_is_in_the_decoder_group_first() -> None:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -71,6 +94,11 @@ def test_committed_catalog_matches_the_installed_libraries() -> None:
     assert catalog.diffusers == diffusers.__version__, "regenerate: hf-neuron matrix catalog --generate"
     assert {e.model_type for e in catalog.entries if e.group != "diffusion"} == set(generative_types())
     assert all(entry.builds and entry.runs for entry in catalog.group("decoder") if entry.reason is None)
+    by_type = catalog.by_type()
+    stale = [table.model_type for table in (*load_overrides().values(), *load_multimodal().values())
+             if not table.runs and table.model_type in by_type and by_type[table.model_type].runs is False
+             and (by_type[table.model_type].gap, by_type[table.model_type].reason) != (table.gap, table.reason)]
+    assert stale == [], "regenerate: hf-neuron matrix catalog --generate (the reviewed reasons and gaps changed)"
 
 
 def test_the_diffusion_group_is_every_denoiser_backbone_diffusers_exports() -> None:

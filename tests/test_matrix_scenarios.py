@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.matrix.records import SCENARIO_NAMES, VARIANT_SCENARIOS
-from hf_neuron.matrix.scenarios import text_models
+from hf_neuron.matrix.scenarios import text, text_models
 from hf_neuron.matrix.scenarios.builtin import SCENARIOS
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
@@ -129,6 +129,29 @@ def test_a_per_group_scenario_runs_the_group_implementation() -> None:
     assert scenario_for(scenario, "decoder") is text and scenario_for(scenario, "diffusion") is None
     assert scenario_for(text, "anything") is text
     assert scenario(CaseContext("llama", "decoder", "load", "cpu", Path("."))).message == "text llama"
+
+
+@pytest.mark.parametrize("scenario", ["generate", "generate_compiled", "bf16"])
+def test_decoding_is_skipped_for_a_model_class_without_generate(scenario: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that predicts no tokens (PI0ForConditionalGeneration, a robot-action policy, has no ``generate``):
+    decoding does not apply; bf16 still checks its logits (here: they pass, as the fake's logits are the CPU's)."""
+
+    class Policy(torch.nn.Module):
+        logits = torch.zeros(1, 1, 4)
+
+        def forward(self, **inputs: object) -> types.SimpleNamespace:
+            return types.SimpleNamespace(logits=self.logits)
+
+    monkeypatch.setattr(text, "load_model", lambda ctx, device, **config: Policy())
+    monkeypatch.setattr(text, "sample_ids", lambda ctx, model: torch.zeros(1, 1, dtype=torch.long))
+    monkeypatch.setattr(text, "model_inputs", lambda model, input_ids: {"input_ids": input_ids})
+    result = getattr(text, scenario)(CaseContext("pi0", "multimodal", scenario, "cpu", Path(".")))
+    if scenario == "bf16":
+        assert result.outcome == "passed"
+    else:
+        assert (result.outcome, result.message) == ("skipped", "Policy has no generate method: decoding does not "
+                                                               "apply to it")
 
 
 def test_every_builtin_scenario_has_a_known_name() -> None:

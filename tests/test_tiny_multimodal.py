@@ -162,6 +162,13 @@ def test_the_committed_reviewed_data_loads_and_every_entry_says_why() -> None:
     assert {"llava", "idefics3", "paligemma"} <= set(entries)
     assert all(entry.reason for entry in entries.values())
     assert multimodal_recipe("no_such_type").reason == ""  # nothing reviewed: the defaults
+    assert (entries["diffusion_gemma"].runs, entries["diffusion_gemma"].gap) == (False, "checks")
+
+
+def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
+    path = tmp_path / "tiny_multimodal.toml"
+    path.write_text("[pi0]\nreason = 'needs a state'\nruns = false\ngap = 'inputs'\n")
+    assert load_multimodal(path)["pi0"].gap == "inputs"
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -169,6 +176,8 @@ def test_the_committed_reviewed_data_loads_and_every_entry_says_why() -> None:
     ("[llava]\nprocessor_config = { a = 1 }\n", "[llava] needs a non-empty 'reason' string"),
     ("[llava]\nreason = 'x'\nimages = [[32]]\n", "[llava] 'images' must be a non-empty list of [height, width]"),
     ("[llava]\nreason = 'x'\nruns = 'no'\n", "[llava] 'runs' must be true or false"),
+    ("[llava]\nreason = 'x'\ngap = 'inputs'\n", "[llava] 'gap' is a name (e.g. \"inputs\"), given with runs = false"),
+    ("[llava]\nreason = 'x'\nruns = false\ngap = 1\n", "[llava] 'gap' is a name"),
     ("[llava]\nreason = 'x'\nimage_processor_config = 3\n", "[llava] 'image_processor_config' must be a table"),
     ("[llava\n", "not valid TOML"),
 ])

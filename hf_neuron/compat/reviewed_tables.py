@@ -1,13 +1,15 @@
 """Files of reviewed per-architecture tables (``compat/tiny_overrides.toml``, ``compat/tiny_multimodal.toml``): one
-TOML table per ``model_type``, each with a ``reason`` and an optional ``runs = false``; what else a table holds is
-its file's reader's.
+TOML table per ``model_type``, each with a ``reason``, an optional ``runs = false`` and with it an optional ``gap``
+(the harness's gap that keeps the architecture from running, e.g. ``"inputs"``: the matrix then records its cases
+that fail the same way on the CPU as untested); what else a table holds is its file's reader's.
 
 :func:`load_tables` reads a file once per modification (a missing file is empty); :func:`check_table` checks what
-every table shares and hands back its reason and whether the architecture runs.
+every table shares and hands it back as a :class:`Reviewed`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tomllib
 from collections.abc import Callable, Collection
@@ -16,26 +18,43 @@ from typing import Any, TypeVar
 
 from hf_neuron.compat.files import CompatFileError
 
-__all__ = ["check_table", "load_tables"]
+__all__ = ["SHARED_KEYS", "Reviewed", "check_table", "load_tables"]
 
 Entry = TypeVar("Entry")
 
+#: The keys every reviewed table may hold; a file's reader adds its own.
+SHARED_KEYS = frozenset({"reason", "runs", "gap"})
 
-def check_table(path: Path, model_type: str, table: Any, keys: Collection[str]) -> tuple[str, bool]:
-    """``table``'s ``(reason, runs)``, after checking that it is a table with only ``keys``, a non-empty reason and
-    a boolean ``runs`` (default true); raises :class:`CompatFileError` naming the file and the table."""
+
+@dataclasses.dataclass(frozen=True)
+class Reviewed:
+    """What every reviewed table says: why, whether the architecture runs, and the harness's gap when it does not."""
+
+    reason: str
+    runs: bool = True
+    gap: str | None = None
+
+
+def check_table(path: Path, model_type: str, table: Any, keys: Collection[str]) -> Reviewed:
+    """``table``'s shared part, after checking that it is a table with only :data:`SHARED_KEYS` and ``keys``, a
+    non-empty reason, a boolean ``runs`` (default true) and a ``gap`` name only with ``runs = false``; raises
+    :class:`CompatFileError` naming the file and the table."""
     if not isinstance(table, dict):
         raise CompatFileError(path, f"[{model_type}] must be a table, got {type(table).__name__}")
-    unknown = sorted(set(table) - set(keys))
+    allowed = SHARED_KEYS | set(keys)
+    unknown = sorted(set(table) - allowed)
     if unknown:
-        raise CompatFileError(path, f"[{model_type}] has unknown keys {unknown}; allowed: {sorted(keys)}")
+        raise CompatFileError(path, f"[{model_type}] has unknown keys {unknown}; allowed: {sorted(allowed)}")
     reason = table.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise CompatFileError(path, f"[{model_type}] needs a non-empty 'reason' string")
     runs = table.get("runs", True)
     if not isinstance(runs, bool):
         raise CompatFileError(path, f"[{model_type}] 'runs' must be true or false")
-    return reason.strip(), runs
+    gap = table.get("gap")
+    if gap is not None and (not isinstance(gap, str) or runs):
+        raise CompatFileError(path, f"[{model_type}] 'gap' is a name (e.g. \"inputs\"), given with runs = false")
+    return Reviewed(reason.strip(), runs, gap)
 
 
 @functools.lru_cache(maxsize=16)

@@ -9,7 +9,9 @@ know, with a ``reason`` (required: why, precise enough to re-check on a transfor
 - ``processor_config``: keyword arguments merged into the architecture's own processor's (the one saved for users'
   pipelines, :mod:`hf_neuron.tiny.multimodal.processor`);
 - ``images``: the ``[height, width]`` of each row's synthetic image, when the processor accepts only some sizes;
-- ``runs = false``: the architecture cannot run as a tiny image-text model here (the reason says why).
+- ``runs = false``: the architecture cannot run as a tiny image-text model here (the reason says why), and with it
+  an optional ``gap`` when the cause is the harness's (e.g. ``gap = "inputs"``: the model needs an input the harness
+  cannot build); the matrix then records the cases that fail the same way on the CPU as untested, with the reason.
 
 Config fixes of the tiny model itself stay in ``compat/tiny_overrides.toml`` (:mod:`~.tiny_overrides`)::
 
@@ -32,7 +34,7 @@ __all__ = ["MULTIMODAL_PATH", "MultimodalRecipe", "load_multimodal", "multimodal
 
 MULTIMODAL_PATH = COMPAT_DIR / "tiny_multimodal.toml"
 
-_KEYS = {"reason", "image_processor", "image_processor_config", "processor_config", "images", "runs"}
+_KEYS = {"image_processor", "image_processor_config", "processor_config", "images"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +48,7 @@ class MultimodalRecipe:
     processor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     images: tuple[tuple[int, int], ...] | None = None
     runs: bool = True
+    gap: str | None = None
 
 
 def _images(path: Path, model_type: str, value: Any) -> tuple[tuple[int, int], ...]:
@@ -61,7 +64,7 @@ def _images(path: Path, model_type: str, value: Any) -> tuple[tuple[int, int], .
 
 
 def _parse(path: Path, model_type: str, table: Any) -> MultimodalRecipe:
-    reason, runs = check_table(path, model_type, table, _KEYS)
+    reviewed = check_table(path, model_type, table, _KEYS)
     image_processor = table.get("image_processor")
     if image_processor is not None and (not isinstance(image_processor, str) or not image_processor):
         raise CompatFileError(path, f"[{model_type}] 'image_processor' must be a transformers class name")
@@ -71,8 +74,8 @@ def _parse(path: Path, model_type: str, table: Any) -> MultimodalRecipe:
         if not isinstance(tables[key], dict):
             raise CompatFileError(path, f"[{model_type}] '{key}' must be a table")
     images = _images(path, model_type, table["images"]) if "images" in table else None
-    return MultimodalRecipe(model_type, reason, image_processor, tables["image_processor_config"],
-                            tables["processor_config"], images, runs)
+    return MultimodalRecipe(model_type, reviewed.reason, image_processor, tables["image_processor_config"],
+                            tables["processor_config"], images, reviewed.runs, reviewed.gap)
 
 
 def load_multimodal(path: Path | None = None) -> dict[str, MultimodalRecipe]:

@@ -25,7 +25,7 @@ __all__ = ["OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
 
 OVERRIDES_PATH = COMPAT_DIR / "tiny_overrides.toml"
 
-_KEYS = {"reason", "config", "runs", "gap"}
+_KEYS = {"config"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,14 +40,11 @@ class Override:
 
 
 def _parse(path: Path, model_type: str, table: Any) -> Override:
-    reason, runs = check_table(path, model_type, table, _KEYS)
+    reviewed = check_table(path, model_type, table, _KEYS)
     config = table.get("config", {})
     if not isinstance(config, dict):
         raise CompatFileError(path, f"[{model_type}] 'config' must be a table")
-    gap = table.get("gap")
-    if gap is not None and (not isinstance(gap, str) or runs):
-        raise CompatFileError(path, f"[{model_type}] 'gap' is a name (e.g. \"inputs\"), given with runs = false")
-    return Override(model_type=model_type, reason=reason, config=config, runs=runs, gap=gap)
+    return Override(model_type=model_type, reason=reviewed.reason, config=config, runs=reviewed.runs, gap=reviewed.gap)
 
 
 def load_overrides(path: Path | None = None) -> dict[str, Override]:

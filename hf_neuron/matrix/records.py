@@ -97,10 +97,11 @@ OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 #: given after the run: the run itself was one of these).
 DID_NOT_WORK: frozenset[str] = frozenset({"failed", "error", "timeout", "crashed"})
 
-Gap = Literal["inputs", "pipeline-recipe", "lora-targets", "tiny-build", "devices"]
+Gap = Literal["inputs", "pipeline-recipe", "lora-targets", "tiny-build", "devices", "checks"]
 #: Why the harness could not test a case (outcome ``untested``): an input of the model the harness cannot build,
 #: no pipeline recipe for a diffusion backbone, LoRA target modules PEFT refuses, a tiny model that does not build,
-#: fewer devices than the scenario needs. Each is the matrix's to close, not the model's or neuron's.
+#: fewer devices than the scenario needs, scenario checks that do not fit the model (e.g. a block-diffusion model's
+#: logits and decoding). Each is the matrix's to close, not the model's or neuron's.
 GAPS: tuple[Gap, ...] = get_args(Gap)
 
 CpuVerdict = Literal["passes", "same-failure", "different-failure", "not-rerun"]

@@ -86,6 +86,7 @@ GAP_LABELS: dict[str, str] = {
     "lora-targets": "LoRA target modules PEFT refuses",
     "tiny-build": "the tiny model does not build",
     "devices": "fewer devices than the scenario needs",
+    "checks": "scenario checks that do not fit the model",
 }
 
 

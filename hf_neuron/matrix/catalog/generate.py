@@ -84,12 +84,10 @@ def _transformers_entries(types: Iterable[str] | None, run_models: bool) -> list
                       else check_text_model(model_type, until=until))
             builds, runs, reason = _verdict(result, runs_checked)
             tiny = result.tiny
-        override, recipe = overrides.get(model_type), multimodal.get(model_type)
         gap = None
-        if override is not None and not override.runs and reason is not None:
-            reason, gap = override.reason, override.gap
-        if recipe is not None and not recipe.runs and reason is not None:
-            reason = recipe.reason
+        for reviewed in (overrides.get(model_type), multimodal.get(model_type)):
+            if reviewed is not None and not reviewed.runs and reason is not None:
+                reason, gap = reviewed.reason, reviewed.gap
         entries.append(CatalogEntry(model_type, group, class_name, config_class(model_type).__name__,
                                     builds, runs, reason, gap, _features(model_type), tiny))
     return entries
@@ -110,7 +108,8 @@ def generate_catalog(*, types: Iterable[str] | None = None, run_models: bool = T
     """The catalog of the installed libraries (only the transformers ``types`` when given); ``run_models=False`` leaves
     ``builds`` and ``runs`` unknown.
 
-    A reviewed ``runs = false`` in ``compat/tiny_overrides.toml`` supplies the reason of a type that fails.
+    A reviewed ``runs = false`` in ``compat/tiny_overrides.toml`` or ``compat/tiny_multimodal.toml`` supplies the
+    reason (and the harness's gap, if any) of a type that fails.
     """
     import diffusers
     import transformers

@@ -1,4 +1,5 @@
 """The inference scenarios of text models: ``load``, ``forward``, ``generate``, ``bf16``, ``compile``, ``save``.
+The decoding ones are skipped for a model class without ``generate``.
 
 Each runs on ``ctx.device`` and compares with the same computation on the CPU (``compile`` and ``save`` with the
 eager / original model on the same device, which ``forward`` has already compared with the CPU). ``load`` compares
@@ -171,9 +172,18 @@ def _cpu_compile_config(ctx: CaseContext) -> dict[str, object]:
     return {"compile_config": config}
 
 
+def _no_generate(model: PreTrainedModel) -> ScenarioResult | None:
+    """Skipped when ``model``'s class has no ``generate`` (it is no ``GenerationMixin``, e.g. a policy that predicts
+    actions rather than tokens): decoding does not apply to it. None when it has one."""
+    if callable(getattr(model, "generate", None)):
+        return None
+    return ScenarioResult.skipped(f"{type(model).__name__} has no generate method: decoding does not apply to it")
+
+
 def generate(ctx: CaseContext) -> ScenarioResult:
     """Greedy decoding on the device picks the CPU's tokens, with the default cache and with a static cache."""
-    return _greedy_agrees(ctx, load_model(ctx, ctx.device), load_model(ctx, "cpu"), CACHES)
+    model = load_model(ctx, ctx.device)
+    return _no_generate(model) or _greedy_agrees(ctx, model, load_model(ctx, "cpu"), CACHES)
 
 
 def generate_compiled(ctx: CaseContext) -> ScenarioResult:
@@ -182,6 +192,8 @@ def generate_compiled(ctx: CaseContext) -> ScenarioResult:
     from transformers import CompileConfig
 
     model = load_model(ctx, ctx.device)
+    if (skipped := _no_generate(model)) is not None:
+        return skipped
     input_ids = sample_ids(ctx, model)
     actual = greedy(model, input_ids, cache_implementation="static", compile_config=CompileConfig())
     reference = load_model(ctx, "cpu")
@@ -195,7 +207,7 @@ def bf16(ctx: CaseContext) -> ScenarioResult:
     model = load_model(ctx, ctx.device, dtype="bfloat16")
     input_ids = sample_ids(ctx, reference)
     logits = compare(_logits(model, input_ids), _logits(reference, input_ids), "bfloat16 logits", device=ctx.device)
-    if logits.outcome != "passed":
+    if logits.outcome != "passed" or _no_generate(model) is not None:
         return logits
     tokens = _greedy_agrees(ctx, model, reference, (None,))
     return logits if tokens.outcome == "passed" else tokens

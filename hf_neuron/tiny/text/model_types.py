@@ -2,7 +2,10 @@
 
 The class of a ``model_type`` comes from transformers' auto mappings, first match in :data:`AUTO_MAPPINGS` order:
 causal LM (group ``decoder``), then sequence-to-sequence LM (``encoder-decoder``), then image-text-to-text
-(``multimodal``).
+(``multimodal``). A mapping holds a type only when its auto class loads the type's config: the auto class finds a
+config class's model type by its class name (``_LazyAutoMapping.__contains__``), and where two model types share a
+config class (transformers 5.24 maps both ``evolla`` and ``EvollaModel`` to ``EvollaConfig``), it finds the last one,
+so ``AutoModelForImageTextToText`` refuses ``EvollaConfig`` although its mapping lists ``evolla``.
 """
 
 from __future__ import annotations
@@ -29,13 +32,18 @@ AUTO_MAPPINGS: dict[Group, str] = {
 
 @functools.cache
 def generative_types() -> Mapping[str, tuple[str, str]]:
-    """Every generative ``model_type`` of the installed transformers -> ``(group, model class name)``, sorted."""
+    """Every generative ``model_type`` of the installed transformers whose group's auto class loads it -> ``(group,
+    model class name)``, sorted."""
     from transformers.models.auto import modeling_auto
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
+    looked_up = {config_name: model_type for model_type, config_name in CONFIG_MAPPING_NAMES.items()}
     found: dict[str, tuple[str, str]] = {}
     for group, mapping_name in AUTO_MAPPINGS.items():
-        for model_type, class_name in getattr(modeling_auto, mapping_name).items():
-            found.setdefault(model_type, (group, class_name))
+        mapping = getattr(modeling_auto, mapping_name)
+        for model_type, class_name in mapping.items():
+            if looked_up.get(CONFIG_MAPPING_NAMES.get(model_type, "")) in mapping:
+                found.setdefault(model_type, (group, class_name))
     return MappingProxyType(dict(sorted(found.items())))
 
 
