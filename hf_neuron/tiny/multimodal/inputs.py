@@ -5,8 +5,9 @@ code: the pixel inputs are its image processor's output for the synthetic images
 prompt becomes as many image tokens (``config.image_token_id`` or ``image_token_index``) as the model computes
 features for that image (counted by calling its ``get_image_features``), between the config's image start and end
 tokens when it has them; and the inputs a model's ``forward`` takes by name are filled in (``attention_mask``,
-``mm_token_type_ids`` marking the image tokens, an encoder-decoder's ``decoder_input_ids``, and the prompt again for
-a second text encoder's ``<name>_input_ids`` / ``<name>_attention_mask``, as a Q-Former reads). Rows are
+``mm_token_type_ids`` or ``image_embeds_position_mask`` marking the image tokens, an encoder-decoder's
+``decoder_input_ids`` (the prompt goes to its decoder alone when its encoder reads only pixels), and the prompt
+again for a second text encoder's ``<name>_input_ids`` / ``<name>_attention_mask``, as a Q-Former reads). Rows are
 left-padded.
 """
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from transformers.image_processing_utils import BaseImageProcessor
 
 __all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "image_sizes", "image_tokens",
-           "prompt_ids", "sample_rows"]
+           "prompt_ids", "prompt_of", "reads_text", "sample_rows"]
 
 #: The user's question of each row (row ``i`` asks ``QUESTIONS[i % len(QUESTIONS)]``).
 QUESTIONS = ("What is in the picture?", "Describe the colours of this image.")
@@ -79,6 +80,8 @@ def _accepted(function: Callable[..., Any], inputs: Mapping[str, Any]) -> dict[s
 #: A token id of ordinary text in the tiny vocabulary.
 _FIRST_TEXT_ID = 8
 _NOT_TEXT = ("decoder_", "pixel_", "image_", "mm_", "video_")
+#: Inputs that mark the prompt's image tokens with 1 (where the image features go) and its text with 0.
+_IMAGE_POSITION_MASKS = ("mm_token_type_ids", "image_embeds_position_mask")
 
 
 def _text_encoder_inputs(function: Callable[..., Any], input_ids: torch.Tensor, attention_mask: torch.Tensor
@@ -191,11 +194,25 @@ def prompt_ids(tokenizer: PreTrainedTokenizerBase, question: str, image_block: S
     return [*head, *image_block, *tail]
 
 
+def reads_text(forward: Callable[..., Any]) -> bool:
+    """Whether ``forward`` takes ``input_ids``; an encoder-decoder's that does not has an encoder that reads only
+    pixels (pix2struct, a vision encoder-decoder), and its decoder reads the prompt."""
+    return "input_ids" in inspect.signature(forward).parameters
+
+
+def prompt_of(inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """The prompt's token ids among the inputs of :func:`batch_inputs`: ``input_ids``, or ``decoder_input_ids`` when
+    the model's encoder reads no text (the labels a training step compares the logits with)."""
+    return inputs["input_ids"] if "input_ids" in inputs else inputs["decoder_input_ids"]
+
+
 def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | None,
                  tokenizer: PreTrainedTokenizerBase, rows: Sequence[Row], *, features: Sequence[int] | None = None,
                  length: int = 0) -> dict[str, torch.Tensor]:
     """The forward inputs of ``rows`` for ``model`` (on the CPU): pixel inputs, ids and masks left-padded to the
-    longest row (at least ``length``). A model without an image processor gets text inputs only.
+    longest row (at least ``length``). A model without an image processor gets text inputs only; an encoder-decoder
+    whose encoder reads no text (:func:`reads_text`) gets the prompt as ``decoder_input_ids`` and
+    ``decoder_attention_mask``.
 
     ``features`` gives each row's image token count (default: measured with :func:`features_per_image`)."""
     import torch
@@ -212,11 +229,15 @@ def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | N
     processed = image_processor(images=[row.image for row in rows], return_tensors="pt") if image_processor else {}
     if isinstance(processed, torch.Tensor):  # a few image processors return the pixel values alone
         processed = {"pixel_values": processed}
-    inputs: dict[str, Any] = {**processed, "input_ids": input_ids, "attention_mask": attention_mask}
+    inputs: dict[str, Any] = dict(processed)
+    if model.config.is_encoder_decoder and not reads_text(model.forward):
+        inputs.update(decoder_input_ids=input_ids, decoder_attention_mask=attention_mask)
+    else:
+        inputs.update(input_ids=input_ids, attention_mask=attention_mask)
+        if model.config.is_encoder_decoder:
+            inputs["decoder_input_ids"] = input_ids
     if tokens.image is not None:
-        inputs["mm_token_type_ids"] = (input_ids == tokens.image).long()
-    if model.config.is_encoder_decoder:
-        inputs["decoder_input_ids"] = input_ids
+        inputs.update(dict.fromkeys(_IMAGE_POSITION_MASKS, (input_ids == tokens.image).long()))
     inputs.update(_text_encoder_inputs(model.forward, input_ids, attention_mask))
     accepted = _accepted(model.forward, inputs)
     return {key: value for key, value in accepted.items() if isinstance(value, torch.Tensor)}
