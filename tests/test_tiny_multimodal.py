@@ -114,6 +114,37 @@ def test_image_positions_given_as_a_mask_mark_the_image_tokens() -> None:
         assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
 
 
+def test_a_model_that_reads_an_axis_of_images_gets_each_row_its_image_and_who_sees_it() -> None:
+    _, model, image_processor = _tiny("idefics")
+    assert multimodal_recipe("idefics").image_axis  # the reviewed layout: (batch, images, channels, height, width)
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("idefics", image_processor, 2))
+    assert inputs["pixel_values"].shape == (2, 1, 3, 32, 32)
+    # no image token in the prompt: the image comes first, and every prompt token (not the padding) sees it
+    assert inputs["image_attention_mask"].tolist() == inputs["attention_mask"][:, :, None].tolist()
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+
+
+def test_a_video_model_gets_one_frame_videos_with_their_query_tokens() -> None:
+    config, model, image_processor = _tiny("instructblipvideo")
+    rows = sample_rows("instructblipvideo", image_processor, 2)
+    assert [features_per_image(model, image_processor, row.image) for row in rows] == [config.num_query_tokens] * 2
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), rows)
+    assert inputs["pixel_values"].shape == (2, 1, 3, 32, 32)  # (batch, frames, channels, height, width)
+    assert (inputs["input_ids"] == config.video_token_index).sum(1).tolist() == [config.num_query_tokens] * 2
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+
+
+def test_a_layout_model_gets_word_boxes_and_no_ocr() -> None:
+    _, model, image_processor = _tiny("udop")
+    assert image_processor.apply_ocr is False  # the reviewed setting: OCR would need pytesseract
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("udop", image_processor, 2))
+    assert inputs["bbox"].shape == (*inputs["input_ids"].shape, 4) and not inputs["bbox"].any()
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["decoder_input_ids"].shape, 1024)
+
+
 def test_a_wrong_image_token_count_fails_the_forward_pass() -> None:
     _, model, image_processor = _tiny("llava")
     rows = sample_rows("llava", image_processor, 2)
@@ -197,6 +228,7 @@ def test_the_committed_reviewed_data_loads_and_every_entry_says_why() -> None:
     ("[llava]\nprocessor_config = { a = 1 }\n", "[llava] needs a non-empty 'reason' string"),
     ("[llava]\nreason = 'x'\nimages = [[32]]\n", "[llava] 'images' must be a non-empty list of [height, width]"),
     ("[llava]\nreason = 'x'\nruns = 'no'\n", "[llava] 'runs' must be true or false"),
+    ("[llava]\nreason = 'x'\nimage_axis = 1\n", "[llava] 'image_axis' must be true or false"),
     ("[llava]\nreason = 'x'\nimage_processor_config = 3\n", "[llava] 'image_processor_config' must be a table"),
     ("[llava\n", "not valid TOML"),
 ])
