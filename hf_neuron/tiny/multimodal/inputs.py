@@ -265,9 +265,9 @@ def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | N
             inputs["decoder_input_ids"] = input_ids
     if tokens.image is not None:
         inputs.update(dict.fromkeys(_IMAGE_POSITION_MASKS, (input_ids == tokens.image).long()))
-    if image_processor is not None:
-        inputs["image_attention_mask"] = _image_attention_mask(input_ids, attention_mask, tokens)
-    inputs["bbox"] = torch.zeros(*input_ids.shape, 4, dtype=torch.long)  # no word has a place on the page
+    if image_processor is not None:  # what the image processor gives under these names is kept
+        inputs.setdefault("image_attention_mask", _image_attention_mask(input_ids, attention_mask, tokens))
+    inputs.setdefault("bbox", torch.zeros(*input_ids.shape, 4, dtype=torch.long))  # no word has a place on the page
     inputs.update(_text_encoder_inputs(model.forward, input_ids, attention_mask))
     accepted = _accepted(model.forward, inputs)
     return {key: value for key, value in accepted.items() if isinstance(value, torch.Tensor)}
