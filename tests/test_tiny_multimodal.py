@@ -13,9 +13,9 @@ from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.tiny_multimodal import load_multimodal, multimodal_recipe
 from hf_neuron.tiny.multimodal.checkpoint import load_image_processor, materialize, verified_processor
 from hf_neuron.tiny.multimodal.config import tiny_multimodal_config, tiny_multimodal_config_kwargs
-from hf_neuron.tiny.multimodal.image_processor import image_processor_class, tiny_image_processor_kwargs
+from hf_neuron.tiny.multimodal.image_processor import image_processor_class, takes_images, tiny_image_processor_kwargs
 from hf_neuron.tiny.multimodal.images import synthetic_image, synthetic_images
-from hf_neuron.tiny.multimodal.inputs import batch_inputs, features_per_image, image_tokens, sample_rows
+from hf_neuron.tiny.multimodal.inputs import batch_inputs, features_per_image, image_tokens, prompt_of, sample_rows
 from hf_neuron.tiny.multimodal.processor import ProcessorUnavailableError, build_processor
 from hf_neuron.tiny.text.models import build_model
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, tiny_tokenizer
@@ -84,6 +84,65 @@ def test_each_image_becomes_as_many_tokens_as_the_model_has_features(model_type:
     with torch.no_grad():
         logits = model(**inputs).logits
     assert logits.shape == (*inputs["input_ids"].shape, 1024) and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize(("model_type", "pixels"), [("pix2struct", "flattened_patches"),
+                                                    ("vision-encoder-decoder", "pixel_values")])
+def test_an_encoder_that_reads_only_pixels_leaves_the_prompt_to_the_decoder(model_type: str, pixels: str) -> None:
+    _, model, image_processor = _tiny(model_type)
+    assert takes_images(model)  # so that its checkpoint saves the image processor
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows(model_type, image_processor, 2))
+    assert "input_ids" not in inputs and pixels in inputs
+    assert prompt_of(inputs) is inputs["decoder_input_ids"]
+    assert inputs["decoder_attention_mask"].shape == inputs["decoder_input_ids"].shape
+    assert inputs["decoder_attention_mask"][:, -1].eq(1).all()  # left-padded: the prompt ends every row
+    if "attention_mask" in inputs:  # the image processor's patch mask, not the prompt's
+        assert inputs["attention_mask"].shape == inputs[pixels].shape[:2]
+    with torch.no_grad():
+        logits = model(**inputs, labels=prompt_of(inputs)).logits
+    assert logits.shape == (*inputs["decoder_input_ids"].shape, 1024)
+
+
+def test_image_positions_given_as_a_mask_mark_the_image_tokens() -> None:
+    config, model, image_processor = _tiny("kosmos-2")
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("kosmos-2", image_processor, 2))
+    image_id = image_tokens(config).image
+    assert image_id in RESERVED_TOKEN_IDS  # the reviewed placeholder: Kosmos-2 names no image token
+    assert inputs["image_embeds_position_mask"].tolist() == (inputs["input_ids"] == image_id).long().tolist()
+    assert inputs["image_embeds_position_mask"].sum(1).tolist() == [config.latent_query_num] * 2
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+
+
+def test_a_model_that_reads_an_axis_of_images_gets_each_row_its_image_and_who_sees_it() -> None:
+    _, model, image_processor = _tiny("idefics")
+    assert multimodal_recipe("idefics").image_axis  # the reviewed layout: (batch, images, channels, height, width)
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("idefics", image_processor, 2))
+    assert inputs["pixel_values"].shape == (2, 1, 3, 32, 32)
+    # no image token in the prompt: the image comes first, and every prompt token (not the padding) sees it
+    assert inputs["image_attention_mask"].tolist() == inputs["attention_mask"][:, :, None].tolist()
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+
+
+def test_a_video_model_gets_one_frame_videos_with_their_query_tokens() -> None:
+    config, model, image_processor = _tiny("instructblipvideo")
+    rows = sample_rows("instructblipvideo", image_processor, 2)
+    assert [features_per_image(model, image_processor, row.image) for row in rows] == [config.num_query_tokens] * 2
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), rows)
+    assert inputs["pixel_values"].shape == (2, 1, 3, 32, 32)  # (batch, frames, channels, height, width)
+    assert (inputs["input_ids"] == config.video_token_index).sum(1).tolist() == [config.num_query_tokens] * 2
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+
+
+def test_a_layout_model_gets_word_boxes_and_no_ocr() -> None:
+    _, model, image_processor = _tiny("udop")
+    assert image_processor.apply_ocr is False  # the reviewed setting: OCR would need pytesseract
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("udop", image_processor, 2))
+    assert inputs["bbox"].shape == (*inputs["input_ids"].shape, 4) and not inputs["bbox"].any()
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["decoder_input_ids"].shape, 1024)
 
 
 def test_a_wrong_image_token_count_fails_the_forward_pass() -> None:
@@ -178,6 +237,7 @@ def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
     ("[llava]\nreason = 'x'\nruns = 'no'\n", "[llava] 'runs' must be true or false"),
     ("[llava]\nreason = 'x'\ngap = 'inputs'\n", "[llava] 'gap' is a name (e.g. \"inputs\"), given with runs = false"),
     ("[llava]\nreason = 'x'\nruns = false\ngap = 1\n", "[llava] 'gap' is a name"),
+    ("[llava]\nreason = 'x'\nimage_axis = 1\n", "[llava] 'image_axis' must be true or false"),
     ("[llava]\nreason = 'x'\nimage_processor_config = 3\n", "[llava] 'image_processor_config' must be a table"),
     ("[llava\n", "not valid TOML"),
 ])

@@ -9,6 +9,8 @@ know, with a ``reason`` (required: why, precise enough to re-check on a transfor
 - ``processor_config``: keyword arguments merged into the architecture's own processor's (the one saved for users'
   pipelines, :mod:`hf_neuron.tiny.multimodal.processor`);
 - ``images``: the ``[height, width]`` of each row's synthetic image, when the processor accepts only some sizes;
+- ``image_axis = true``: the forward reads the pixel values with an axis of images (or video frames) per row,
+  ``(batch, images, channels, height, width)``, which no signature tells; each row's image goes on that axis;
 - ``runs = false``: the architecture cannot run as a tiny image-text model here (the reason says why), and with it
   an optional ``gap`` when the cause is the harness's (e.g. ``gap = "inputs"``: the model needs an input the harness
   cannot build); the matrix then records the cases that fail the same way on the CPU as untested, with the reason.
@@ -34,7 +36,7 @@ __all__ = ["MULTIMODAL_PATH", "MultimodalRecipe", "load_multimodal", "multimodal
 
 MULTIMODAL_PATH = COMPAT_DIR / "tiny_multimodal.toml"
 
-_KEYS = {"image_processor", "image_processor_config", "processor_config", "images"}
+_KEYS = {"image_processor", "image_processor_config", "processor_config", "images", "image_axis"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +49,7 @@ class MultimodalRecipe:
     image_processor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     processor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     images: tuple[tuple[int, int], ...] | None = None
+    image_axis: bool = False
     runs: bool = True
     gap: str | None = None
 
@@ -74,8 +77,11 @@ def _parse(path: Path, model_type: str, table: Any) -> MultimodalRecipe:
         if not isinstance(tables[key], dict):
             raise CompatFileError(path, f"[{model_type}] '{key}' must be a table")
     images = _images(path, model_type, table["images"]) if "images" in table else None
+    image_axis = table.get("image_axis", False)
+    if not isinstance(image_axis, bool):
+        raise CompatFileError(path, f"[{model_type}] 'image_axis' must be true or false")
     return MultimodalRecipe(model_type, reviewed.reason, image_processor, tables["image_processor_config"],
-                            tables["processor_config"], images, reviewed.runs, reviewed.gap)
+                            tables["processor_config"], images, image_axis, reviewed.runs, reviewed.gap)
 
 
 def load_multimodal(path: Path | None = None) -> dict[str, MultimodalRecipe]:

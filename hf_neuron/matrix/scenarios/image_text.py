@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from hf_neuron.compat.catalog import IMAGE_TEXT_GROUP
 from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.tiny.multimodal.checkpoint import load_image_processor
-from hf_neuron.tiny.multimodal.inputs import Row, batch_inputs, features_per_image, image_tokens, sample_rows
+from hf_neuron.tiny.multimodal.inputs import Row, batch_inputs, features_per_image, image_tokens, prompt_of, sample_rows
 from hf_neuron.tiny.text.model_types import generative_types
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
 
@@ -76,7 +76,7 @@ def sample_ids(ctx: CaseContext, model: PreTrainedModel, rows: int) -> torch.Ten
     has_tokens = image_processor is not None and image_tokens(model.config).image is not None
     features = [features_per_image(model, image_processor, row.image) if has_tokens else 0  # type: ignore[arg-type]
                 for row in prompts]
-    input_ids = batch_inputs(model, image_processor, tokenizer, prompts, features=features)["input_ids"]
+    input_ids = prompt_of(batch_inputs(model, image_processor, tokenizer, prompts, features=features))
     for ids, row, count in zip(input_ids, prompts, features, strict=True):
         _MADE[_unpadded(ids)] = _Made(ctx.model_type, ctx.checkpoint, row, count)
     return input_ids
@@ -94,7 +94,7 @@ def inputs_for(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, tor
     image_processor, tokenizer = _parts(entries[0].model_type, entries[0].checkpoint)
     inputs = batch_inputs(model, image_processor, tokenizer, [entry.row for entry in entries],
                           features=[entry.features for entry in entries], length=input_ids.shape[1])
-    if not torch.equal(inputs["input_ids"], input_ids.cpu()):
+    if not torch.equal(prompt_of(inputs), input_ids.cpu()):
         raise AssertionError("the image-text inputs rebuilt for these rows do not give back their token ids")
     return {key: value.to(model.device, model.dtype) if value.is_floating_point() else value.to(model.device)
             for key, value in inputs.items()}

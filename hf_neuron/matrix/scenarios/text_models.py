@@ -150,12 +150,14 @@ class Greedy:
 
 def greedy(model: PreTrainedModel, input_ids: torch.Tensor, **generate_kwargs: Any) -> Greedy:
     """Decode :data:`NEW_TOKENS` tokens greedily from ``input_ids`` (end of sequence suppressed, so every row
-    decodes the same number); ``generate_kwargs`` add to ``generate`` (e.g. ``cache_implementation``)."""
+    decodes the same number); ``generate_kwargs`` add to ``generate`` (e.g. ``cache_implementation``). An
+    encoder-decoder whose encoder reads no text continues its decoder's prompt."""
     import torch
 
     inputs = model_inputs(model, input_ids)
-    inputs.pop("decoder_input_ids", None)  # generation starts the decoder itself
-    inputs.setdefault("attention_mask", torch.ones_like(inputs["input_ids"]))
+    if "input_ids" in inputs:
+        inputs.pop("decoder_input_ids", None)  # generation starts the decoder itself
+        inputs.setdefault("attention_mask", torch.ones_like(inputs["input_ids"]))
     with torch.no_grad():
         out = model.generate(  # type: ignore[operator]
             **inputs, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False, num_beams=1,

@@ -19,6 +19,7 @@ from hf_neuron.matrix.scenarios.contract import (
     compare_named,
 )
 from hf_neuron.matrix.scenarios.text_models import load_model, lora_targets, model_inputs, sample_ids
+from hf_neuron.tiny.multimodal.inputs import prompt_of
 
 if TYPE_CHECKING:
     import torch
@@ -40,7 +41,7 @@ def _step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, input_ids: t
     torch.manual_seed(seed)
     optimizer.zero_grad(set_to_none=True)
     inputs = model_inputs(model, input_ids)  # type: ignore[arg-type]
-    loss: torch.Tensor = model(**inputs, labels=inputs["input_ids"]).loss
+    loss: torch.Tensor = model(**inputs, labels=prompt_of(inputs)).loss
     loss.backward()
     optimizer.step()
     return loss.detach()
@@ -114,7 +115,7 @@ def train_aux_loss(ctx: CaseContext) -> ScenarioResult:
     input_ids = sample_ids(ctx, reference)
     with torch.no_grad():
         inputs = model_inputs(reference, input_ids)
-        aux_loss = getattr(reference(**inputs, labels=inputs["input_ids"]), "aux_loss", None)
+        aux_loss = getattr(reference(**inputs, labels=prompt_of(inputs)), "aux_loss", None)
     if aux_loss is None:
         return ScenarioResult.skipped("the model computes no router auxiliary loss with output_router_logits=True")
     model = load_model(ctx, ctx.device, train=True, output_router_logits=True)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["content_key", "load_image_processor", "materialize", "verified_processor"]
 
-_FORMAT = 1
+_FORMAT = 2
 
 
 def content_key(model_type: str, *, seed: int = 0) -> str:

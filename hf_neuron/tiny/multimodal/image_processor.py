@@ -44,6 +44,8 @@ _SIDE = re.compile(r"image_size$|resolution$|^max_size$")
 #: Image-processor fields named differently from the config field that holds the same value.
 _ALIASES = {"merge_size": "spatial_merge_size"}
 _MIN_KEYS = ("shortest_edge", "min_pixels", "min")
+#: Names of forward parameters that hold an image.
+_IMAGE_INPUT = re.compile(r"pixel|^flattened_patches$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,5 +196,6 @@ def processor_side(image_processor: BaseImageProcessor) -> int:
 
 
 def takes_images(model: PreTrainedModel) -> bool:
-    """Whether ``model``'s forward takes pixel inputs (a few image-text-to-text classes are text models)."""
-    return any("pixel" in name for name in inspect.signature(model.forward).parameters)
+    """Whether ``model``'s forward takes pixel inputs (a few image-text-to-text classes are text models): pixels
+    (``pixel_values``...) or the image's patches already cut and flattened (``flattened_patches``)."""
+    return any(_IMAGE_INPUT.search(name) for name in inspect.signature(model.forward).parameters)

@@ -1,13 +1,16 @@
 """Image-text inputs for a tiny vision-language model: chat prompts with images, expanded as the model needs them.
 
 The inputs are what the architecture's processor would give, built from three generic rules instead of per-model
-code: the pixel inputs are its image processor's output for the synthetic images; every image placeholder in the
-prompt becomes as many image tokens (``config.image_token_id`` or ``image_token_index``) as the model computes
-features for that image (counted by calling its ``get_image_features``), between the config's image start and end
-tokens when it has them; and the inputs a model's ``forward`` takes by name are filled in (``attention_mask``,
-``mm_token_type_ids`` marking the image tokens, an encoder-decoder's ``decoder_input_ids``, and the prompt again for
-a second text encoder's ``<name>_input_ids`` / ``<name>_attention_mask``, as a Q-Former reads). Rows are
-left-padded.
+code: the pixel inputs are its image processor's output for the synthetic images (each on an axis of its own where
+the model reads a stack of images or frames per row: the reviewed ``image_axis``); every image placeholder in the
+prompt becomes as many image tokens (``config.image_token_id`` or ``image_token_index``; a video model's
+``video_token_*``) as the model computes features for that image (counted by calling its ``get_image_features``, or
+``get_video_features``), between the config's image start and end tokens when it has them; and the inputs a model's
+``forward`` takes by name are filled in (``attention_mask``, ``mm_token_type_ids`` or ``image_embeds_position_mask``
+marking the image tokens, an ``image_attention_mask`` saying which tokens see each image, a layout model's ``bbox``
+(zeros: the words have no place on the page), an encoder-decoder's ``decoder_input_ids`` (the prompt goes to its
+decoder alone when its encoder reads only pixels), and the prompt again for a second text encoder's
+``<name>_input_ids`` / ``<name>_attention_mask``, as a Q-Former reads). Rows are left-padded.
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ if TYPE_CHECKING:
     from transformers.image_processing_utils import BaseImageProcessor
 
 __all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "image_sizes", "image_tokens",
-           "prompt_ids", "sample_rows"]
+           "pixel_inputs", "prompt_ids", "prompt_of", "reads_text", "sample_rows"]
 
 #: The user's question of each row (row ``i`` asks ``QUESTIONS[i % len(QUESTIONS)]``).
 QUESTIONS = ("What is in the picture?", "Describe the colours of this image.")
 
-_IMAGE = re.compile(r"^image_token_(id|index)$")
+#: The placeholder of an image, or of a video's frames in a video model (the image's when a config has both).
+_IMAGE = re.compile(r"^(image|video)_token_(id|index)$")
 _START = re.compile(r"^(vision_start|image_start|img_start|boi|start_of_image)_token_(id|index)$")
 _END = re.compile(r"^(vision_end|image_end|img_end|eoi|end_of_image)_token_(id|index)$")
 
@@ -79,6 +83,8 @@ def _accepted(function: Callable[..., Any], inputs: Mapping[str, Any]) -> dict[s
 #: A token id of ordinary text in the tiny vocabulary.
 _FIRST_TEXT_ID = 8
 _NOT_TEXT = ("decoder_", "pixel_", "image_", "mm_", "video_")
+#: Inputs that mark the prompt's image tokens with 1 (where the image features go) and its text with 0.
+_IMAGE_POSITION_MASKS = ("mm_token_type_ids", "image_embeds_position_mask")
 
 
 def _text_encoder_inputs(function: Callable[..., Any], input_ids: torch.Tensor, attention_mask: torch.Tensor
@@ -112,8 +118,10 @@ def _named_parameters(function: Callable[..., Any]) -> bool:
 
 def _image_feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
     """The model's ``get_image_features``, or its base model's when the model has none or one that only forwards
-    ``*args, **kwargs`` (whose parameters cannot be read)."""
-    methods = [getattr(part, "get_image_features", None) for part in (model, getattr(model, "model", None))]
+    ``*args, **kwargs`` (whose parameters cannot be read); a video model's ``get_video_features`` when it has no
+    image method (its rows are one-frame videos)."""
+    parts = (model, getattr(model, "model", None))
+    methods = [getattr(part, name, None) for name in ("get_image_features", "get_video_features") for part in parts]
     found = [method for method in methods if callable(method)]
     return next((method for method in found if _named_parameters(method)), found[0] if found else None)
 
@@ -131,6 +139,20 @@ def _image_feature_inputs(model: PreTrainedModel, method: Callable[..., Any], in
     return accepted
 
 
+def pixel_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor, images: Sequence[Image.Image]
+                 ) -> dict[str, Any]:
+    """The image processor's outputs for ``images``, one per row, with the row's image on an axis of its own where
+    the model reads ``(batch, images, channels, height, width)`` (the reviewed ``image_axis``)."""
+    import torch
+
+    output = image_processor(images=list(images), return_tensors="pt")
+    # a few image processors return the pixel values alone
+    processed = {"pixel_values": output} if isinstance(output, torch.Tensor) else dict(output)
+    if multimodal_recipe(model.config.model_type).image_axis:
+        processed["pixel_values"] = processed["pixel_values"].unsqueeze(1)
+    return processed
+
+
 def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcessor, image: Image.Image) -> int:
     """How many image tokens the model embeds for ``image``: its ``get_image_features`` (or its base model's) on the
     image processor's output (on the model's device, in its dtype), in units of the language model's width (0 when
@@ -140,7 +162,7 @@ def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcess
     get_image_features = _image_feature_method(model)
     if get_image_features is None:
         return 0
-    processed = dict(image_processor(images=[image], return_tensors="pt"))
+    processed = pixel_inputs(model, image_processor, [image])
     if "pixel_values_images" in processed:  # a legacy output name (video_llava) for the pixel values
         processed.setdefault("pixel_values", processed["pixel_values_images"])
     prompt = torch.tensor([[_FIRST_TEXT_ID] * 4])  # what a second text encoder reads does not change the count
@@ -191,11 +213,35 @@ def prompt_ids(tokenizer: PreTrainedTokenizerBase, question: str, image_block: S
     return [*head, *image_block, *tail]
 
 
+def _image_attention_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor, tokens: ImageTokens
+                          ) -> torch.Tensor:
+    """``(batch, length, 1)``: which prompt tokens see the row's one image (cross-attend to it): those from its image
+    token on, or every token when the prompt writes no image token (the image comes before the prompt)."""
+    if tokens.image is None:
+        return attention_mask[:, :, None]
+    seen = (input_ids == tokens.image).long().cumsum(1).clamp(max=1)
+    return (attention_mask * seen)[:, :, None]
+
+
+def reads_text(forward: Callable[..., Any]) -> bool:
+    """Whether ``forward`` takes ``input_ids``; an encoder-decoder's that does not has an encoder that reads only
+    pixels (pix2struct, a vision encoder-decoder), and its decoder reads the prompt."""
+    return "input_ids" in inspect.signature(forward).parameters
+
+
+def prompt_of(inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """The prompt's token ids among the inputs of :func:`batch_inputs`: ``input_ids``, or ``decoder_input_ids`` when
+    the model's encoder reads no text (the labels a training step compares the logits with)."""
+    return inputs["input_ids"] if "input_ids" in inputs else inputs["decoder_input_ids"]
+
+
 def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | None,
                  tokenizer: PreTrainedTokenizerBase, rows: Sequence[Row], *, features: Sequence[int] | None = None,
                  length: int = 0) -> dict[str, torch.Tensor]:
     """The forward inputs of ``rows`` for ``model`` (on the CPU): pixel inputs, ids and masks left-padded to the
-    longest row (at least ``length``). A model without an image processor gets text inputs only.
+    longest row (at least ``length``). A model without an image processor gets text inputs only; an encoder-decoder
+    whose encoder reads no text (:func:`reads_text`) gets the prompt as ``decoder_input_ids`` and
+    ``decoder_attention_mask``.
 
     ``features`` gives each row's image token count (default: measured with :func:`features_per_image`)."""
     import torch
@@ -209,14 +255,19 @@ def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | N
     length = max(length, *(len(ids) for ids in sequences))
     input_ids = torch.tensor([[PAD_TOKEN_ID] * (length - len(ids)) + ids for ids in sequences])
     attention_mask = torch.tensor([[0] * (length - len(ids)) + [1] * len(ids) for ids in sequences])
-    processed = image_processor(images=[row.image for row in rows], return_tensors="pt") if image_processor else {}
-    if isinstance(processed, torch.Tensor):  # a few image processors return the pixel values alone
-        processed = {"pixel_values": processed}
-    inputs: dict[str, Any] = {**processed, "input_ids": input_ids, "attention_mask": attention_mask}
+    processed = pixel_inputs(model, image_processor, [row.image for row in rows]) if image_processor else {}
+    inputs: dict[str, Any] = dict(processed)
+    if model.config.is_encoder_decoder and not reads_text(model.forward):
+        inputs.update(decoder_input_ids=input_ids, decoder_attention_mask=attention_mask)
+    else:
+        inputs.update(input_ids=input_ids, attention_mask=attention_mask)
+        if model.config.is_encoder_decoder:
+            inputs["decoder_input_ids"] = input_ids
     if tokens.image is not None:
-        inputs["mm_token_type_ids"] = (input_ids == tokens.image).long()
-    if model.config.is_encoder_decoder:
-        inputs["decoder_input_ids"] = input_ids
+        inputs.update(dict.fromkeys(_IMAGE_POSITION_MASKS, (input_ids == tokens.image).long()))
+    if image_processor is not None:  # what the image processor gives under these names is kept
+        inputs.setdefault("image_attention_mask", _image_attention_mask(input_ids, attention_mask, tokens))
+    inputs.setdefault("bbox", torch.zeros(*input_ids.shape, 4, dtype=torch.long))  # no word has a place on the page
     inputs.update(_text_encoder_inputs(model.forward, input_ids, attention_mask))
     accepted = _accepted(model.forward, inputs)
     return {key: value for key, value in accepted.items() if isinstance(value, torch.Tensor)}
