@@ -108,11 +108,14 @@ def check_text_model(model_type: str, *, until: Stage = "generate", batch: int =
 def _generate_shape(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int) -> None:
     import torch
 
-    prompt = {k: v for k, v in inputs.items() if k != "decoder_input_ids"}
+    from hf_neuron.tiny.multimodal.inputs import prompt_of
+
+    # generation starts the decoder itself, unless the encoder reads no text and the prompt is the decoder's
+    prompt = {k: v for k, v in inputs.items() if k != "decoder_input_ids" or "input_ids" not in inputs}
     with torch.no_grad():
         out = model.generate(**prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens,  # type: ignore[operator]
                              do_sample=False)
-    batch = inputs["input_ids"].shape[0]
+    batch = prompt_of(inputs).shape[0]
     if out.shape[0] != batch or out.shape[1] < new_tokens:  # some return the prompt, some only what they decoded
         raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {batch} rows of at least "
                              f"{new_tokens} tokens")
@@ -126,7 +129,7 @@ def check_image_text_model(model_type: str, *, until: Stage = "generate", batch:
     from hf_neuron.compat.tiny_multimodal import multimodal_recipe
     from hf_neuron.tiny.multimodal.config import tiny_multimodal_config
     from hf_neuron.tiny.multimodal.image_processor import takes_images, tiny_image_processor
-    from hf_neuron.tiny.multimodal.inputs import batch_inputs, sample_rows
+    from hf_neuron.tiny.multimodal.inputs import batch_inputs, prompt_of, sample_rows
     from hf_neuron.tiny.multimodal.summary import tiny_summary
     from hf_neuron.tiny.tokenizer import tiny_tokenizer
 
@@ -148,7 +151,7 @@ def check_image_text_model(model_type: str, *, until: Stage = "generate", batch:
             inputs = batch_inputs(model, image_processor, tiny_tokenizer(), rows)
             with torch.no_grad():
                 logits = model(**inputs).logits
-            _check_logits(logits, batch, inputs["input_ids"].shape[1], config.get_text_config(decoder=True).vocab_size)
+            _check_logits(logits, batch, prompt_of(inputs).shape[1], config.get_text_config(decoder=True).vocab_size)
         if until == "generate":
             stage = "generate"
             _generate_shape(model, inputs, 4)
