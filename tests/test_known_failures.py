@@ -20,6 +20,7 @@ from hf_neuron.errors import InputError
 from hf_neuron.matrix.case.fingerprint import FailureInfo
 from hf_neuron.matrix.case.verdict import Attempt, to_record
 from hf_neuron.matrix.records import SCENARIO_NAMES
+from hf_neuron.matrix.results.summary import summarize
 from hf_neuron.matrix.selection import Case
 
 ENTRY = """
@@ -175,6 +176,13 @@ def test_an_entry_for_every_architecture_excuses_only_its_failure(tmp_path: Path
     with pytest.raises(InputError, match="needs a message"):
         load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra="").replace('"mamba"', '"*"')),
                             SCENARIO_NAMES)
+
+
+def test_a_passing_case_is_reported_only_when_its_entry_names_the_architecture(tmp_path: Path) -> None:
+    named = _record(tmp_path, Attempt("passed"))
+    every = {**named, "case_id": "llama::forward", "known_failure": {**named["known_failure"], "model_type": "*"}}
+    summary = summarize([named, every], ["mamba::forward", "llama::forward"])  # type: ignore[list-item]
+    assert summary.known_now_passing == ("mamba::forward",), "an entry for every architecture stays on the list"
 
 
 def test_blip_still_cannot_decode_with_a_static_cache_on_the_cpu() -> None:
