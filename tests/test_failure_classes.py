@@ -22,6 +22,7 @@ from hf_neuron.matrix.case.verdict import Attempt, compare_with_cpu
         ("RuntimeError: device neuron is invalid", "device-hardcoded"),
         ("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'", "unsupported-dtype"),
         ("TypeError: Got unsupported ScalarType BFloat16", "unsupported-dtype"),
+        ("RuntimeError: Neuron tensors only support contiguous or preserve memory format", "memory-format"),
         ("NotImplementedError: Could not run 'aten::convolution_overrideable' with arguments from the 'neuron' "
          "backend.", "op-missing"),
         ("NotImplementedError: The operator 'aten::_foo' is not currently implemented for the neuron device",

@@ -25,6 +25,7 @@ FailureClass = Literal[
     "needs-inductor",
     "compile",
     "unsupported-dtype",
+    "memory-format",
     "op-missing",
     "device-hardcoded",
     "other",
@@ -70,6 +71,10 @@ RULES: tuple[Rule, ...] = (
           r"|expected scalar type \w+ but found \w+|does not support (?:bfloat16|float16|float64|fp16|bf16)",
           "a kernel exists but not for this dtype (\"'addmm_impl_cpu_' not implemented for 'Half'\"): checked before "
           "op-missing, whose \"not implemented\" it would otherwise match."),
+    _rule("memory-format",
+          r"Neuron tensors only support contiguous or preserve memory format",
+          "TorchNeuron's refusal of any other memory format (channels_last...), which the trainium profile models; "
+          "ATen asks for one itself where an input's strides suggest it (constant_pad_nd, empty_like)."),
     _rule("op-missing",
           r"Could not run '[\w:.]+' with arguments from the '\w+' backend|^(?:builtins\.)?NotImplementedError\b"
           r"|not (?:currently )?implemented for (?:the )?'?neuron|fell back to (?:the )?CPU|would fall back",
