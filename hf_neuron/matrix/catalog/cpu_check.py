@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
+from hf_neuron.tiny.multimodal.inputs import generation_inputs, prompt_of
 from hf_neuron.tiny.text.config import tiny_config
 from hf_neuron.tiny.text.models import build_model
 
@@ -95,8 +96,7 @@ def check_text_model(model_type: str, *, until: Stage = "generate", batch: int =
         if until == "generate":
             stage = "generate"
             with torch.no_grad():
-                prompt = {k: v for k, v in inputs.items() if k != "decoder_input_ids"}
-                out = model.generate(**prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False)  # type: ignore[operator]
+                out = model.generate(**generation_inputs(inputs), max_new_tokens=4, min_new_tokens=4, do_sample=False)  # type: ignore[operator]
             expected = (batch, (1 if model.config.is_encoder_decoder else length) + 4)
             if tuple(out.shape) != expected:
                 raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {expected}")
@@ -108,12 +108,8 @@ def check_text_model(model_type: str, *, until: Stage = "generate", batch: int =
 def _generate_shape(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int) -> None:
     import torch
 
-    from hf_neuron.tiny.multimodal.inputs import prompt_of
-
-    # generation starts the decoder itself, unless the encoder reads no text and the prompt is the decoder's
-    prompt = {k: v for k, v in inputs.items() if k != "decoder_input_ids" or "input_ids" not in inputs}
     with torch.no_grad():
-        out = model.generate(**prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens,  # type: ignore[operator]
+        out = model.generate(**generation_inputs(inputs), max_new_tokens=new_tokens, min_new_tokens=new_tokens,  # type: ignore[operator]
                              do_sample=False)
     batch = prompt_of(inputs).shape[0]
     if out.shape[0] != batch or out.shape[1] < new_tokens:  # some return the prompt, some only what they decoded
@@ -129,7 +125,7 @@ def check_image_text_model(model_type: str, *, until: Stage = "generate", batch:
     from hf_neuron.compat.tiny_multimodal import multimodal_recipe
     from hf_neuron.tiny.multimodal.config import tiny_multimodal_config
     from hf_neuron.tiny.multimodal.image_processor import takes_images, tiny_image_processor
-    from hf_neuron.tiny.multimodal.inputs import batch_inputs, prompt_of, sample_rows
+    from hf_neuron.tiny.multimodal.inputs import batch_inputs, sample_rows
     from hf_neuron.tiny.multimodal.summary import tiny_summary
     from hf_neuron.tiny.tokenizer import tiny_tokenizer
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_neuron.matrix.scenarios import image_text
 from hf_neuron.matrix.scenarios.contract import CaseContext
+from hf_neuron.tiny.multimodal.inputs import generation_inputs
 
 if TYPE_CHECKING:
     import torch
@@ -154,9 +155,8 @@ def greedy(model: PreTrainedModel, input_ids: torch.Tensor, **generate_kwargs: A
     encoder-decoder whose encoder reads no text continues its decoder's prompt."""
     import torch
 
-    inputs = model_inputs(model, input_ids)
+    inputs = generation_inputs(model_inputs(model, input_ids))
     if "input_ids" in inputs:
-        inputs.pop("decoder_input_ids", None)  # generation starts the decoder itself
         inputs.setdefault("attention_mask", torch.ones_like(inputs["input_ids"]))
     with torch.no_grad():
         out = model.generate(  # type: ignore[operator]

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "image_sizes", "image_tokens",
-           "pixel_inputs", "prompt_ids", "prompt_of", "reads_text", "sample_rows"]
+__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "generation_inputs", "image_sizes",
+           "image_tokens", "pixel_inputs", "prompt_ids", "prompt_of", "reads_text", "sample_rows"]
 
 #: The user's question of each row (row ``i`` asks ``QUESTIONS[i % len(QUESTIONS)]``).
 QUESTIONS = ("What is in the picture?", "Describe the colours of this image.")
@@ -233,6 +233,12 @@ def prompt_of(inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
     """The prompt's token ids among the inputs of :func:`batch_inputs`: ``input_ids``, or ``decoder_input_ids`` when
     the model's encoder reads no text (the labels a training step compares the logits with)."""
     return inputs["input_ids"] if "input_ids" in inputs else inputs["decoder_input_ids"]
+
+
+def generation_inputs(inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """What ``generate`` starts from: the forward ``inputs`` without ``decoder_input_ids`` (generation starts the
+    decoder itself), unless they hold the prompt (:func:`prompt_of`: the encoder reads no text)."""
+    return {key: value for key, value in inputs.items() if key != "decoder_input_ids" or "input_ids" not in inputs}
 
 
 def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | None,
