@@ -2,7 +2,7 @@
 
 Prints how many build, forward and generate, and for each failure the stage and the reason; exits 1 when a type
 fails that ``compat/tiny_overrides.toml`` does not review as ``runs = false``. Other groups (``--group``) are checked
-with text inputs only, so multimodal types needing images fail at forward. Usage::
+with text inputs only, so image-text types needing images fail at forward. Usage::
 
     python scripts/tiny_build_report.py [--group decoder] [--only llama,gpt2] [--json out.json]
 """
@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--group", default="decoder", choices=("decoder", "encoder-decoder", "multimodal", "all"),
+    parser.add_argument("--group", default="decoder", choices=("decoder", "encoder-decoder", "image-text", "all"),
                         help="catalog group to try (default: decoder)")
     parser.add_argument("--only", default="", help="comma-separated model types")
     parser.add_argument("--no-generate", action="store_true", help="stop after the forward pass")
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from hf_neuron.compat.tiny_overrides import load_overrides
     from hf_neuron.matrix.catalog.cpu_check import check_text_model
-    from hf_neuron.tiny.text.model_types import generative_types
+    from hf_neuron.tiny.transformers.model_types import generative_types
 
     torch.set_num_threads(1)
     logging.set_verbosity_error()

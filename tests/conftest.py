@@ -34,7 +34,7 @@ def neuron() -> object:
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny llama checkpoint directory: config, safetensors weights, a local tokenizer with a chat template."""
-    from hf_neuron.tiny.text.checkpoint import materialize
+    from hf_neuron.tiny.transformers.checkpoint import materialize
 
     return materialize("llama", tmp_path_factory.mktemp("tiny") / "llama")
 
@@ -42,7 +42,7 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny LLaVA checkpoint with its own processor (image processor, tiny tokenizer, chat template)."""
-    from hf_neuron.tiny.multimodal.checkpoint import materialize
+    from hf_neuron.tiny.image_text.checkpoint import materialize
 
     return materialize("llava", tmp_path_factory.mktemp("tiny") / "llava")
 
@@ -50,7 +50,7 @@ def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def image_chat_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny image-chat dataset (an image and a question per chat), loadable with ``load_dataset(directory)``."""
-    from hf_neuron.tiny.multimodal.dataset import materialize
+    from hf_neuron.tiny.image_text.dataset import materialize
 
     return materialize(tmp_path_factory.mktemp("tiny") / "image-chat")
 

@@ -16,11 +16,11 @@ from hf_neuron.cli.matrix import ranking_refresh as main_refresh
 from hf_neuron.compat.catalog import Catalog, CatalogEntry, diff_catalogs, load_catalog, write_catalog
 from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.ranking import RankEntry, load_ranking, write_ranking
-from hf_neuron.compat.tiny_multimodal import load_multimodal
+from hf_neuron.compat.tiny_image_text import load_image_text
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.matrix.catalog.generate import generate_catalog
 from hf_neuron.matrix.catalog.hub_ranking import HubUnreachableError, refresh_ranking
-from hf_neuron.tiny.text.model_types import generative_types
+from hf_neuron.tiny.transformers.model_types import generative_types
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ranking" / "hub_list_models.json"
 TODAY = datetime.date(2026, 1, 2)
@@ -36,7 +36,7 @@ def test_generated_entries_name_group_classes_and_probe_results() -> None:
     catalog = generate_catalog(types=["t5", "llama", "llava", "gpt2"], today=TODAY)
     assert catalog.generated == "2026-01-02"
     assert [(e.model_type, e.group) for e in catalog.entries] == [
-        ("gpt2", "decoder"), ("llama", "decoder"), ("t5", "encoder-decoder"), ("llava", "multimodal")]
+        ("gpt2", "decoder"), ("llama", "decoder"), ("t5", "encoder-decoder"), ("llava", "image-text")]
     llama = catalog.by_type()["llama"]
     assert (llama.model_class, llama.config_class, llama.builds, llama.runs, llama.reason) == (
         "LlamaForCausalLM", "LlamaConfig", True, True, None)
@@ -53,9 +53,9 @@ def test_reviewed_runs_false_supplies_the_reason() -> None:
     assert entry.reason.startswith("A speculative-decoding assistant")
 
 
-def test_a_reviewed_multimodal_runs_false_supplies_the_reason_and_the_gap() -> None:
+def test_a_reviewed_image_text_runs_false_supplies_the_reason_and_the_gap() -> None:
     entry = generate_catalog(types=["diffusion_gemma"]).entries[0]
-    assert (entry.group, entry.builds, entry.runs, entry.gap) == ("multimodal", True, False, "checks")
+    assert (entry.group, entry.builds, entry.runs, entry.gap) == ("image-text", True, False, "checks")
     assert entry.reason is not None and entry.reason.startswith("A block-diffusion language model")
 
 
@@ -95,7 +95,7 @@ def test_committed_catalog_matches_the_installed_libraries() -> None:
     assert {e.model_type for e in catalog.entries if e.group != "diffusion"} == set(generative_types())
     assert all(entry.builds and entry.runs for entry in catalog.group("decoder") if entry.reason is None)
     by_type = catalog.by_type()
-    stale = [table.model_type for table in (*load_overrides().values(), *load_multimodal().values())
+    stale = [table.model_type for table in (*load_overrides().values(), *load_image_text().values())
              if not table.runs and table.model_type in by_type and by_type[table.model_type].runs is False
              and (by_type[table.model_type].gap, by_type[table.model_type].reason) != (table.gap, table.reason)]
     assert stale == [], "regenerate: hf-neuron matrix catalog --generate (the reviewed reasons and gaps changed)"
@@ -145,7 +145,7 @@ def _catalog_text(rows: Any, **header: Any) -> str:
 
 def test_the_tiny_summary_is_written_only_where_known_and_read_back(tmp_path: Path) -> None:
     summary = "text llama: layers 2; vision clip_vision_model: image 32"
-    entries = (_entry("llama"), dataclasses.replace(_entry("llava"), group="multimodal", tiny=summary))
+    entries = (_entry("llama"), dataclasses.replace(_entry("llava"), group="image-text", tiny=summary))
     path = write_catalog(Catalog("5.24.0", "0.42.1", "2026-01-01", entries), tmp_path / "catalog.json")
     lines = path.read_text().splitlines()
     assert '"tiny"' not in next(line for line in lines if '"llama"' in line)  # text rows keep their shape
@@ -161,7 +161,7 @@ def test_the_tiny_summary_is_written_only_where_known_and_read_back(tmp_path: Pa
         (_catalog_text([{"model_type": "a", "group": "decoder"}]),
          "architectures[0] misses ['model_class', 'config_class', 'builds', 'runs']"),
         (_catalog_text([{**dataclasses.asdict(_entry("a")), "group": "vision"}]),
-         "architectures[0] (a) has unknown group 'vision'; groups are decoder, encoder-decoder, multimodal, diffusion"),
+         "architectures[0] (a) has unknown group 'vision'; groups are decoder, encoder-decoder, image-text, diffusion"),
         (_catalog_text([{**dataclasses.asdict(_entry("a")), "runs": "yes"}]),
          "architectures[0].runs must be true, false or null, got 'yes'"),
         (_catalog_text([dataclasses.asdict(_entry("a")), dataclasses.asdict(_entry("a"))]),

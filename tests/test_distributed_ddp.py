@@ -11,7 +11,7 @@ pytestmark = pytest.mark.distributed
 DDP_STEP = """
 import copy, json, torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
-from hf_neuron.tiny.text.models import build_model
+from hf_neuron.tiny.transformers.models import build_model
 
 dist.init_process_group("neuron")
 rank, world = dist.get_rank(), dist.get_world_size()

@@ -16,7 +16,7 @@ FSDP_CURVE = f"""
 import json, torch, torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
-from hf_neuron.tiny.text.models import build_model
+from hf_neuron.tiny.transformers.models import build_model
 
 dist.init_process_group("neuron")
 rank, world = dist.get_rank(), dist.get_world_size()

@@ -191,9 +191,9 @@ def test_blip_still_cannot_decode_with_a_static_cache_on_the_cpu() -> None:
     torch = pytest.importorskip("torch")
     from transformers import BlipForConditionalGeneration
 
-    from hf_neuron.tiny.multimodal.config import tiny_multimodal_config
+    from hf_neuron.tiny.image_text.config import tiny_image_text_config
 
-    config = tiny_multimodal_config("blip")
+    config = tiny_image_text_config("blip")
     torch.manual_seed(0)
     model = BlipForConditionalGeneration(config).eval()
     pixel_values = torch.randn(1, 3, config.vision_config.image_size, config.vision_config.image_size)

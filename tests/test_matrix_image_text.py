@@ -12,7 +12,7 @@ from hf_neuron.matrix.scenarios import image_text
 from hf_neuron.matrix.scenarios.builtin import SCENARIOS
 from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.matrix.scenarios.text_models import load_model, lora_targets, model_inputs, sample_ids
-from hf_neuron.tiny.multimodal.checkpoint import materialize
+from hf_neuron.tiny.image_text.checkpoint import materialize
 
 torch = pytest.importorskip("torch")
 
@@ -26,7 +26,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _ctx(workdir: Path, scenario: str, device: str = "neuron") -> CaseContext:
-    return CaseContext("llava", "multimodal", scenario, device, workdir)
+    return CaseContext("llava", "image-text", scenario, device, workdir)
 
 
 @pytest.mark.parametrize(("scenario", "device"), [

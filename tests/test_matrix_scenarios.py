@@ -146,7 +146,7 @@ def test_decoding_is_skipped_for_a_model_class_without_generate(scenario: str,
     monkeypatch.setattr(text, "load_model", lambda ctx, device, **config: Policy())
     monkeypatch.setattr(text, "sample_ids", lambda ctx, model: torch.zeros(1, 1, dtype=torch.long))
     monkeypatch.setattr(text, "model_inputs", lambda model, input_ids: {"input_ids": input_ids})
-    result = getattr(text, scenario)(CaseContext("pi0", "multimodal", scenario, "cpu", Path(".")))
+    result = getattr(text, scenario)(CaseContext("pi0", "image-text", scenario, "cpu", Path(".")))
     if scenario == "bf16":
         assert result.outcome == "passed"
     else:
@@ -167,9 +167,9 @@ def test_a_checkpoint_is_built_once_per_run(tmp_path: Path, monkeypatch: pytest.
         built.append(out_dir)
         return out_dir
 
-    fake = types.ModuleType("hf_neuron.tiny.text.checkpoint")
+    fake = types.ModuleType("hf_neuron.tiny.transformers.checkpoint")
     fake.materialize = materialize  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "hf_neuron.tiny.text.checkpoint", fake)
+    monkeypatch.setitem(sys.modules, "hf_neuron.tiny.transformers.checkpoint", fake)
     ctx = CaseContext("llama", "decoder", "forward", "neuron", tmp_path)
     first, second = ctx.checkpoint, ctx.on("cpu").checkpoint
     assert first == second == tmp_path / "checkpoints" / "llama"

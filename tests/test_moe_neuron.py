@@ -46,7 +46,7 @@ def test_the_auxiliary_loss_on_neuron_equals_the_cpus(mixtral: Path) -> None:
 def test_the_experts_function_called_directly_runs_on_neuron() -> None:
     from transformers.integrations.moe import grouped_mm_experts_forward
 
-    from hf_neuron.tiny.text.models import build_model
+    from hf_neuron.tiny.transformers.models import build_model
 
     experts = build_model("qwen3_moe", seed=0).model.layers[0].mlp.experts
     hidden = torch.randn(6, experts.gate_up_proj.shape[-1])

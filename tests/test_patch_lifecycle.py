@@ -130,7 +130,7 @@ def _restores_rng(model: Path, tmp: Path) -> Any:
 
 def _moe(model: Path, tmp: Path) -> Any:
     """A tiny MoE model's logits on neuron equal the CPU's (patched), or the error its forward raises."""
-    from hf_neuron.tiny.text.models import build_model
+    from hf_neuron.tiny.transformers.models import build_model
 
     cpu = build_model("qwen3_moe", seed=0).eval()
     ids = torch.randint(4, 500, (2, 8))

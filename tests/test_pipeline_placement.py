@@ -55,7 +55,7 @@ def test_pipeline_from_a_path_and_from_a_model_already_on_neuron(tiny_llama: Pat
 def test_image_text_pipeline_without_a_device_runs_on_neuron_like_the_cpu(tiny_llava: Path) -> None:
     from transformers import pipeline
 
-    from hf_neuron.tiny.multimodal.images import synthetic_image
+    from hf_neuron.tiny.image_text.images import synthetic_image
 
     pipe = pipeline("image-text-to-text", model=str(tiny_llava))
     cpu = pipeline("image-text-to-text", model=str(tiny_llava), device="cpu")

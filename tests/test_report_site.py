@@ -286,7 +286,7 @@ def test_an_image_text_page_shows_its_tiny_model_from_the_catalog(tmp_path: Path
     import dataclasses
 
     tiny = "text llama: layers 2, width 64; vision clip_vision_model: image 32, patch 4; 0.30M parameters"
-    llava = CatalogEntry("llava", "multimodal", "LlavaForConditionalGeneration", "LlavaConfig", True, True, None,
+    llava = CatalogEntry("llava", "image-text", "LlavaForConditionalGeneration", "LlavaConfig", True, True, None,
                          tiny=tiny)
     catalog = dataclasses.replace(CATALOG, entries=(*CATALOG.entries, llava))
     build_site([RECORDS / "run-2"], tmp_path, baseline=BASELINE, catalog=catalog)

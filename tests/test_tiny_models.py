@@ -13,10 +13,6 @@ from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.matrix.catalog.cpu_check import check_text_model as probe
 from hf_neuron.tiny.dataset import examples, tiny_dataset
 from hf_neuron.tiny.dataset import materialize as materialize_dataset
-from hf_neuron.tiny.text.checkpoint import STAMP, materialize
-from hf_neuron.tiny.text.config import tiny_config, tiny_config_kwargs
-from hf_neuron.tiny.text.model_types import generative_types
-from hf_neuron.tiny.text.models import build_model
 from hf_neuron.tiny.tokenizer import (
     BOS_TOKEN_ID,
     EOS_TOKEN_ID,
@@ -25,6 +21,10 @@ from hf_neuron.tiny.tokenizer import (
     VOCAB_SIZE,
     tiny_tokenizer,
 )
+from hf_neuron.tiny.transformers.checkpoint import STAMP, materialize
+from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.transformers.model_types import generative_types
+from hf_neuron.tiny.transformers.models import build_model
 
 #: Families the fast suite covers: dense rotary decoders, learned positions, GQA/MQA, MoE, sliding/hybrid
 #: attention, MLA, state-space models and an attention/mamba hybrid.
@@ -213,7 +213,7 @@ def test_concurrent_builders_of_one_checkpoint_all_succeed(tmp_path: Path) -> No
     import subprocess
     import sys
 
-    code = ("import sys; from pathlib import Path; from hf_neuron.tiny.text.checkpoint import materialize; "
+    code = ("import sys; from pathlib import Path; from hf_neuron.tiny.transformers.checkpoint import materialize; "
             "print(materialize('llama', Path(sys.argv[1])).resolve())")
     builders = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "llama")], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for _ in range(3)]

@@ -14,7 +14,7 @@ def smoke(steps: int, model_type: str) -> int:
 
     import hf_neuron
     from hf_neuron.backends import NO_NEURON_DEVICE
-    from hf_neuron.tiny.text.models import build_model
+    from hf_neuron.tiny.transformers.models import build_model
 
     info = hf_neuron.backend()
     if info.kind == "none":

@@ -36,14 +36,14 @@ __all__ = [
 CATALOG_PATH = COMPAT_DIR / "catalog.json"
 SCHEMA_VERSION = 1
 
-Group = Literal["decoder", "encoder-decoder", "multimodal", "diffusion"]
+Group = Literal["decoder", "encoder-decoder", "image-text", "diffusion"]
 #: The catalog groups, in catalog order: causal LMs, sequence-to-sequence LMs and image-text-to-text models of
 #: transformers, and diffusers' denoiser backbones.
 GROUPS: tuple[Group, ...] = get_args(Group)
 #: Groups whose models read and write token ids alone.
 TEXT_GROUPS: tuple[Group, ...] = ("decoder", "encoder-decoder")
 #: The group whose models read images and token ids, and write token ids.
-IMAGE_TEXT_GROUP: Group = "multimodal"
+IMAGE_TEXT_GROUP: Group = "image-text"
 #: Groups of transformers models (the inputs of diffusers' backbones are not token ids).
 TRANSFORMERS_GROUPS: tuple[Group, ...] = (*TEXT_GROUPS, IMAGE_TEXT_GROUP)
 
@@ -55,7 +55,7 @@ _OPTIONAL_FIELDS = ("reason", "gap", "features", "tiny")
 _WRITTEN_WHERE_KNOWN = ("tiny",)
 _SOURCE = (
     "hf_neuron.matrix.catalog.generate: transformers auto mappings (causal LM -> decoder, seq2seq LM -> "
-    "encoder-decoder, image-text-to-text -> multimodal) and diffusers' denoiser backbones (-> diffusion); "
+    "encoder-decoder, image-text-to-text -> image-text) and diffusers' denoiser backbones (-> diffusion); "
     "builds/runs checked with tiny models on the CPU"
 )
 

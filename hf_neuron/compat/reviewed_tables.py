@@ -1,4 +1,4 @@
-"""Files of reviewed per-architecture tables (``compat/tiny_overrides.toml``, ``compat/tiny_multimodal.toml``): one
+"""Files of reviewed per-architecture tables (``compat/tiny_overrides.toml``, ``compat/tiny_image_text.toml``): one
 TOML table per ``model_type``, each with a ``reason``, an optional ``runs = false`` and with it an optional ``gap``
 (the harness's gap that keeps the architecture from running, e.g. ``"inputs"``: the matrix then records its cases
 that fail the same way on the CPU as untested); what else a table holds is its file's reader's.

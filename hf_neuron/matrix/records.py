@@ -12,7 +12,7 @@ Fields (``schema`` 2; records of schema 1 lack the fields marked *2* and are rea
 ``run_id``              identifies the run (shards of one run share it)
 ``case_id``             ``"<model_type>::<scenario>"``, unique within a run
 ``model_type``          transformers ``model_type`` (or a diffusers class name in the diffusion group)
-``group``               catalog group, e.g. ``decoder``, ``encoder-decoder``, ``multimodal``, ``diffusion``
+``group``               catalog group, e.g. ``decoder``, ``encoder-decoder``, ``image-text``, ``diffusion``
 ``scenario``            one of :data:`SCENARIO_NAMES`
 ``outcome``             one of :data:`OUTCOMES`
 ``reason``              why, for ``skipped``, ``untested`` and ``known-failure``; else null

@@ -131,7 +131,7 @@ def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
             if entry.gap not in GAPS:
                 raise InputError(f"{path or 'compat/catalog.json'}: {entry.model_type} has gap {entry.gap!r}; "
                                  f"gaps are {', '.join(GAPS)} (reviewed in compat/tiny_overrides.toml and "
-                                 "compat/tiny_multimodal.toml)")
+                                 "compat/tiny_image_text.toml)")
             reviewed = (entry.gap, entry.reason or f"the harness cannot test {entry.model_type} ({entry.gap})")
         architectures.append(Architecture(entry.model_type, entry.group, untested, reviewed, frozenset(entry.features)))
     return tuple(architectures)

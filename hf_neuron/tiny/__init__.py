@@ -1,12 +1,12 @@
 """Tiny local models, tokenizers and datasets built from configs: no hub.
 
-One subpackage per model group: :mod:`~hf_neuron.tiny.text` (transformers causal and sequence-to-sequence LMs,
-derived generically from each config class's defaults), :mod:`~hf_neuron.tiny.multimodal` (image-text-to-text models,
+One subpackage per model group: :mod:`~hf_neuron.tiny.transformers` (transformers causal and sequence-to-sequence LMs,
+derived generically from each config class's defaults), :mod:`~hf_neuron.tiny.image_text` (image-text-to-text models,
 with their image processors, synthetic images and inputs) and :mod:`~hf_neuron.tiny.diffusion` (diffusers' denoiser
 backbones and pipelines around them). Shared by them: :mod:`~hf_neuron.tiny.tokenizer` (a byte-level BPE tokenizer
 with a chat template, trained on the fly) and :mod:`~hf_neuron.tiny.dataset` (a few dozen short chats).
 :func:`materialize` writes the tiny checkpoint of any catalog architecture; per-architecture exceptions are reviewed
-data in ``compat/`` (:mod:`hf_neuron.compat.tiny_overrides`, :mod:`hf_neuron.compat.tiny_multimodal`,
+data in ``compat/`` (:mod:`hf_neuron.compat.tiny_overrides`, :mod:`hf_neuron.compat.tiny_image_text`,
 :mod:`hf_neuron.compat.tiny_diffusion`).
 
 Importing this package imports nothing heavy; each builder imports its libraries when it is used.
@@ -33,13 +33,13 @@ class Materialize(Protocol):
 
 
 def _text() -> Materialize:
-    from hf_neuron.tiny.text.checkpoint import materialize as build
+    from hf_neuron.tiny.transformers.checkpoint import materialize as build
 
     return build
 
 
-def _multimodal() -> Materialize:
-    from hf_neuron.tiny.multimodal.checkpoint import materialize as build
+def _image_text() -> Materialize:
+    from hf_neuron.tiny.image_text.checkpoint import materialize as build
 
     return build
 
@@ -54,7 +54,7 @@ def _diffusion() -> Materialize:
 BUILDERS: dict[str, Callable[[], Materialize]] = {
     "decoder": _text,
     "encoder-decoder": _text,
-    "multimodal": _multimodal,
+    "image-text": _image_text,
     "diffusion": _diffusion,
 }
 

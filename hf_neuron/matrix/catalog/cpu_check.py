@@ -13,9 +13,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
-from hf_neuron.tiny.multimodal.inputs import generation_inputs, prompt_of
-from hf_neuron.tiny.text.config import tiny_config
-from hf_neuron.tiny.text.models import build_model
+from hf_neuron.tiny.image_text.inputs import generation_inputs, prompt_of
+from hf_neuron.tiny.transformers.config import tiny_config
+from hf_neuron.tiny.transformers.models import build_model
 
 if TYPE_CHECKING:
     import torch
@@ -122,23 +122,23 @@ def check_image_text_model(model_type: str, *, until: Stage = "generate", batch:
     forward pass on ``batch`` image-text prompts with finite logits and greedily generate 4 tokens. Never raises."""
     import torch
 
-    from hf_neuron.compat.tiny_multimodal import multimodal_recipe
-    from hf_neuron.tiny.multimodal.config import tiny_multimodal_config
-    from hf_neuron.tiny.multimodal.image_processor import takes_images, tiny_image_processor
-    from hf_neuron.tiny.multimodal.inputs import batch_inputs, sample_rows
-    from hf_neuron.tiny.multimodal.summary import tiny_summary
+    from hf_neuron.compat.tiny_image_text import image_text_recipe
+    from hf_neuron.tiny.image_text.config import tiny_image_text_config
+    from hf_neuron.tiny.image_text.image_processor import takes_images, tiny_image_processor
+    from hf_neuron.tiny.image_text.inputs import batch_inputs, sample_rows
+    from hf_neuron.tiny.image_text.summary import tiny_summary
     from hf_neuron.tiny.tokenizer import tiny_tokenizer
 
     start = time.perf_counter()
     stage, parameters, summary = "config", 0, None
     try:
-        config = tiny_multimodal_config(model_type)
+        config = tiny_image_text_config(model_type)
         stage = "build"
         model = build_model(model_type, config=config)
         parameters = sum(p.numel() for p in model.parameters())
         image_processor = tiny_image_processor(model_type, config) if takes_images(model) else None
         summary = tiny_summary(config, image_processor, parameters)
-        reviewed = multimodal_recipe(model_type)
+        reviewed = image_text_recipe(model_type)
         if until in ("forward", "generate"):
             stage = "forward"
             if not reviewed.runs:  # it built; running it is what the reviewed data rules out

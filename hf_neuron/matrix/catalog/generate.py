@@ -1,6 +1,7 @@
 """Generate the catalog from the installed libraries: every generative architecture, checked on the CPU.
 
-transformers' auto mappings give the text and multimodal groups (:mod:`hf_neuron.tiny.text.model_types`), diffusers'
+transformers' auto mappings give the text and image-text groups
+(:mod:`hf_neuron.tiny.transformers.model_types`), diffusers'
 exported denoisers the diffusion group (:func:`~hf_neuron.tiny.diffusion.backbones.backbone_names`). Each is
 checked with a tiny model on the CPU (:mod:`~hf_neuron.matrix.catalog.cpu_check`): ``builds`` and ``runs``; an
 image-text entry also records what its tiny model is (``tiny``), for the report.
@@ -20,7 +21,7 @@ from hf_neuron.compat.catalog import (
     CatalogEntry,
     catalog_order,
 )
-from hf_neuron.compat.tiny_multimodal import load_multimodal
+from hf_neuron.compat.tiny_image_text import load_image_text
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.matrix.catalog.cpu_check import (
     CpuCheck,
@@ -49,8 +50,8 @@ def _features(model_type: str) -> tuple[str, ...]:
     an auxiliary loss), and the attention implementations the model class supports."""
     import dataclasses
 
-    from hf_neuron.tiny.text.config import config_class
-    from hf_neuron.tiny.text.model_types import model_class
+    from hf_neuron.tiny.transformers.config import config_class
+    from hf_neuron.tiny.transformers.model_types import model_class
 
     features = []
     if "output_router_logits" in {field.name for field in dataclasses.fields(config_class(model_type))}:
@@ -64,15 +65,15 @@ def _features(model_type: str) -> tuple[str, ...]:
 def _transformers_entries(types: Iterable[str] | None, run_models: bool) -> list[CatalogEntry]:
     import transformers
 
-    from hf_neuron.tiny.text.config import config_class
-    from hf_neuron.tiny.text.model_types import generative_types
+    from hf_neuron.tiny.transformers.config import config_class
+    from hf_neuron.tiny.transformers.model_types import generative_types
 
     known = generative_types()
     wanted = sorted(known) if types is None else sorted(types)
     unknown = [model_type for model_type in wanted if model_type not in known]
     if unknown:
         raise KeyError(f"not generative model types of transformers {transformers.__version__}: {unknown}")
-    overrides, multimodal = load_overrides(), load_multimodal()
+    overrides, image_text = load_overrides(), load_image_text()
     entries = []
     for model_type in wanted:
         group, class_name = known[model_type]
@@ -85,7 +86,7 @@ def _transformers_entries(types: Iterable[str] | None, run_models: bool) -> list
             builds, runs, reason = _verdict(result, runs_checked)
             tiny = result.tiny
         gap = None
-        for reviewed in (overrides.get(model_type), multimodal.get(model_type)):
+        for reviewed in (overrides.get(model_type), image_text.get(model_type)):
             if reviewed is not None and not reviewed.runs and reason is not None:
                 reason, gap = reviewed.reason, reviewed.gap
         entries.append(CatalogEntry(model_type, group, class_name, config_class(model_type).__name__,
@@ -108,7 +109,7 @@ def generate_catalog(*, types: Iterable[str] | None = None, run_models: bool = T
     """The catalog of the installed libraries (only the transformers ``types`` when given); ``run_models=False`` leaves
     ``builds`` and ``runs`` unknown.
 
-    A reviewed ``runs = false`` in ``compat/tiny_overrides.toml`` or ``compat/tiny_multimodal.toml`` supplies the
+    A reviewed ``runs = false`` in ``compat/tiny_overrides.toml`` or ``compat/tiny_image_text.toml`` supplies the
     reason (and the harness's gap, if any) of a type that fails.
     """
     import diffusers
@@ -127,7 +128,7 @@ def generate_catalog(*, types: Iterable[str] | None = None, run_models: bool = T
 
 def unexpected_runs(catalog: Catalog) -> list[str]:
     """Types reviewed as ``runs = false`` that ran after all: their override should be removed."""
-    reviewed = {**{t: o.runs for t, o in load_overrides().items()}, **{t: m.runs for t, m in load_multimodal().items()
+    reviewed = {**{t: o.runs for t, o in load_overrides().items()}, **{t: m.runs for t, m in load_image_text().items()
                                                                         if not m.runs}}
     return [entry.model_type for entry in catalog.entries if entry.runs and reviewed.get(entry.model_type) is False]
 

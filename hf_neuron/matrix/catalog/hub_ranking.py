@@ -37,7 +37,7 @@ def refresh_ranking(*, limit: int = 500, list_models: ListModels | None = None,
                     today: datetime.date | None = None) -> list[RankEntry]:
     """Rank the generative model types of the installed transformers by the downloads of their models among the
     ``limit`` most-downloaded text-generation models on the Hub. Raises :class:`HubUnreachableError` without a Hub."""
-    from hf_neuron.tiny.text.model_types import generative_types
+    from hf_neuron.tiny.transformers.model_types import generative_types
 
     if list_models is None:
         from huggingface_hub import list_models as hub_list_models

@@ -2,7 +2,7 @@
 
 Each scenario follows :mod:`hf_neuron.matrix.scenarios.contract`: one job, the device compared with the CPU, torch
 and the Hugging Face libraries imported inside the functions. Transformers models — text (groups ``decoder`` and
-``encoder-decoder``) and vision-language (``multimodal``) — run every scenario with the same bodies
+``encoder-decoder``) and vision-language (``image-text``) — run every scenario with the same bodies
 (:mod:`~hf_neuron.matrix.scenarios.text`, :mod:`~hf_neuron.matrix.scenarios.training`,
 :mod:`~hf_neuron.matrix.scenarios.ddp`), their differences routed through the shared helpers of
 :mod:`~hf_neuron.matrix.scenarios.text_models` (auto class, inputs, LoRA targets); diffusion backbones run

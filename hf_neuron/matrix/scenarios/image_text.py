@@ -3,7 +3,7 @@
 The scenarios pass token ids around (``sample_ids`` -> ``model_inputs``, or a DDP rank's share of them); a
 vision-language model also needs the images behind those ids. :func:`sample_ids` builds the case's rows (a question
 and a synthetic image each, the image processor's pixel inputs, each image placeholder expanded to the model's feature
-count, :func:`hf_neuron.tiny.multimodal.inputs.batch_inputs`) and remembers, for each row's token ids, the prompt and
+count, :func:`hf_neuron.tiny.image_text.inputs.batch_inputs`) and remembers, for each row's token ids, the prompt and
 image that made them. :func:`inputs_for` rebuilds the full inputs of any of those rows, alone or together (a rank's
 share), padded to the length they were given with, and checks that they give back exactly the given ids. Ids that
 :func:`sample_ids` did not make are refused: a vision-language case never silently runs on text alone.
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from hf_neuron.compat.catalog import IMAGE_TEXT_GROUP
 from hf_neuron.matrix.scenarios.contract import CaseContext
-from hf_neuron.tiny.multimodal.checkpoint import load_image_processor
-from hf_neuron.tiny.multimodal.inputs import Row, batch_inputs, features_per_image, image_tokens, prompt_of, sample_rows
-from hf_neuron.tiny.text.model_types import generative_types
+from hf_neuron.tiny.image_text.checkpoint import load_image_processor
+from hf_neuron.tiny.image_text.inputs import Row, batch_inputs, features_per_image, image_tokens, prompt_of, sample_rows
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
+from hf_neuron.tiny.transformers.model_types import generative_types
 
 if TYPE_CHECKING:
     import torch

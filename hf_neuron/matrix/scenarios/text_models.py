@@ -1,7 +1,7 @@
 """What the transformers scenarios share: the tiny model of a case loaded on a device, its inputs, greedy decoding.
 
 It serves every transformers group: text models (``decoder``, ``encoder-decoder``) and vision-language models
-(``multimodal``), so the scenario bodies are the same for all of them. A model is loaded the way users load one,
+(``image-text``), so the scenario bodies are the same for all of them. A model is loaded the way users load one,
 ``Auto*.from_pretrained(checkpoint, device_map=device, dtype=...)``, with the auto class of its catalog group.
 Inputs are drawn from a generator seeded with the case's seed, so the device and the CPU see the same tokens; a
 vision-language model's token ids come with images (:mod:`~.image_text`), and :func:`model_inputs` gives it both.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_neuron.matrix.scenarios import image_text
 from hf_neuron.matrix.scenarios.contract import CaseContext
-from hf_neuron.tiny.multimodal.inputs import generation_inputs
+from hf_neuron.tiny.image_text.inputs import generation_inputs
 
 if TYPE_CHECKING:
     import torch

@@ -5,7 +5,8 @@ classes of ``diffusers.models.transformers`` and ``diffusers.models.unets`` (:fu
 ``model_type`` in the matrix is its class name.
 
 :func:`tiny_config` shrinks the class's ``__init__`` defaults (a full-size model) by what each argument means, read
-from its name or from its relation to the main dimensions, like :mod:`hf_neuron.tiny.text.config` does for transformers:
+from its name or from its relation to the main dimensions, like
+:mod:`hf_neuron.tiny.transformers.config` does for transformers:
 layer counts become 1-2, heads 2, head dims 16, widths 32, block channels 32 with 8 norm groups, latents 8x8, rotary
 axes split the new head dim. :mod:`~hf_neuron.tiny.diffusion.inputs` builds the inputs of a denoiser call.
 Per-class exceptions live only in the reviewed ``compat/tiny_diffusion.toml`` (:mod:`~hf_neuron.compat.tiny_diffusion`).

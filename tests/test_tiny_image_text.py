@@ -10,23 +10,23 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.compat.files import CompatFileError
-from hf_neuron.compat.tiny_multimodal import load_multimodal, multimodal_recipe
-from hf_neuron.tiny.multimodal.checkpoint import load_image_processor, materialize, verified_processor
-from hf_neuron.tiny.multimodal.config import tiny_multimodal_config, tiny_multimodal_config_kwargs
-from hf_neuron.tiny.multimodal.image_processor import image_processor_class, takes_images, tiny_image_processor_kwargs
-from hf_neuron.tiny.multimodal.images import synthetic_image, synthetic_images
-from hf_neuron.tiny.multimodal.inputs import batch_inputs, features_per_image, image_tokens, prompt_of, sample_rows
-from hf_neuron.tiny.multimodal.processor import ProcessorUnavailableError, build_processor
-from hf_neuron.tiny.text.models import build_model
+from hf_neuron.compat.tiny_image_text import image_text_recipe, load_image_text
+from hf_neuron.tiny.image_text.checkpoint import load_image_processor, materialize, verified_processor
+from hf_neuron.tiny.image_text.config import tiny_image_text_config, tiny_image_text_config_kwargs
+from hf_neuron.tiny.image_text.image_processor import image_processor_class, takes_images, tiny_image_processor_kwargs
+from hf_neuron.tiny.image_text.images import synthetic_image, synthetic_images
+from hf_neuron.tiny.image_text.inputs import batch_inputs, features_per_image, image_tokens, prompt_of, sample_rows
+from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, tiny_tokenizer
+from hf_neuron.tiny.transformers.models import build_model
 
 torch = pytest.importorskip("torch")
 
 
 def _tiny(model_type: str):  # type: ignore[no-untyped-def]
-    from hf_neuron.tiny.multimodal.image_processor import tiny_image_processor
+    from hf_neuron.tiny.image_text.image_processor import tiny_image_processor
 
-    config = tiny_multimodal_config(model_type)
+    config = tiny_image_text_config(model_type)
     model = build_model(model_type, config=config)
     return config, model, tiny_image_processor(model_type, config)
 
@@ -41,33 +41,33 @@ def test_synthetic_images_are_deterministic_and_sized() -> None:
 
 
 def test_the_image_processor_is_sized_to_the_tiny_tower() -> None:
-    llava = tiny_image_processor_kwargs("llava", tiny_multimodal_config("llava"))
+    llava = tiny_image_processor_kwargs("llava", tiny_image_text_config("llava"))
     assert llava == {"size": {"shortest_edge": 32}, "crop_size": {"height": 32, "width": 32}}
-    qwen = tiny_image_processor_kwargs("qwen2_5_vl", tiny_multimodal_config("qwen2_5_vl"))
+    qwen = tiny_image_processor_kwargs("qwen2_5_vl", tiny_image_text_config("qwen2_5_vl"))
     assert qwen["patch_size"] == 4  # the config's; merge 2 and temporal 2 already agree
     assert qwen["size"] == {"shortest_edge": 8 * 8, "longest_edge": 64 * 64}  # pixel counts: one merged patch, 64 px
-    assert tiny_image_processor_kwargs("mistral3", tiny_multimodal_config("mistral3"))["patch_size"] == {
+    assert tiny_image_processor_kwargs("mistral3", tiny_image_text_config("mistral3"))["patch_size"] == {
         "height": 4, "width": 4}
-    minicpm = tiny_image_processor_kwargs("minicpmv4_6", tiny_multimodal_config("minicpmv4_6"))
+    minicpm = tiny_image_processor_kwargs("minicpmv4_6", tiny_image_text_config("minicpmv4_6"))
     assert minicpm["scale_resolution"] == 32  # a side length not named "size" (448 would make 12544 patches)
 
 
 def test_an_image_processor_that_needs_torchvision_is_refused_with_the_reason() -> None:
     with pytest.raises(LookupError, match=r"molmo2 has no image processor that runs without torchvision .*"
-                                          r"name one in compat/tiny_multimodal.toml"):
+                                          r"name one in compat/tiny_image_text.toml"):
         image_processor_class("molmo2")
     assert image_processor_class("glm4v_moe").__name__ == "Glm4vImageProcessorPil"  # a reviewed substitute
 
 
 def test_the_config_keeps_the_vision_bookkeeping_consistent() -> None:
-    pinpoints = tiny_multimodal_config_kwargs("llava_next")["image_grid_pinpoints"]
+    pinpoints = tiny_image_text_config_kwargs("llava_next")["image_grid_pinpoints"]
     assert pinpoints[:3] == [[32, 64], [64, 32], [64, 64]]  # multiples of the tiny 32-pixel tower (336 in full size)
-    granite = tiny_multimodal_config_kwargs("granite4_vision")["image_grid_pinpoints"]  # 336-pixel tiles, 224 default
+    granite = tiny_image_text_config_kwargs("granite4_vision")["image_grid_pinpoints"]  # 336-pixel tiles, 224 default
     assert granite[:3] == [[32, 64], [64, 32], [64, 64]]  # from their own tile, not the CLIP default's 224
-    assert tiny_multimodal_config("vipllava").vision_feature_layers == [-2, -2, -2, -2, 1]  # 2 tiny layers
-    blip2 = tiny_multimodal_config("blip-2")
+    assert tiny_image_text_config("vipllava").vision_feature_layers == [-2, -2, -2, -2, 1]  # 2 tiny layers
+    blip2 = tiny_image_text_config("blip-2")
     assert blip2.image_token_index in RESERVED_TOKEN_IDS  # left unset by the class; real checkpoints set it
-    assert image_tokens(tiny_multimodal_config("qwen2_5_vl")).block(3) == [1021, 1023, 1023, 1023, 1020]
+    assert image_tokens(tiny_image_text_config("qwen2_5_vl")).block(3) == [1021, 1023, 1023, 1023, 1020]
 
 
 @pytest.mark.parametrize(("model_type", "counts"), [("llava", [64, 64]), ("qwen2_5_vl", [16, 24]),
@@ -116,7 +116,7 @@ def test_image_positions_given_as_a_mask_mark_the_image_tokens() -> None:
 
 def test_a_model_that_reads_an_axis_of_images_gets_each_row_its_image_and_who_sees_it() -> None:
     _, model, image_processor = _tiny("idefics")
-    assert multimodal_recipe("idefics").image_axis  # the reviewed layout: (batch, images, channels, height, width)
+    assert image_text_recipe("idefics").image_axis  # the reviewed layout: (batch, images, channels, height, width)
     inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("idefics", image_processor, 2))
     assert inputs["pixel_values"].shape == (2, 1, 3, 32, 32)
     # no image token in the prompt: the image comes first, and every prompt token (not the padding) sees it
@@ -163,11 +163,11 @@ def test_the_architectures_own_processor_is_checked_against_the_model() -> None:
 
 
 def test_a_processor_that_disagrees_with_the_model_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hf_neuron.tiny.multimodal import processor as module
+    from hf_neuron.tiny.image_text import processor as module
 
     config, model, image_processor = _tiny("llava")
-    reviewed = multimodal_recipe("llava")  # without it, LlavaProcessor forgets CLIP's class token
-    monkeypatch.setattr(module, "multimodal_recipe", lambda t: type(reviewed)(t))
+    reviewed = image_text_recipe("llava")  # without it, LlavaProcessor forgets CLIP's class token
+    monkeypatch.setattr(module, "image_text_recipe", lambda t: type(reviewed)(t))
     with pytest.raises(ProcessorUnavailableError,
                        match=r"LlavaProcessor writes 63 image tokens for a 32x48 image, the model has 64 features"):
         verified_processor("llava", config, model, image_processor)
@@ -217,17 +217,17 @@ def test_a_checkpoint_without_a_processor_says_why_and_keeps_the_image_processor
 
 
 def test_the_committed_reviewed_data_loads_and_every_entry_says_why() -> None:
-    entries = load_multimodal()
+    entries = load_image_text()
     assert {"llava", "idefics3", "paligemma"} <= set(entries)
     assert all(entry.reason for entry in entries.values())
-    assert multimodal_recipe("no_such_type").reason == ""  # nothing reviewed: the defaults
+    assert image_text_recipe("no_such_type").reason == ""  # nothing reviewed: the defaults
     assert (entries["diffusion_gemma"].runs, entries["diffusion_gemma"].gap) == (False, "checks")
 
 
 def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
-    path = tmp_path / "tiny_multimodal.toml"
+    path = tmp_path / "tiny_image_text.toml"
     path.write_text("[pi0]\nreason = 'needs a state'\nruns = false\ngap = 'inputs'\n")
-    assert load_multimodal(path)["pi0"].gap == "inputs"
+    assert load_image_text(path)["pi0"].gap == "inputs"
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -242,8 +242,8 @@ def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
     ("[llava\n", "not valid TOML"),
 ])
 def test_malformed_reviewed_data_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
-    path = tmp_path / "tiny_multimodal.toml"
+    path = tmp_path / "tiny_image_text.toml"
     path.write_text(text)
     with pytest.raises(CompatFileError) as error:
-        load_multimodal(path)
+        load_image_text(path)
     assert str(path) in str(error.value) and problem in str(error.value)

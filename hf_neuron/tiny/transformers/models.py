@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.tiny.text.config import tiny_config
-from hf_neuron.tiny.text.model_types import model_class, model_config
 from hf_neuron.tiny.tokenizer import BOS_TOKEN_ID, EOS_TOKEN_ID, PAD_TOKEN_ID
+from hf_neuron.tiny.transformers.config import tiny_config
+from hf_neuron.tiny.transformers.model_types import model_class, model_config
 
 if TYPE_CHECKING:
     from transformers import GenerationConfig, PreTrainedConfig, PreTrainedModel

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_overrides import Override, deep_merge, load_overrides
-from hf_neuron.tiny.text.model_types import generative_types
 from hf_neuron.tiny.tokenizer import (
     BOS_TOKEN_ID,
     EOS_TOKEN_ID,
@@ -29,6 +28,7 @@ from hf_neuron.tiny.tokenizer import (
     UNK_TOKEN_ID,
     VOCAB_SIZE,
 )
+from hf_neuron.tiny.transformers.model_types import generative_types
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_neuron.tiny.dataset import examples
-from hf_neuron.tiny.multimodal.images import synthetic_image
+from hf_neuron.tiny.image_text.images import synthetic_image
 
 __all__ = ["IMAGE_SIDE", "image_chats", "materialize"]
 

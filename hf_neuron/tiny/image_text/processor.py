@@ -4,7 +4,7 @@ The matrix does not need it (:mod:`.inputs` builds the inputs from the image pro
 ``pipeline("image-text-to-text", model=checkpoint)`` or ``trl sft`` loads a processor with ``AutoProcessor``. The
 processor class comes from transformers' processor mapping; its keyword arguments that the tiny config also has
 (``patch_size``, ``vision_feature_select_strategy``...) take the config's values, then the reviewed
-``processor_config`` of ``compat/tiny_multimodal.toml``. Its special tokens get the ids the config gives them: the
+``processor_config`` of ``compat/tiny_image_text.toml``. Its special tokens get the ids the config gives them: the
 processor is built once to learn its token texts (``image_token``...), then again with a tiny tokenizer whose reserved
 tokens carry those texts at the config's ids (other new special tokens take free reserved ids). Its chat template is
 the tiny ChatML one, with each image item rendered as the processor's image token.
@@ -19,9 +19,9 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_multimodal import multimodal_recipe
-from hf_neuron.tiny.multimodal.image_processor import find_field
-from hf_neuron.tiny.multimodal.inputs import image_tokens
+from hf_neuron.compat.tiny_image_text import image_text_recipe
+from hf_neuron.tiny.image_text.image_processor import find_field
+from hf_neuron.tiny.image_text.inputs import image_tokens
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, VOCAB_SIZE, tiny_tokenizer
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def _kwargs(cls: type[ProcessorMixin], model_type: str, config: PreTrainedConfig
         value = find_field(config, name) if name not in _PARTS else None
         if value is not None and not isinstance(value, Mapping):
             kwargs[name] = value
-    return {**kwargs, **multimodal_recipe(model_type).processor_config}
+    return {**kwargs, **image_text_recipe(model_type).processor_config}
 
 
 def _token_texts(processor: ProcessorMixin, tokenizer: PreTrainedTokenizerBase) -> dict[str, str]:

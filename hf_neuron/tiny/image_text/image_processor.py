@@ -1,7 +1,7 @@
 """The tiny image processor of an image-text architecture: its own class (PIL backend), sized to the tiny vision tower.
 
 The class comes from transformers' image-processor mapping (the ``pil`` backend, which needs no torchvision), or from
-``compat/tiny_multimodal.toml``. Its defaults are shrunk generically, by what each field means:
+``compat/tiny_image_text.toml``. Its defaults are shrunk generically, by what each field means:
 
 - a field the tiny config also has (``patch_size``, ``temporal_patch_size``, ``image_grid_pinpoints``, ``merge_size``
   as ``spatial_merge_size``...) takes the config's value, so that the processor and the model agree;
@@ -12,7 +12,7 @@ The class comes from transformers' image-processor mapping (the ``pil`` backend,
   for a maximum; a patch budget (``max_patches`` above :data:`_PATCHES`) becomes that many.
 
 The patch unit is the vision tower's ``patch_size x spatial_merge_size``; the tiny image size is the vision config's
-``image_size``, or :data:`~hf_neuron.tiny.text.config.DIMS`'s for towers of any resolution.
+``image_size``, or :data:`~hf_neuron.tiny.transformers.config.DIMS`'s for towers of any resolution.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_multimodal import multimodal_recipe
+from hf_neuron.compat.tiny_image_text import image_text_recipe
 from hf_neuron.compat.tiny_overrides import deep_merge
-from hf_neuron.tiny.text.config import DIMS
+from hf_neuron.tiny.transformers.config import DIMS
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel
@@ -103,13 +103,13 @@ def image_processor_class(model_type: str) -> type[BaseImageProcessor]:
     from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
     from transformers.utils.import_utils import DummyObject
 
-    reviewed = multimodal_recipe(model_type).image_processor
+    reviewed = image_text_recipe(model_type).image_processor
     backends = IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type) or {}
     name = reviewed or backends.get("pil")
     if name is None:
         have = ", ".join(f"{backend}: {cls}" for backend, cls in backends.items()) or "none"
         raise LookupError(f"{model_type} has no image processor that runs without torchvision (transformers "
-                          f"{transformers.__version__} maps it to {have}); name one in compat/tiny_multimodal.toml")
+                          f"{transformers.__version__} maps it to {have}); name one in compat/tiny_image_text.toml")
     cls = getattr(transformers, name, None)
     if cls is None or isinstance(cls, DummyObject):
         raise LookupError(f"{model_type}: image processor {name} cannot be built here (missing class or backend)")
@@ -179,7 +179,7 @@ def tiny_image_processor_kwargs(model_type: str, config: PreTrainedConfig) -> di
         new = _shrunk(key, value, config, sizes, reference)
         if new != value:
             result[key] = new
-    return deep_merge(result, multimodal_recipe(model_type).image_processor_config)
+    return deep_merge(result, image_text_recipe(model_type).image_processor_config)
 
 
 def tiny_image_processor(model_type: str, config: PreTrainedConfig) -> BaseImageProcessor:

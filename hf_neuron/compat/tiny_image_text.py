@@ -1,13 +1,13 @@
-"""The reviewed per-architecture data of the multimodal (image-text-to-text) group: ``compat/tiny_multimodal.toml``.
+"""The reviewed per-architecture data of the image-text (image-text-to-text) group: ``compat/tiny_image_text.toml``.
 
-Each table is named for a ``model_type`` and holds what the generic rules of :mod:`hf_neuron.tiny.multimodal` cannot
+Each table is named for a ``model_type`` and holds what the generic rules of :mod:`hf_neuron.tiny.image_text` cannot
 know, with a ``reason`` (required: why, precise enough to re-check on a transformers update):
 
 - ``image_processor``: the transformers image processor class to use instead of the architecture's own (when that
   one cannot be built here, e.g. it needs torchvision, and another makes the same inputs);
 - ``image_processor_config``: keyword arguments merged into the tiny image processor's;
 - ``processor_config``: keyword arguments merged into the architecture's own processor's (the one saved for users'
-  pipelines, :mod:`hf_neuron.tiny.multimodal.processor`);
+  pipelines, :mod:`hf_neuron.tiny.image_text.processor`);
 - ``images``: the ``[height, width]`` of each row's synthetic image, when the processor accepts only some sizes;
 - ``image_axis = true``: the forward reads the pixel values with an axis of images (or video frames) per row,
   ``(batch, images, channels, height, width)``, which no signature tells; each row's image goes on that axis;
@@ -32,15 +32,15 @@ from typing import Any
 from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
 from hf_neuron.compat.reviewed_tables import check_table, load_tables
 
-__all__ = ["MULTIMODAL_PATH", "MultimodalRecipe", "load_multimodal", "multimodal_recipe"]
+__all__ = ["IMAGE_TEXT_PATH", "ImageTextRecipe", "image_text_recipe", "load_image_text"]
 
-MULTIMODAL_PATH = COMPAT_DIR / "tiny_multimodal.toml"
+IMAGE_TEXT_PATH = COMPAT_DIR / "tiny_image_text.toml"
 
 _KEYS = {"image_processor", "image_processor_config", "processor_config", "images", "image_axis"}
 
 
 @dataclasses.dataclass(frozen=True)
-class MultimodalRecipe:
+class ImageTextRecipe:
     """What the data file says of one architecture (the defaults when it says nothing)."""
 
     model_type: str
@@ -66,7 +66,7 @@ def _images(path: Path, model_type: str, value: Any) -> tuple[tuple[int, int], .
     return tuple((height, width) for height, width in pairs)
 
 
-def _parse(path: Path, model_type: str, table: Any) -> MultimodalRecipe:
+def _parse(path: Path, model_type: str, table: Any) -> ImageTextRecipe:
     reviewed = check_table(path, model_type, table, _KEYS)
     image_processor = table.get("image_processor")
     if image_processor is not None and (not isinstance(image_processor, str) or not image_processor):
@@ -80,15 +80,15 @@ def _parse(path: Path, model_type: str, table: Any) -> MultimodalRecipe:
     image_axis = table.get("image_axis", False)
     if not isinstance(image_axis, bool):
         raise CompatFileError(path, f"[{model_type}] 'image_axis' must be true or false")
-    return MultimodalRecipe(model_type, reviewed.reason, image_processor, tables["image_processor_config"],
+    return ImageTextRecipe(model_type, reviewed.reason, image_processor, tables["image_processor_config"],
                             tables["processor_config"], images, image_axis, reviewed.runs, reviewed.gap)
 
 
-def load_multimodal(path: Path | None = None) -> dict[str, MultimodalRecipe]:
+def load_image_text(path: Path | None = None) -> dict[str, ImageTextRecipe]:
     """The reviewed entries by ``model_type`` (empty when the file does not exist)."""
-    return load_tables(MULTIMODAL_PATH if path is None else Path(path), _parse)
+    return load_tables(IMAGE_TEXT_PATH if path is None else Path(path), _parse)
 
 
-def multimodal_recipe(model_type: str, path: Path | None = None) -> MultimodalRecipe:
+def image_text_recipe(model_type: str, path: Path | None = None) -> ImageTextRecipe:
     """The entry of ``model_type``, or the defaults (nothing reviewed) when the file has none."""
-    return load_multimodal(path).get(model_type, MultimodalRecipe(model_type))
+    return load_image_text(path).get(model_type, ImageTextRecipe(model_type))

@@ -2,7 +2,7 @@
 
 The class of a ``model_type`` comes from transformers' auto mappings, first match in :data:`AUTO_MAPPINGS` order:
 causal LM (group ``decoder``), then sequence-to-sequence LM (``encoder-decoder``), then image-text-to-text
-(``multimodal``). A mapping holds a type only when its auto class loads the type's config: the auto class finds a
+(``image-text``). A mapping holds a type only when its auto class loads the type's config: the auto class finds a
 config class's model type by its class name (``_LazyAutoMapping.__contains__``), and where two model types share a
 config class (transformers 5.24 maps both ``evolla`` and ``EvollaModel`` to ``EvollaConfig``), it finds the last one,
 so ``AutoModelForImageTextToText`` refuses ``EvollaConfig`` although its mapping lists ``evolla``.
@@ -26,7 +26,7 @@ __all__ = ["AUTO_MAPPINGS", "generative_types", "model_class", "model_config"]
 AUTO_MAPPINGS: dict[Group, str] = {
     "decoder": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
     "encoder-decoder": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
-    "multimodal": "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+    "image-text": "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
 }
 
 

@@ -1,15 +1,13 @@
 """The tiny config of an image-text architecture: the generic shrinker's, with the vision bookkeeping made consistent.
 
-:func:`~hf_neuron.tiny.text.config.tiny_config_kwargs` already shrinks every sub-config (the vision tower's image size,
-patch size, layers, widths) and moves special token ids inside the vocabulary. What it cannot see is a field that
-lists image resolutions: ``image_grid_pinpoints``-like lists of ``[height, width]`` pairs, which must stay multiples of
-the tiny tower's image size. They are rescaled here, by ``tiny image_size / full image_size`` (or, when they are no
-multiples of the full image size, by ``tiny image_size /`` their greatest common divisor). The hidden states a
-projector reads (``vision_feature_layer(s)``, e.g. ``[-2, -5, -8, -11, 6]``) are pointed inside the tiny tower. And an
-image token
-id the config class leaves unset (``image_token_index = None``: real checkpoints set it) gets a reserved id, as every
-set one does.
-"""
+:func:`~hf_neuron.tiny.transformers.config.tiny_config_kwargs` already shrinks every sub-config (the vision tower's
+image size, patch size, layers, widths) and moves special token ids inside the vocabulary. What it cannot see is a
+field that lists image resolutions: ``image_grid_pinpoints``-like lists of ``[height, width]`` pairs, which must
+stay multiples of the tiny tower's image size. They are rescaled here, by ``tiny image_size / full image_size`` (or,
+when they are no multiples of the full image size, by ``tiny image_size /`` their greatest common divisor). The
+hidden states a projector reads (``vision_feature_layer(s)``, e.g. ``[-2, -5, -8, -11, 6]``) are pointed inside the
+tiny tower. And an image token id the config class leaves unset (``image_token_index = None``: real checkpoints set
+it) gets a reserved id, as every set one does. """
 
 from __future__ import annotations
 
@@ -19,13 +17,13 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.tiny.text.config import config_class, tiny_config_kwargs
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS
+from hf_neuron.tiny.transformers.config import config_class, tiny_config_kwargs
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig
 
-__all__ = ["tiny_multimodal_config", "tiny_multimodal_config_kwargs"]
+__all__ = ["tiny_image_text_config", "tiny_image_text_config_kwargs"]
 
 _RESOLUTIONS = re.compile(r"pinpoints|resolutions")
 _IMAGE_TOKEN = re.compile(r"^image_token_(id|index)$")
@@ -90,8 +88,8 @@ def _clamp_feature_layers(kwargs: dict[str, Any], full: Mapping[str, Any], layer
                 kwargs[key] = [clamp(index) for index in value]
 
 
-def tiny_multimodal_config_kwargs(model_type: str) -> dict[str, Any]:
-    """:func:`~hf_neuron.tiny.text.config.tiny_config_kwargs` with the image resolution lists rescaled, vision
+def tiny_image_text_config_kwargs(model_type: str) -> dict[str, Any]:
+    """:func:`~hf_neuron.tiny.transformers.config.tiny_config_kwargs` with the image resolution lists rescaled, vision
     feature layers inside the tiny tower and an unset image token id set."""
     kwargs = tiny_config_kwargs(model_type)
     try:
@@ -120,6 +118,6 @@ def _tile(resolutions: list[list[int]], side: int) -> int:
     return side if all(n % side == 0 for n in values) else math.gcd(*values)
 
 
-def tiny_multimodal_config(model_type: str) -> PreTrainedConfig:
+def tiny_image_text_config(model_type: str) -> PreTrainedConfig:
     """The tiny config of ``model_type`` with eager attention."""
-    return config_class(model_type)(**{**tiny_multimodal_config_kwargs(model_type), "attn_implementation": "eager"})
+    return config_class(model_type)(**{**tiny_image_text_config_kwargs(model_type), "attn_implementation": "eager"})

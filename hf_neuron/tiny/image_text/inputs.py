@@ -21,11 +21,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_multimodal import multimodal_recipe
-from hf_neuron.tiny.multimodal.image_processor import processor_side
-from hf_neuron.tiny.multimodal.images import synthetic_images
-from hf_neuron.tiny.text.config import DIMS
+from hf_neuron.compat.tiny_image_text import image_text_recipe
+from hf_neuron.tiny.image_text.image_processor import processor_side
+from hf_neuron.tiny.image_text.images import synthetic_images
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
+from hf_neuron.tiny.transformers.config import DIMS
 
 if TYPE_CHECKING:
     import torch
@@ -148,7 +148,7 @@ def pixel_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor, im
     output = image_processor(images=list(images), return_tensors="pt")
     # a few image processors return the pixel values alone
     processed = {"pixel_values": output} if isinstance(output, torch.Tensor) else dict(output)
-    if multimodal_recipe(model.config.model_type).image_axis:
+    if image_text_recipe(model.config.model_type).image_axis:
         processed["pixel_values"] = processed["pixel_values"].unsqueeze(1)
     return processed
 
@@ -193,7 +193,7 @@ class Row:
 
 def image_sizes(model_type: str, image_processor: BaseImageProcessor | None, count: int) -> list[tuple[int, int]]:
     """``count`` image sizes: the reviewed ones, else alternately square and 3:2 at the image processor's side."""
-    reviewed = multimodal_recipe(model_type).images
+    reviewed = image_text_recipe(model_type).images
     side = processor_side(image_processor) if image_processor is not None else DIMS.image_size
     sizes = list(reviewed) if reviewed else [(side, side), (side, side * 3 // 2)]
     return [sizes[index % len(sizes)] for index in range(count)]

@@ -5,8 +5,8 @@ A materialized directory loads offline with ``AutoModelForImageTextToText.from_p
 architecture's own processor builds here and agrees with the model on the number of image tokens per image
 (:mod:`.processor`), it is saved too, so that ``AutoProcessor.from_pretrained(dir)`` and
 ``pipeline("image-text-to-text", model=dir)`` work; the stamp says which processor was saved, or why none was.
-Publishing is the text checkpoints' (:func:`hf_neuron.tiny.text.checkpoint.publish`): atomic, shared by concurrent
-builders, reused while its content key holds.
+Publishing is the text checkpoints' (:func:`hf_neuron.tiny.transformers.checkpoint.publish`): atomic, shared by
+concurrent builders, reused while its content key holds.
 """
 
 from __future__ import annotations
@@ -16,21 +16,21 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_multimodal import multimodal_recipe
-from hf_neuron.tiny.multimodal.config import tiny_multimodal_config, tiny_multimodal_config_kwargs
-from hf_neuron.tiny.multimodal.image_processor import (
+from hf_neuron.compat.tiny_image_text import image_text_recipe
+from hf_neuron.tiny.image_text.config import tiny_image_text_config, tiny_image_text_config_kwargs
+from hf_neuron.tiny.image_text.image_processor import (
     image_processor_class,
     processor_side,
     takes_images,
     tiny_image_processor,
     tiny_image_processor_kwargs,
 )
-from hf_neuron.tiny.multimodal.images import synthetic_image
-from hf_neuron.tiny.multimodal.inputs import features_per_image
-from hf_neuron.tiny.multimodal.processor import ProcessorUnavailableError, build_processor
-from hf_neuron.tiny.text.checkpoint import publish
-from hf_neuron.tiny.text.models import build_model
+from hf_neuron.tiny.image_text.images import synthetic_image
+from hf_neuron.tiny.image_text.inputs import features_per_image
+from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
+from hf_neuron.tiny.transformers.checkpoint import publish
+from hf_neuron.tiny.transformers.models import build_model
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, ProcessorMixin
@@ -47,14 +47,14 @@ def content_key(model_type: str, *, seed: int = 0) -> str:
     import torch
     import transformers
 
-    config = tiny_multimodal_config(model_type)
+    config = tiny_image_text_config(model_type)
     recipe = {
         "format": _FORMAT,
         "model_type": model_type,
         "seed": seed,
-        "config": tiny_multimodal_config_kwargs(model_type),
+        "config": tiny_image_text_config_kwargs(model_type),
         "image_processor": _image_processor_recipe(model_type, config),
-        "reviewed": repr(multimodal_recipe(model_type)),
+        "reviewed": repr(image_text_recipe(model_type)),
         "tokenizer": tokenizer_fingerprint(),
         "versions": [transformers.__version__, torch.__version__, tokenizers.__version__],
     }
@@ -101,7 +101,7 @@ def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
     """Write the tiny image-text ``model_type`` checkpoint to ``out_dir`` (reused when already there)."""
 
     def write(staging: Path) -> dict[str, Any]:
-        config = tiny_multimodal_config(model_type)
+        config = tiny_image_text_config(model_type)
         model = build_model(model_type, seed=seed, config=config)
         model.save_pretrained(staging)
         try:

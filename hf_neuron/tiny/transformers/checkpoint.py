@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.tiny.text.config import tiny_config, tiny_config_kwargs
-from hf_neuron.tiny.text.models import build_model
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
+from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.transformers.models import build_model
 
 __all__ = ["STAMP", "content_key", "materialize", "publish"]
 

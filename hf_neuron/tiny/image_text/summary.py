@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.tiny.multimodal.image_processor import processor_side, vision_sizes
+from hf_neuron.tiny.image_text.image_processor import processor_side, vision_sizes
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig
