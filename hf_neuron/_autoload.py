@@ -25,7 +25,17 @@ def _reason_not_to_register() -> str | None:
 
 
 def autoload() -> None:
-    """Register the reference device when asked to and allowed to, then install the patch hooks."""
+    """Register the reference device when asked to and allowed to, then install the patch hooks. A bad setting is
+    said on stderr first (torch reports only "Failed to load the backend extension", the cause deep in its chained
+    traceback), then raised."""
+    try:
+        _autoload()
+    except settings.SettingError as error:
+        print(f"hf-neuron: {error}", file=sys.stderr)
+        raise
+
+
+def _autoload() -> None:
     if settings.read("HF_NEURON_EMULATOR"):
         reason = _reason_not_to_register()
         if reason is None:

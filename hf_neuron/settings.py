@@ -1,8 +1,9 @@
 """Environment switches of hf-neuron, parsed and validated in one place.
 
-Every variable hf-neuron reads is declared here once, with its type, default and meaning; the README's table
-is generated from :data:`SWITCHES`. A bad value raises :class:`SettingError` naming the variable, the value,
-and what is accepted: nothing is silently ignored.
+Every variable hf-neuron reads — the package, its commands and its scripts — is declared here once, with its type,
+default, meaning and who reads it; the reference table (``docs/reference.md``) is generated from :data:`SWITCHES`,
+and a test keeps every ``HF_NEURON_*`` name the repository spells declared here. A bad value raises
+:class:`SettingError` naming the variable, the value, and what is accepted: nothing is silently ignored.
 """
 
 from __future__ import annotations
@@ -63,6 +64,26 @@ def _text(name: str, raw: str) -> str:
     return raw.strip()
 
 
+def _positive_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SettingError(f"{name}={raw!r} is not a count: use a whole number of 1 or more")
+    return value
+
+
+def _seconds(name: str, raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise SettingError(f"{name}={raw!r} is not a time: use a positive number of seconds, e.g. 300")
+    return value
+
+
 def _choice(*options: str) -> Callable[[str, str], str]:
     def parse(name: str, raw: str) -> str:
         value = raw.strip().lower()
@@ -81,6 +102,8 @@ class Switch:
     parse: Callable[[str, str], Any]
     default: str
     doc: str
+    #: who reads it: the package (``import torch``), a command, or a script
+    read_by: str = "the reference device"
 
 
 SWITCHES: tuple[Switch, ...] = (
@@ -112,12 +135,35 @@ SWITCHES: tuple[Switch, ...] = (
            "on aliases of device memory."),
     Switch("HF_NEURON_CACHE", _text, "",
            "Where the reference device's C++ extension is built and cached, and where `hf-neuron upstream --fetch` "
-           "keeps the transformers source trees it clones (default `~/.cache/hf-neuron`)."),
+           "keeps the source trees it fetches (default `~/.cache/hf-neuron`).", "the reference device, upstream"),
     Switch("HF_NEURON_CUDA_REDIRECT", _flag, "0",
            "Opt-in: redirect `\"cuda\"`, `.cuda()` and `torch.cuda.*` in user scripts to `neuron`, logging each "
-           "redirect."),
+           "redirect.", "the package"),
     Switch("HF_NEURON_PATCHES", _flag, "1",
-           "Apply the Hugging Face patches when a `neuron` device is registered (0 turns every patch off)."),
+           "Apply the Hugging Face patches when a `neuron` device is registered (0 turns every patch off).",
+           "the package"),
+    Switch("HF_NEURON_MATRIX_WORKERS", _positive_int, "1",
+           "Worker processes of `hf-neuron matrix run` when `-n` is not given (`scripts/ci_matrix_shard.sh` and "
+           "`scripts/nightly.sh` set it to the number of cores unless it is set).", "hf-neuron matrix run"),
+    Switch("HF_NEURON_MATRIX_TIMEOUT", _seconds, "300",
+           "Seconds one matrix case may take before it is recorded as `timeout`, when `--timeout` is not given.",
+           "hf-neuron matrix run"),
+    Switch("HF_NEURON_MATRIX_RUN_ID", _text, "",
+           "The run id of `hf-neuron matrix run` when `--run-id` is not given (give every shard of one run the same "
+           "id); new when empty (`scripts/ci_matrix_shard.sh` makes one per CI run).", "hf-neuron matrix run"),
+    Switch("HF_NEURON_HISTORY", _text, "nightly/history",
+           "The run history `scripts/nightly.sh` reads for the trend and the diff and adds its run to.",
+           "scripts/nightly.sh"),
+    Switch("HF_NEURON_UPSTREAM_TOP", _positive_int, "10",
+           "How many architectures of `compat/ranking.csv` the nightly's `hf-neuron upstream` step runs.",
+           "scripts/nightly.sh"),
+    Switch("HF_NEURON_UPSTREAM_FETCH", _flag, "0",
+           "Let the nightly's `hf-neuron upstream` step fetch the libraries' source trees (network) when no source "
+           "is given.", "scripts/nightly.sh"),
+    Switch("HF_NEURON_TRANSFORMERS_SOURCE", _text, "",
+           "A transformers checkout of the installed version's tag for the nightly's `hf-neuron upstream "
+           "transformers` step (without it, and without `HF_NEURON_UPSTREAM_FETCH=1`, the step is skipped, saying "
+           "so).", "scripts/nightly.sh"),
 )
 
 _BY_NAME = {switch.name: switch for switch in SWITCHES}

@@ -6,15 +6,16 @@
 #
 # SHARD (default 1/1) is i/N; RESULTS (default results/ci-matrix) receives one JSON record per case. Every shard of
 # one CI run must get the same HF_NEURON_MATRIX_RUN_ID (default: ci-$GITHUB_RUN_ID, else ci-<UTC time>) so that
-# `hf-neuron matrix merge` accepts them. HF_NEURON_MATRIX_WORKERS sets the worker processes (default 2).
+# `hf-neuron matrix merge` accepts them. HF_NEURON_MATRIX_WORKERS sets the worker processes (default: the cores) and
+# HF_NEURON_MATRIX_TIMEOUT the seconds per case; `hf-neuron matrix run` reads and checks both (hf_neuron/settings.py).
 # Exit status is the runner's: 0 no failure on the device, 1 failures on the device that compat/known_failures.toml
 # does not list, 2 bad input, 3 unfinished.
 set -euo pipefail
 
 shard=${1:-1/1}
 results=${2:-results/ci-matrix}
-workers=${HF_NEURON_MATRIX_WORKERS:-2}
-run_id=${HF_NEURON_MATRIX_RUN_ID:-ci-${GITHUB_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)}}
+export HF_NEURON_MATRIX_WORKERS=${HF_NEURON_MATRIX_WORKERS:-$(nproc)}
+export HF_NEURON_MATRIX_RUN_ID=${HF_NEURON_MATRIX_RUN_ID:-ci-${GITHUB_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)}}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 python=${PYTHON:-$repo/.venv/bin/python}
 [[ -x $python ]] || python=python3
@@ -26,5 +27,4 @@ export HF_HUB_OFFLINE=1
 
 resume=()
 [[ -f $results/run.json ]] && resume=(--resume)  # a retried CI job continues its shard
-exec "$python" -m hf_neuron.cli matrix run --slice ci --shard "$shard" --run-id "$run_id" --results "$results" \
-    -n "$workers" --timeout "${HF_NEURON_MATRIX_TIMEOUT:-300}" "${resume[@]}"
+exec "$python" -m hf_neuron.cli matrix run --slice ci --shard "$shard" --results "$results" "${resume[@]}"

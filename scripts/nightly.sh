@@ -13,6 +13,8 @@
 #               transformers source tree: HF_NEURON_TRANSFORMERS_SOURCE (a checkout of the installed version's tag),
 #               or HF_NEURON_UPSTREAM_FETCH=1 to clone it (network); without either this step is skipped, saying so.
 # Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s).
+# Every variable is declared, checked and documented in hf_neuron/settings.py; this script reads each through
+# `hf-neuron settings NAME`, which exits 2 with the reason for a bad value.
 # The reference device is used unless the real TorchNeuron is installed. Exit status: 0 when the site was built
 # (device failures are the report's content, not an error of the nightly), else the failing step's status.
 set -euo pipefail
@@ -20,12 +22,15 @@ set -euo pipefail
 day=$(date -u +%Y%m%d)
 out=${1:-nightly/$day}
 selection=("${@:2}")
-history=${HF_NEURON_HISTORY:-nightly/history}
-workers=${HF_NEURON_MATRIX_WORKERS:-$(nproc)}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 python=${PYTHON:-$repo/.venv/bin/python}
 [[ -x $python ]] || python=python3
 hfn() { "$python" -m hf_neuron.cli "$@"; }
+setting() { hfn settings "$1"; }
+
+export HF_NEURON_MATRIX_WORKERS=${HF_NEURON_MATRIX_WORKERS:-$(nproc)}
+history=$(setting HF_NEURON_HISTORY)
+workers=$(setting HF_NEURON_MATRIX_WORKERS)
 
 if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch_neuronx") is None)'; then
     export HF_NEURON_EMULATOR=1
@@ -36,8 +41,7 @@ mkdir -p "$out" "$history"
 resume=()
 [[ -f $out/results/run.json ]] && resume=(--resume)
 status=0
-hfn matrix run -n "$workers" --run-id "nightly-$day" --results "$out/results" \
-    --timeout "${HF_NEURON_MATRIX_TIMEOUT:-300}" "${resume[@]}" "${selection[@]}" || status=$?
+hfn matrix run --run-id "nightly-$day" --results "$out/results" "${resume[@]}" "${selection[@]}" || status=$?
 if (( status > 1 )); then
     echo "nightly: the matrix run did not finish (status $status); run this script again with the same OUT" >&2
     exit "$status"
@@ -49,11 +53,11 @@ hfn matrix merge "$out/results" --out "$out/merged"
 upstream=() upstream_status=0
 if [[ -f $out/upstream.done ]]; then
     upstream=(--upstream "$out/upstream")
-elif [[ -n ${HF_NEURON_TRANSFORMERS_SOURCE:-} || ${HF_NEURON_UPSTREAM_FETCH:-0} == 1 ]]; then
+elif [[ -n $(setting HF_NEURON_TRANSFORMERS_SOURCE) || $(setting HF_NEURON_UPSTREAM_FETCH) == 1 ]]; then
     where=(--fetch)
-    [[ -n ${HF_NEURON_TRANSFORMERS_SOURCE:-} ]] && where=(--source "$HF_NEURON_TRANSFORMERS_SOURCE")
+    [[ -n $(setting HF_NEURON_TRANSFORMERS_SOURCE) ]] && where=(--source "$(setting HF_NEURON_TRANSFORMERS_SOURCE)")
     rm -rf "$out/upstream"
-    hfn upstream transformers "${where[@]}" --top "${HF_NEURON_UPSTREAM_TOP:-10}" -n "$workers" \
+    hfn upstream transformers "${where[@]}" --top "$(setting HF_NEURON_UPSTREAM_TOP)" -n "$workers" \
         --results "$out/upstream" || upstream_status=$?
     if (( upstream_status <= 1 )); then
         touch "$out/upstream.done"

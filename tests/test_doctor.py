@@ -89,3 +89,14 @@ def test_doctor_with_the_patches_turned_off() -> None:
     code, report = _doctor("--json", HF_NEURON_PATCHES="0")
     assert code == 0 and report["problems"] == [] and report["patches_installed"] is False
     assert {status for status, _detail in _statuses(report).values()} == {"off"}
+
+
+def test_doctor_names_the_bad_setting_that_stopped_the_autoload_and_exits_2() -> None:
+    """`import torch` reports only "Failed to load the backend extension: hf_neuron"; the doctor says why."""
+    code, text = _doctor(HF_NEURON_EMULATOR="banana")
+    assert code == 2
+    assert ("a bad setting stopped hf-neuron's autoload in `import torch`: HF_NEURON_EMULATOR='banana' is not a "
+            "switch value: use 1 to turn it on or 0 to turn it off") in text
+    assert "Failed to load the backend extension" not in text
+    code, report = _doctor("--json", HF_NEURON_EMULATOR_64BIT="sometimes")
+    assert code == 2 and "HF_NEURON_EMULATOR_64BIT='sometimes' is not one of: exact, narrow" in report["bad_setting"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
-from _helpers import run
+from _helpers import ROOT, run, run_cli
 
 from hf_neuron import settings
 from hf_neuron.settings import SettingError
@@ -56,14 +59,53 @@ def test_device_settings_are_only_read_when_the_device_is_on() -> None:
     assert result.stdout.strip() == "False"
 
 
-def test_bad_value_fails_import_torch_with_the_reason() -> None:
+def test_bad_value_fails_import_torch_with_the_reason_said_first() -> None:
     result = run("import torch", {"HF_NEURON_EMULATOR_DEVICES": "0"})
     assert result.returncode != 0
     assert "Failed to load the backend extension: hf_neuron" in result.stderr
-    assert "HF_NEURON_EMULATOR_DEVICES='0' is not a device count" in result.stderr
+    assert result.stderr.startswith("hf-neuron: HF_NEURON_EMULATOR_DEVICES='0' is not a device count"), (
+        "the cause comes before torch's traceback, not only deep inside it")
 
 
 def test_every_switch_is_documented() -> None:
     for switch in settings.SWITCHES:
-        assert switch.name.startswith("HF_NEURON_") and len(switch.doc) > 20
+        assert switch.name.startswith("HF_NEURON_") and len(switch.doc) > 20 and switch.read_by
         switch.parse(switch.name, switch.default)  # the default itself parses
+
+
+#: Names of the form HF_NEURON_* that are not environment variables: C++ macros of the autocast registrations.
+_NOT_VARIABLES = {"HF_NEURON_PROMOTE", "HF_NEURON_FP32", "HF_NEURON_FP32_SET_OPT_DTYPE", "HF_NEURON_LOWER_PRECISION_FP"}
+
+
+def _spelled(root: Path) -> dict[str, str]:
+    """Every ``HF_NEURON_*`` name the repository's code, scripts, workflows and docs spell -> a file that does."""
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if not path.is_file() or parts[0] in (".git", ".venv", "reports") or "__pycache__" in parts or (
+                path.suffix not in (".py", ".sh", ".md", ".yml", ".toml", ".cpp", ".h") and path.name != "run"):
+            continue
+        for name in re.findall(r"\bHF_NEURON_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(errors="replace")):
+            found.setdefault(name, str(path.relative_to(root)))
+    return found
+
+
+def test_every_variable_the_repository_spells_is_declared_in_settings(tmp_path: Path) -> None:
+    declared = {switch.name for switch in settings.SWITCHES}
+    undeclared = {name: where for name, where in _spelled(ROOT).items()
+                  if name not in declared and name not in _NOT_VARIABLES}
+    assert undeclared == {}
+    undeclared_name = "HF_NEURON_" + "NIGHT_WORKERS"  # spelled in parts, so that this file does not spell it
+    (tmp_path / "nightly.sh").write_text(f"workers=${{{undeclared_name}:-2}}\n")
+    assert _spelled(tmp_path) == {undeclared_name: "nightly.sh"}, "an undeclared one is found"
+
+
+def test_scripts_read_a_setting_through_the_command_which_checks_it() -> None:
+    result = run_cli(["settings", "HF_NEURON_MATRIX_WORKERS"], {"HF_NEURON_MATRIX_WORKERS": "3"})
+    assert (result.returncode, result.stdout) == (0, "3\n")
+    bad = run_cli(["settings", "HF_NEURON_MATRIX_WORKERS"], {"HF_NEURON_MATRIX_WORKERS": "many"})
+    assert bad.returncode == 2
+    assert "HF_NEURON_MATRIX_WORKERS='many' is not a count" in bad.stderr
+    assert run_cli(["settings", "HF_NEURON_" + "NOPE"], {}).returncode == 2
+    listed = run_cli(["settings"], {})
+    assert listed.returncode == 0 and "HF_NEURON_MATRIX_TIMEOUT" in listed.stdout

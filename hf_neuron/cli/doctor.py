@@ -2,8 +2,9 @@
 
 It imports the patched modules of every installed library so that each patch is evaluated (applied, or skipped
 with its reason), then prints a report (``--json`` for a machine-readable one). The exit code is 1 when something a
-user needs is broken: no ``neuron`` device (or HF_NEURON_EMULATOR=1 asked for one that did not register), a bad
-hf-neuron setting, a patch that failed, whose target is missing, or whose library version is outside its range.
+user needs is broken: no ``neuron`` device (or HF_NEURON_EMULATOR=1 asked for one that did not register), a patch
+that failed, whose target is missing, or whose library version is outside its range; 2 when an hf-neuron setting is
+bad (the report names the variable, the value and what is accepted, however deep ``import torch`` buried it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_neuron import settings
 from hf_neuron.backends import NO_NEURON_DEVICE, neuron_module
+from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from hf_neuron.patches.registry import Patch
@@ -72,15 +74,32 @@ def _patches(problems: list[str]) -> tuple[bool, bool, list[dict[str, Any]]]:
     return True, bool(installation.extra), rows
 
 
+def _cause(error: BaseException) -> BaseException:
+    """The first hf-neuron setting error among ``error``'s causes (``import torch`` wraps what the autoload raised in
+    "Failed to load the backend extension"), else ``error`` itself."""
+    link: BaseException | None = error
+    while link is not None:
+        if isinstance(link, settings.SettingError):
+            return link
+        link = link.__cause__ or link.__context__
+    return error
+
+
 def diagnose() -> dict[str, Any]:
-    """The doctor's findings as one JSON-ready dict; ``problems`` lists what is broken."""
+    """The doctor's findings as one JSON-ready dict; ``problems`` lists what is broken, ``bad_setting`` the
+    environment variable's error that stopped the autoload (or a read here), if any."""
     problems: list[str] = []
-    report: dict[str, Any] = {}
+    report: dict[str, Any] = {"bad_setting": None}
     try:
         report["backend"] = _backend(problems)
         report["patches_installed"], report["cuda_redirect"], report["patches"] = _patches(problems)
     except (settings.SettingError, ImportError, RuntimeError) as error:
-        problems.append(f"{type(error).__name__}: {error}")
+        cause = _cause(error)
+        if isinstance(cause, settings.SettingError):
+            report["bad_setting"] = str(cause)
+            problems.append(f"a bad setting stopped hf-neuron's autoload in `import torch`: {cause}")
+        else:
+            problems.append(f"{type(error).__name__}: {error}")
     report["problems"] = problems
     return report
 
@@ -104,10 +123,12 @@ def _text(report: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the report; 1 when there are problems."""
+    """Print the report; 2 when a setting is bad (bad input, as for every command), 1 for other problems."""
     report = diagnose()
     print(json.dumps(report, indent=2, default=str) if args.json else _text(report))
-    return 1 if report["problems"] else 0
+    if report["bad_setting"]:
+        return EXIT_USAGE
+    return EXIT_FAILURES if report["problems"] else EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
