@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 import textwrap
 import types
@@ -11,9 +12,11 @@ import pytest
 from _helpers import run
 
 from hf_neuron import backends
+from hf_neuron.patches.registry import Patch, Registry
 from hf_neuron.testing import SPEC_FILE_NAMES, suite_environment, write_spec_file
 from hf_neuron.testing.tolerance import route_tolerance_lookup, tolerance_row
-from hf_neuron.testing.transformers_backend import ADAPTATIONS, Adaptation
+from hf_neuron.testing.transformers_backend import ADAPTATIONS
+from hf_neuron.testing.transformers_backend import registry as transformers_registry
 
 #: A module-level function choosing its tolerance as transformers' test_modeling_common does.
 _CHAIN = '''
@@ -66,12 +69,21 @@ def test_a_function_without_the_chain_is_refused(tmp_path: Path) -> None:
         route_tolerance_lookup(module.tolerance)
 
 
-def test_an_adaptation_that_cannot_apply_says_so_and_leaves_the_module(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_adaptation_that_cannot_apply_says_so_and_leaves_the_module() -> None:
     module = types.ModuleType("tests.test_modeling_common")
-    adaptation = Adaptation("x", module.__name__, "_missing", "why", "fix", route_tolerance_lookup)
-    adaptation.apply(module)
-    assert "test adaptation x not applied to tests.test_modeling_common" in capsys.readouterr().err
+    adaptation = Patch("tests.x", "tests", module.__name__, "_missing", ">=5", "why", route_tolerance_lookup,
+                       needs_device=False)
+    registry = Registry.from_patches([adaptation], version_of=lambda library: "5.24.0", device_ready=lambda: True)
+    registry.module_executed(module)
+    state = registry.state("tests.x")
+    assert (state.status, state.detail) == ("target-missing", "tests.test_modeling_common._missing does not exist in "
+                                                              "tests 5.24.0")
     assert not hasattr(module, "_missing")
+
+
+def test_the_adaptations_are_versioned_by_the_transformers_their_tests_belong_to() -> None:
+    states = {state.patch.id: state for state in transformers_registry().states()}
+    assert states["tests.tolerance-row-for-neuron"].version == importlib.metadata.version("transformers")
 
 
 def test_the_tolerance_adaptation_targets_transformers_common_tests() -> None:
