@@ -1,4 +1,4 @@
-"""Helpers shared by the tests: running code in a fresh Python process."""
+"""Helpers shared by the tests: where the checkout and the shared data are, running code in a fresh Python process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["run"]
+__all__ = ["ROOT", "SHARED", "run", "run_cli"]
+
+#: The checkout.
+ROOT = Path(__file__).resolve().parent.parent
+#: The data shared by every developer and CI, beside the checkout (``../shared``): used in place, never copied.
+SHARED = ROOT.parent / "shared"
 
 
 def run(
@@ -28,3 +33,8 @@ def run(
         else:
             environ[key] = value
     return subprocess.run(command, env=environ, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def run_cli(args: list[str], env: Mapping[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``hf-neuron ARGS`` in a fresh process (see :func:`run`)."""
+    return run([sys.executable, "-m", "hf_neuron.cli", *args], env)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import _helpers
 
-__all__ = ["SCRIPTS", "fake_distribution", "fake_library", "reinstalled", "require_neuron", "run"]
+__all__ = ["SCRIPTS", "fake_distribution", "fake_library", "reinstalled", "run"]
 
 #: The directory of the console scripts (accelerate, trl, hf-neuron) of this Python environment.
 SCRIPTS = Path(sys.executable).parent
@@ -48,16 +48,6 @@ def fake_library(root: Path, name: str, version: str, files: Mapping[str, str]) 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(source))
     return fake_distribution(root, name, version)
-
-
-def require_neuron() -> None:
-    """Fail (not skip) when this process has no ``neuron`` device: the device tests need HF_NEURON_EMULATOR=1."""
-    import torch
-
-    from hf_neuron.patches import installation, neuron_device
-
-    assert neuron_device.neuron_registered(), "no neuron device in the test process: set HF_NEURON_EMULATOR=1"
-    assert installation() is not None, f"the patches are not installed (HF_NEURON_PATCHES=0?) on {torch.__version__}"
 
 
 @contextlib.contextmanager

@@ -24,11 +24,16 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 @pytest.fixture(scope="session")
 def neuron() -> object:
-    """The ``torch.neuron`` module of the active backend (the reference device in tests)."""
+    """The one neuron-device fixture: the ``torch.neuron`` module of the active backend (the reference device in
+    tests), after checking that this process registered the device and installed the patches. It fails, never skips:
+    the device tests need HF_NEURON_EMULATOR=1."""
     import torch
 
-    assert hasattr(torch, "neuron"), "the neuron device is not registered: is hf-neuron installed?"
-    return torch.neuron
+    from hf_neuron.patches import installation, neuron_device
+
+    assert neuron_device.neuron_registered(), "no neuron device in the test process: set HF_NEURON_EMULATOR=1"
+    assert installation() is not None, f"the patches are not installed (HF_NEURON_PATCHES=0?) on {torch.__version__}"
+    return torch.neuron  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")
@@ -61,6 +66,17 @@ def chat_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from hf_neuron.tiny.dataset import materialize
 
     return materialize(tmp_path_factory.mktemp("tiny") / "chat")
+
+
+#: Every test's time limit (pytest-timeout): a hang fails that test, not the whole suite. A test that needs longer
+#: says so with its own ``@pytest.mark.timeout``.
+TEST_TIMEOUT_S = 900
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_S))
 
 
 @pytest.fixture(autouse=True)

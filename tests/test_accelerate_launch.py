@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from _helpers_patches import SCRIPTS, require_neuron, run
+from _helpers_patches import SCRIPTS, run
 
 from hf_neuron.patches import installation
 from hf_neuron.patches.accelerate import PATCHES
@@ -65,8 +65,8 @@ def test_device_neuron_forces_neuron_in_the_launched_process(tmp_path: Path) -> 
     assert _launch(tmp_path, "--device", "neuron") == ["neuron", "neuron:0", "neuron:0", "no", "NoneType", "neuron:0"]
 
 
+@pytest.mark.usefixtures("neuron")
 def test_the_rank_device_gets_the_current_index() -> None:
-    require_neuron()
     from accelerate.state import PartialState
 
     patch = next(patch for patch in PATCHES if patch.id == "accelerate.rank-device-has-an-index")
@@ -90,8 +90,8 @@ def test_fp16_mixed_precision_on_neuron(tmp_path: Path) -> None:
         "neuron", "neuron:0", "neuron:0", "fp16", "GradScaler", "neuron:0"]
 
 
+@pytest.mark.usefixtures("neuron")
 def test_device_sets_the_default_number_of_processes_and_exports_the_device() -> None:
-    require_neuron()
     from accelerate.commands import launch
 
     seen: dict[str, object] = {}

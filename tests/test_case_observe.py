@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _helpers_patches import require_neuron
 
 from hf_neuron.matrix.case.observe import Observer, not_the_device, watch_torch_compile, wrong_backend
 
@@ -15,8 +14,7 @@ def _double(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.fixture
-def observer() -> Observer:
-    require_neuron()
+def observer(neuron: object) -> Observer:
     watch_torch_compile()
     torch._dynamo.reset()
     observer = Observer("neuron:0")

@@ -6,14 +6,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from _helpers_patches import require_neuron
 
-pytestmark = pytest.mark.usefixtures("_device")
+pytestmark = pytest.mark.usefixtures("neuron")
 
 
-@pytest.fixture
-def _device() -> None:
-    require_neuron()
 
 
 @pytest.mark.parametrize(("device", "expected"), [

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
-from _helpers_patches import require_neuron, run
+from _helpers_patches import run
 
 from hf_neuron.patches import cuda_redirect
 
@@ -42,8 +43,8 @@ def test_the_redirect_is_off_by_default() -> None:
     assert "HF_NEURON_CUDA_REDIRECT" not in result.stderr
 
 
+@pytest.mark.usefixtures("neuron")
 def test_only_exact_cuda_devices_are_redirected() -> None:
-    require_neuron()
     redirect = cuda_redirect.redirect
     assert redirect("cuda") == "neuron" and redirect("cuda:1") == "neuron:1"
     assert redirect(torch.device("cuda", 1)) == torch.device("neuron", 1)
@@ -51,8 +52,8 @@ def test_only_exact_cuda_devices_are_redirected() -> None:
         assert redirect(untouched) == untouched
 
 
+@pytest.mark.usefixtures("neuron")
 def test_enable_and_revert_restore_torch() -> None:
-    require_neuron()
     originals = (torch.device, torch.Tensor.to, torch.zeros, torch.cuda.is_available)
     registry = cuda_redirect.enable()
     try:

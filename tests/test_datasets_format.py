@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
-from _helpers_patches import require_neuron
 
 
+@pytest.mark.usefixtures("neuron")
 def test_with_format_torch_on_neuron() -> None:
-    require_neuron()
     from datasets import Dataset
 
     dataset = Dataset.from_dict({"x": [[1.0, 2.0], [3.0, 4.0]], "y": [0, 1]}).with_format("torch", device="neuron")

@@ -7,16 +7,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from _helpers_patches import SCRIPTS, require_neuron, run
+from _helpers_patches import SCRIPTS, run
 
 from hf_neuron.patches import neuron_device
 
-pytestmark = pytest.mark.usefixtures("_device")
+pytestmark = pytest.mark.usefixtures("neuron")
 
 
-@pytest.fixture
-def _device() -> None:
-    require_neuron()
 
 
 def test_accelerate_detects_neuron_everywhere_it_copied_the_probe() -> None:

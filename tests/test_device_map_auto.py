@@ -6,14 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from _helpers_patches import require_neuron, run
+from _helpers_patches import run
 
-pytestmark = pytest.mark.usefixtures("_device")
+pytestmark = pytest.mark.usefixtures("neuron")
 
 
-@pytest.fixture
-def _device() -> None:
-    require_neuron()
 
 
 def test_device_map_auto_places_on_neuron_like_the_cpu(tiny_llama: Path) -> None:

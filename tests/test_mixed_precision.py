@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _helpers_patches import require_neuron
 
 
 def _train(mixed_precision: str, steps: int = 30, cpu: bool = False) -> tuple[list[float], object]:
@@ -34,8 +33,8 @@ def _train(mixed_precision: str, steps: int = 30, cpu: bool = False) -> tuple[li
 
 
 @pytest.mark.parametrize("mixed_precision", ["fp16", "bf16"])
+@pytest.mark.usefixtures("neuron")
 def test_mixed_precision_trains_on_neuron_like_fp32(mixed_precision: str) -> None:
-    require_neuron()
     reference, _ = _train("no")
     losses, scaler = _train(mixed_precision)
     if mixed_precision == "fp16":

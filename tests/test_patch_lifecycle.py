@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from _helpers_patches import fake_distribution, reinstalled, require_neuron, run
+from _helpers_patches import fake_distribution, reinstalled, run
 
 from hf_neuron.patches import default_registry, installation
 from hf_neuron.patches.bindings import modules_in
@@ -240,8 +240,8 @@ def _binding(patch_id: str) -> tuple[Any, str]:
 
 @pytest.mark.parametrize("patch_id", list(EFFECTS))
 @pytest.mark.filterwarnings("ignore:torch.cuda.amp.GradScaler is enabled, but CUDA is not available")
+@pytest.mark.usefixtures("neuron")
 def test_patch_applies_has_its_effect_and_reverts_everywhere(patch_id: str, tiny_llama: Path, tmp_path: Path) -> None:
-    require_neuron()
     probe, patched, unpatched = EFFECTS[patch_id]
     owner, name = _binding(patch_id)
     registry = installation().finder.registry  # type: ignore[union-attr]

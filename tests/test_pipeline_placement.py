@@ -6,16 +6,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from _helpers_patches import require_neuron
 
-pytestmark = pytest.mark.usefixtures("_device")
+pytestmark = pytest.mark.usefixtures("neuron")
 
 PROMPT = "The capital of France is"
 
 
-@pytest.fixture
-def _device() -> None:
-    require_neuron()
 
 
 def _pipeline(path: Path, **options: object):  # type: ignore[no-untyped-def]

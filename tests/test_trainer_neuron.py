@@ -7,14 +7,10 @@ from typing import Any
 
 import pytest
 import torch
-from _helpers_patches import require_neuron
 
-pytestmark = pytest.mark.usefixtures("_device")
+pytestmark = pytest.mark.usefixtures("neuron")
 
 
-@pytest.fixture
-def _device() -> None:
-    require_neuron()
 
 
 def _trainer(path: Path, out: Path, **options: Any) -> Any:

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 import torch
-from _helpers_patches import SCRIPTS, require_neuron, run
+from _helpers_patches import SCRIPTS, run
+
+pytestmark = pytest.mark.usefixtures("neuron")  # the training arguments unpickle only with the device type
 
 #: ``trl sft`` on a free port (``0``), so that launches of parallel test workers never share accelerate's default.
 TRL_SFT = [str(SCRIPTS / "trl"), "sft", "--main_process_port", "0"]
@@ -20,7 +22,6 @@ def _sft(command: list[str], model: Path, dataset: Path, out: Path, *extra: str,
     run([*command, "--model_name_or_path", str(model), "--dataset_name", str(dataset), "--output_dir", str(out),
          "--max_steps", "5", "--learning_rate", lr, "--logging_steps", "1", "--report_to", "none", *extra],
         cwd=out.parent, env=env)
-    require_neuron()  # unpickling the arguments needs the device type
     args = torch.load(out / "training_args.bin", weights_only=False)
     state = json.loads((out / "checkpoint-5" / "trainer_state.json").read_text())
     return {"device": args.__dict__["_setup_devices"], "bf16": args.bf16, "pad": args.pad_to_multiple_of,
@@ -77,7 +78,6 @@ def test_trl_sft_with_device_neuron(command: list[str], tiny_llama: Path, chat_d
 
 
 def test_trl_peak_flops_lookup_names_the_neuron_device() -> None:
-    require_neuron()
     from accelerate import Accelerator
     from trl.trainer.utils import get_peak_flops_per_device
 
