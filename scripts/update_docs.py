@@ -1,8 +1,12 @@
-"""Regenerate ``docs/reference.md``, the reference tables written from the code they document.
+"""Regenerate the documentation pages written from the code and the data they document.
 
-The environment switches (``hf_neuron.settings.SWITCHES``), the ``torch.neuron`` contract
-(``hf_neuron.device.contract.CONTRACT``) and every patch of the registry. ``--check`` changes nothing and exits 1
-when the file is out of date (``tests/test_readme.py`` runs it).
+- ``docs/reference.md``: the environment switches (``hf_neuron.settings.SWITCHES``), the ``torch.neuron`` contract
+  (``hf_neuron.device.contract.CONTRACT``), every patch of the registry, the model groups (the group registry), the
+  built-in scenarios (their declarations), and the closed sets of outcomes, harness gaps and failure classes.
+- ``docs/sample-run.md``: the figures of the sample run, from its records (``reports/sample/records.jsonl.gz``), the
+  history (``reports/history/``) and the reviewed data (``compat/``), computed by the report's own tables.
+
+``--check`` changes nothing and exits 1 when a page is out of date (``tests/test_readme.py`` runs it).
 
     python scripts/update_docs.py [--check]
 """
@@ -13,7 +17,10 @@ import argparse
 import sys
 from pathlib import Path
 
-REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+SAMPLE = ROOT / "reports" / "sample" / "records.jsonl.gz"
+HISTORY = ROOT / "reports" / "history"
 
 
 def _cell(text: str) -> str:
@@ -24,8 +31,8 @@ def switches() -> str:
     """The environment switches, from hf_neuron.settings.SWITCHES."""
     from hf_neuron.settings import SWITCHES
 
-    rows = ["| variable | default | what it does |", "|---|---|---|"]
-    rows += [f"| `{s.name}` | `{s.default or '(unset)'}` | {_cell(s.doc)} |" for s in SWITCHES]
+    rows = ["| variable | default | read by | what it does |", "|---|---|---|---|"]
+    rows += [f"| `{s.name}` | `{s.default or '(unset)'}` | {s.read_by} | {_cell(s.doc)} |" for s in SWITCHES]
     return "\n".join(rows)
 
 
@@ -45,7 +52,53 @@ def patches() -> str:
     return markdown_table().rstrip("\n")
 
 
-def render() -> str:
+def groups() -> str:
+    """The model groups, from the group registry."""
+    from hf_neuron.vocabulary.groups import REGISTRY
+
+    rows = ["| group | holds | shares the scenarios of | model types from (loaded through) | package | also read as |",
+            "|---|---|---|---|---|---|"]
+    for d in REGISTRY:
+        mappings = "; ".join(f"`{m}` (`{c}`)" for m, c in d.auto_classes) or "its package"
+        aliases = ", ".join(f"`{a}`" for a in d.aliases) or "—"
+        rows.append(f"| `{d.name}` | {d.description} | {d.library} | {mappings} | `{d.models}` | {aliases} |")
+    return "\n".join(rows)
+
+
+def scenarios() -> str:
+    """The built-in scenarios, from their declarations."""
+    from hf_neuron.matrix.scenarios.registry import load_scenarios
+
+    declared = load_scenarios()
+    rows = ["| scenario | kind | trains | requires | groups | passes when |", "|---|---|---|---|---|---|"]
+    for name in declared:
+        d = declared[name]
+        rows.append(f"| `{name}` | {d.kind} | {'yes' if d.trains else 'no'} | {d.requires or '—'} | "
+                    f"{', '.join(d.groups())} | {_cell(d.passes)} |")
+    return "\n".join(rows)
+
+
+def closed_sets() -> str:
+    """The outcomes, harness gaps and failure classes."""
+    from hf_neuron.vocabulary.failures import EXCUSING_CLASSES, FAILURE_CLASSES, NEURON_ONLY_CLASSES, RULES
+    from hf_neuron.vocabulary.gaps import GAP_MEANINGS
+    from hf_neuron.vocabulary.outcomes import OUTCOMES, label
+
+    why = {rule.failure_class: rule.why for rule in RULES}
+    known = "what the runner knows: the case timed out, its process died, a parity check missed its tolerance"
+    why.update({"timeout": known, "crash": known, "numerics-mismatch": known, "other": "no rule matched"})
+    lines = ["Outcomes of a record: " + ", ".join(f"`{o}` ({label(o)})" for o in OUTCOMES) + ".", "",
+             "| harness gap | means |", "|---|---|"]
+    lines += [f"| `{gap}` | {meaning} |" for gap, meaning in GAP_MEANINGS.items()]
+    lines += ["", "| failure class | excuses a CPU failure of its class | neuron's by construction | matched by |",
+              "|---|---|---|---|"]
+    lines += [f"| `{c}` | {'yes' if c in EXCUSING_CLASSES else 'no'} | {'yes' if c in NEURON_ONLY_CLASSES else 'no'} "
+              f"| {_cell(why[c])} |"
+              for c in FAILURE_CLASSES]
+    return "\n".join(lines)
+
+
+def reference() -> str:
     """The whole reference page."""
     return f"""# hf-neuron reference
 
@@ -54,12 +107,15 @@ Generated from the code by `python scripts/update_docs.py` (a test fails when it
 - [Environment switches](#environment-switches)
 - [The `torch.neuron` contract](#the-torchneuron-contract)
 - [Patches](#patches)
+- [Groups](#groups)
+- [Scenarios](#scenarios)
+- [Outcomes, gaps, failure classes](#outcomes-gaps-failure-classes)
 
 ## Environment switches
 
-Every variable is validated when read; a bad value stops `import torch` with a message naming the variable, the
-value and what is accepted. The fidelity switches make the reference device behave like Trainium hardware where it
-differs from the CPU.
+Every variable is validated when read; a bad value stops `import torch` (or the command) with a message naming the
+variable, the value and what is accepted, and `hf-neuron settings` prints each one's value here. The fidelity
+switches make the reference device behave like Trainium hardware where it differs from the CPU.
 
 {switches()}
 
@@ -77,22 +133,68 @@ Each patch is a declared record in `hf_neuron/patches/<library>.py`: an id named
 library versions it was written against, and why it exists (the upstream code it works around).
 
 {patches()}
+
+## Groups
+
+The group registry (`hf_neuron/vocabulary/groups.py`), in its order, which decides where a model type two groups
+list belongs.
+
+{groups()}
+
+## Scenarios
+
+The built-in scenario set (`hf_neuron/matrix/scenarios/builtin.py`), in run order. *core*: an architecture must pass
+it (or it must not apply) to run unmodified; *variant*: reported on its own; *extra*: reported and in the verdict.
+
+{scenarios()}
+
+## Outcomes, gaps, failure classes
+
+The closed sets of `hf_neuron/vocabulary/`.
+
+{closed_sets()}
 """
+
+
+def sample_run() -> str:
+    """The sample run's page, from its records, the history and compat/."""
+    from hf_neuron.compat.baselines import load_baseline
+    from hf_neuron.compat.catalog import load_catalog
+    from hf_neuron.compat.ranking import load_ranking, ranking
+    from hf_neuron.report.figures import run_page
+    from hf_neuron.report.history import previous_run, read_history
+    from hf_neuron.report.load import load_records
+    from hf_neuron.report.site import run_tables
+
+    tables = run_tables(load_records([SAMPLE]), baseline=load_baseline(), catalog=load_catalog(),
+                        ranking=ranking(load_ranking()))
+    previous = previous_run(read_history(HISTORY), tables.run)
+    return run_page(tables, title="The sample run", previous=previous,
+                    source="the records of `reports/sample/records.jsonl.gz`, the history of `reports/history/` and "
+                           "the catalog, ranking and baseline of `compat/`")
+
+
+PAGES = {"reference.md": reference, "sample-run.md": sample_run}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="exit 1 if docs/reference.md is out of date")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a page is out of date")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="the pages' directory (default: the checkout's docs/)")
     args = parser.parse_args()
-    updated = render()
-    if args.check:
-        if not REFERENCE.is_file() or REFERENCE.read_text() != updated:
-            print("docs/reference.md is out of date: run python scripts/update_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    REFERENCE.parent.mkdir(exist_ok=True)
-    REFERENCE.write_text(updated)
-    return 0
+    stale = []
+    for name, render in PAGES.items():
+        path = args.docs / name
+        updated = render()
+        if args.check:
+            if not path.is_file() or path.read_text() != updated:
+                stale.append(name)
+            continue
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(updated)
+    for name in stale:
+        print(f"docs/{name} is out of date: run python scripts/update_docs.py", file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -17,18 +17,56 @@ def test_generated_reference_is_up_to_date() -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_a_stale_reference_is_found(tmp_path: Path) -> None:
-    script = (ROOT / "scripts" / "update_docs.py").read_text()
-    stale = tmp_path / "update_docs.py"
-    stale.write_text(script.replace('Path(__file__).resolve().parent.parent / "docs"', f'Path({str(tmp_path)!r})'))
-    (tmp_path / "reference.md").write_text("# an old reference\n")
-    result = run([sys.executable, str(stale), "--check"])
-    assert result.returncode == 1 and "docs/reference.md is out of date" in result.stderr
+def test_a_stale_page_is_found(tmp_path: Path) -> None:
+    for page in ("reference.md", "sample-run.md"):
+        (tmp_path / page).write_text((ROOT / "docs" / page).read_text())
+    script = [sys.executable, str(ROOT / "scripts" / "update_docs.py"), "--check", "--docs", str(tmp_path)]
+    assert run(script).returncode == 0
+    sample = tmp_path / "sample-run.md"
+    sample.write_text(sample.read_text().replace("architectures run unmodified**", "architectures run**", 1))
+    result = run(script)
+    assert result.returncode == 1 and "docs/sample-run.md is out of date" in result.stderr
 
 
-def test_readme_links_resolve() -> None:
+#: The README is a newcomer's page, read top to bottom: the guides and the reference are in docs/.
+README_LINES = 250
+
+
+def test_the_readme_is_short_and_the_guides_are_in_docs() -> None:
+    assert len(README.splitlines()) <= README_LINES
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", README))
+    assert {f"docs/{page.name}" for page in (ROOT / "docs").glob("*.md")} <= linked, "every guide is linked"
+
+
+def test_readme_and_docs_links_resolve() -> None:
     for target in re.findall(r"\]\(((?:docs|reports)/[^)#]+)", README):
         assert (ROOT / target).exists(), f"README links {target}, which is missing"
+    for page in (ROOT / "docs").glob("*.md"):
+        for target in re.findall(r"\]\(([^)#:]+\.md)", page.read_text()):
+            assert (page.parent / target).exists(), f"{page.name} links {target}, which is missing"
+
+
+#: Files that hold a path of a machine on purpose: the scrubber's tests feed it such paths.
+_PATH_TEST_INPUTS = {"tests/test_failure_fingerprint.py", "tests/test_report_sample.py", "tests/test_readme.py"}
+
+
+def _absolute_paths(text: str) -> list[str]:
+    return re.findall(r"(?<![\w.~$}])/(?:work|home|root|tmp/pytest-of-\w+|Users)/[\w./-]+", text)
+
+
+def test_no_file_names_an_absolute_path_of_a_machine() -> None:
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    found = {}
+    for name in tracked:
+        path = ROOT / name
+        if name in _PATH_TEST_INPUTS or name.startswith("reports/") or not path.is_file():
+            continue
+        if paths := _absolute_paths(path.read_text(errors="replace")):
+            found[name] = paths[:3]
+    assert found == {}, "write ../shared/... (relative to the checkout) or a path the code computes"
+    assert _absolute_paths("data in /work/shared/upstream/x.py") == ["/work/shared/upstream/x.py"]
 
 
 def test_quick_start_scripts_exist_and_are_executable() -> None:

@@ -1,0 +1,159 @@
+"""A run's figures as a Markdown page: what it ran on, how many architectures run unmodified, by group and by
+scenario, every case by outcome, the harness gaps, the failures by class, the Trainium signals, what it cost — each
+figure with its denominator, computed from the records by the report's own tables (:func:`~.site.run_tables`), so
+no figure about a run is typed by hand. ``scripts/update_docs.py`` writes the sample run's page with it
+(``docs/sample-run.md``) and checks, in the tests, that the page and the records agree. Pure: tables in, text out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from hf_neuron.report.history import RunSummary
+from hf_neuron.report.site import RunTables
+from hf_neuron.vocabulary.gaps import GAP_MEANINGS
+from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, OUTCOMES, label
+from hf_neuron.vocabulary.records import parse_time
+
+__all__ = ["run_page"]
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}"
+
+
+def _list(counts: Iterable[tuple[str, int]]) -> str:
+    return ", ".join(f"{name} {n:,}" for name, n in counts) or "none"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f}"
+
+
+def _run(tables: RunTables) -> list[str]:
+    run, env = tables.run, tables.run.env
+    started, finished = parse_time(run.started_at), parse_time(run.finished_at)
+    wall = (finished - started).total_seconds()
+    commits = sorted({c for c in env.get("hf_neuron_commit", "").split(", ") if c})
+    versions = ", ".join(f"{name} {env[name]}" for name in ("torch", "transformers", "diffusers", "accelerate", "peft")
+                         if env.get(name))
+    return [
+        f"- Run `{run.run_id}`, from {run.started_at} to {run.finished_at}: {wall / 60:.1f} minutes from the first "
+        f"case's start to the last case's end; the cases' own times sum to "
+        f"{_hours(float(tables.cases['duration_s'].sum()))} case-hours.",
+        f"- Backend `{run.backend}` {env.get('backend_version', '')}, profile `{env.get('profile') or 'none'}`, "
+        f"{env.get('device_count') or '?'} devices, host {env.get('host') or '?'}; {versions}.",
+        f"- hf-neuron {env.get('hf_neuron', '?')} at {len(commits)} commit(s) ({', '.join(commits) or 'unknown'}): "
+        + ("one commit ran every case." if len(commits) == 1 else
+           "the run was resumed with changed code, so its records do not come from one version."),
+        f"- {len(run.patches)} hf-neuron patches applied ({len(run.reference_gap_patches)} of them work around a gap "
+        "of the reference device itself).",
+    ]
+
+
+def _headline(tables: RunTables, previous: RunSummary | None) -> list[str]:
+    head = tables.head
+    verdicts = ", ".join(f"{head.verdicts[v]:,} {label(v)}" for v in ARCH_VERDICTS)
+    lines = [
+        f"**{head.runs_unmodified:,} of {head.architectures:,} architectures run unmodified** (`forward` passed and "
+        f"every core scenario of its group — {', '.join(head.core)} — passed or does not apply), on the "
+        f"`{head.backend}` backend. By verdict: {verdicts}.",
+    ]
+    if head.catalog_not_run:
+        lines.append(f"{head.catalog_not_run:,} architectures of the catalog have no record in this run.")
+    if previous is not None:
+        lines.append(f"The run before it in the history (`{previous.run_id}`) had {previous.runs_unmodified:,} of "
+                     f"{previous.architectures:,}.")
+    return lines
+
+
+def _groups(tables: RunTables) -> list[str]:
+    head = tables.head
+    rows = [(f"`{g.group}`", g.architectures, g.runs_unmodified, g.catalog,
+             f"{g.baseline_inference} / {g.baseline_training}") for g in head.groups]
+    lines = _table(("group", "architectures with records", "run unmodified", "in the catalog",
+                    f"{head.baseline_name} supports (inference / training)"), rows)
+    if head.top:
+        lines += ["", f"Of the top {head.top} architectures by `compat/ranking.csv`, {head.top_runs_unmodified} run "
+                      "unmodified."]
+    lines += ["", f"{head.baseline_name}'s *supported* means: {head.baseline_means}. Here an architecture is "
+                  "supported when its tiny random model passes the scenarios on this backend."]
+    return lines
+
+
+def _cases(tables: RunTables) -> list[str]:
+    cases = tables.cases
+    outcomes = Counter(cases["outcome"])
+    lines = [f"{len(cases):,} cases: " + _list((o, outcomes[o]) for o in OUTCOMES if outcomes[o]) + "."]
+    gaps = tables.head.untested_by_gap
+    if gaps:
+        lines.append(f"Untested (harness gaps to close), {sum(gaps.values()):,}: "
+                     + _list((f"{GAP_MEANINGS.get(gap, gap)} (`{gap}`)", n) for gap, n in gaps.items()) + ".")
+    on_neuron = cases[cases["verdict"] == "fails-on-neuron"]
+    classes = Counter(on_neuron["failure_class"].fillna("none"))
+    known = int((on_neuron["outcome"] == "known-failure").sum())
+    lines.append(f"{len(on_neuron):,} cases fail on neuron and not the same way on the CPU ({known:,} of them known "
+                 f"failures, `compat/known_failures.toml`), by failure class: {_list(classes.most_common())}.")
+    too = int((cases["verdict"] == "fails-on-cpu-too").sum())
+    lines.append(f"{too:,} cases fail the same way on the CPU, which are not held against neuron.")
+    return lines
+
+
+def _signals(tables: RunTables) -> list[str]:
+    head = tables.head
+    return [f"Over the {head.architectures:,} architectures with records: {head.one_graph:,} compile to one graph, "
+            f"{head.graph_breaks:,} have graph breaks, {head.recompiles:,} recompile, and {head.with_fallbacks:,} "
+            "run operators expected to fall back to the CPU on Trainium."]
+
+
+def _scenarios(tables: RunTables) -> list[str]:
+    cost = tables.cases.groupby("scenario")["duration_s"].sum()
+    rows = []
+    for scenario, rate in tables.rates.iterrows():
+        share = "—" if pd.isna(rate["rate"]) else f"{rate['rate']:.0%}"
+        kind = "core" if rate["core"] else "variant" if rate["variant"] else "extra"
+        rows.append((f"`{scenario}`", kind, rate["passed"], rate["applicable"], share, rate["not_applicable"],
+                     rate["untested"], rate["fails_on_cpu_too"], rate["failing"], rate["not_run"],
+                     _hours(float(cost.get(scenario, 0.0)))))
+    return _table(("scenario", "kind", "passed", "applicable", "pass rate", "not applicable", "untested",
+                   "fails on the CPU too", "failing", "not run", "case-hours"), rows)
+
+
+def _costs_by_group(tables: RunTables) -> list[str]:
+    cases = tables.cases
+    by_group = cases.groupby("group")["duration_s"].agg(["count", "sum"])
+    return _table(("group", "cases", "case-hours"),
+                  ((f"`{group}`", int(row["count"]), _hours(float(row["sum"]))) for group, row in by_group.iterrows()))
+
+
+def run_page(tables: RunTables, *, title: str, source: str, previous: RunSummary | None = None,
+             notes: Mapping[str, str] | None = None) -> str:
+    """The Markdown page of one run's figures; ``source`` says where the records are, ``previous`` is the run before
+    it in the history (None: none), ``notes`` adds a paragraph under a section's heading."""
+    notes = notes or {}
+    sections = [
+        ("The run", _run(tables)),
+        ("Headline", _headline(tables, previous)),
+        ("By group", _groups(tables)),
+        ("Cases", _cases(tables)),
+        ("Trainium signals", _signals(tables)),
+        ("By scenario", _scenarios(tables)),
+        ("Cost by group", _costs_by_group(tables)),
+    ]
+    lines = [f"# {title}", "",
+             f"Generated by `python scripts/update_docs.py` from {source}; a test fails when this page and the records "
+             "disagree, so do not edit it.", ""]
+    for heading, body in sections:
+        lines += [f"## {heading}", ""]
+        if heading in notes:
+            lines += [notes[heading], ""]
+        lines += [*body, ""]
+    return "\n".join(lines).rstrip() + "\n"
