@@ -6,7 +6,9 @@ import dataclasses
 import importlib.metadata
 import importlib.util
 import sys
-from typing import Any, Literal
+from typing import Any
+
+from hf_neuron.vocabulary.backends import BackendKind
 
 __all__ = [
     "NEURON_DEVICE_HOWTO",
@@ -21,8 +23,6 @@ __all__ = [
     "record_autoload",
     "reference_device_active",
 ]
-
-BackendKind = Literal["real", "reference", "none"]
 
 #: The import name of AWS's TorchNeuron package (distribution ``torch-neuronx``).
 REAL_PACKAGE = "torch_neuronx"

@@ -8,6 +8,7 @@ import pytest
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.errors import InputError
+from hf_neuron.matrix.scenarios.registry import load_scenarios
 from hf_neuron.report.tables import baseline_mode
 
 BASELINE = Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json"
@@ -30,12 +31,16 @@ def test_the_committed_baseline_says_what_it_supports_per_group() -> None:
 
 def test_scenarios_compare_with_the_baselines_matching_mode() -> None:
     baseline = load_baseline(BASELINE)
-    assert [baseline_mode(s) for s in ("load", "generate", "train", "lora", "ddp", "compile")] == [
-        "inference", "inference", "training", "training", "training", "inference"
-    ]
-    assert baseline.supports("phi3", baseline_mode("generate"))
-    assert not baseline.supports("phi3", baseline_mode("train"))
-    assert not baseline.supports("mistral", baseline_mode("load"))
+    scenarios = load_scenarios()
+    modes = {name: baseline_mode(scenarios[name].facts) for name in ("load", "generate", "train", "lora", "ddp",
+                                                                      "compile")}
+    assert modes == {"load": "inference", "generate": "inference", "train": "training", "lora": "training",
+                     "ddp": "training", "compile": "inference"}
+    # a scenario of one's own that trains is compared with training support, whatever its name
+    assert baseline_mode({"kind": "extra", "trains": True}) == "training"
+    assert baseline.supports("phi3", modes["generate"])
+    assert not baseline.supports("phi3", modes["train"])
+    assert not baseline.supports("mistral", modes["load"])
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,21 @@
 """Failure classes (each rule of the reviewed table on the kind of message it exists for, and what comes first), and
-the CPU's verdict: only the same failure on the CPU excuses the device's."""
+the CPU's verdict: only the same failure on the CPU excuses the device's — one rule for the matrix, old records and
+the libraries' own tests."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from hf_neuron.matrix.case.classify import FAILURE_CLASSES, NEURON_ONLY_CLASSES, RULES, classify
-from hf_neuron.matrix.case.fingerprint import FailureInfo
+from hf_neuron.compat.known_failures import KnownFailures
+from hf_neuron.matrix.case.execute import CaseRunner
 from hf_neuron.matrix.case.verdict import Attempt, compare_with_cpu
+from hf_neuron.matrix.results.store import RecordWriter
+from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult
+from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, ScenarioSet
+from hf_neuron.matrix.selection import Case
+from hf_neuron.vocabulary.failures import FAILURE_CLASSES, RULES, classify, failure
 
 
 @pytest.mark.parametrize(
@@ -55,30 +63,55 @@ def test_what_the_runner_knows_comes_before_the_rules() -> None:
 
 
 def _error(kind: str, message: str, frame: str = "modeling_llama.py:forward") -> Attempt:
-    return Attempt("error", failure=FailureInfo(kind, message, frame, ""))
+    return Attempt("error", failure=failure(kind, message, frame, outcome="error"))
 
 
 def test_only_the_same_failure_on_the_cpu_excuses_the_device() -> None:
     on_neuron = _error("ValueError", "expected 12 tokens on neuron:0, got 17")
-    assert compare_with_cpu(on_neuron, _error("ValueError", "expected 12 tokens on cpu, got 13")) == "same-failure"
+    assert compare_with_cpu(on_neuron, _error("ValueError", "expected 12 tokens on cpu, got 13")) == (
+        "fails-on-cpu-too")
     assert compare_with_cpu(on_neuron, Attempt("passed")) == "passes"
     assert compare_with_cpu(on_neuron, None) == "not-rerun"
     assert compare_with_cpu(on_neuron, _error("KeyError", "'heavily_compressed_attention'")) == "different-failure"
     # another message of a specific class is the same failure; of 'other', it is not
     oom = _error("torch.OutOfMemoryError", "neuron out of memory")
-    assert compare_with_cpu(oom, _error("MemoryError", "cannot allocate", "alloc.py:grow")) == "same-failure"
+    assert compare_with_cpu(oom, _error("MemoryError", "cannot allocate", "alloc.py:grow")) == "fails-on-cpu-too"
     assert compare_with_cpu(_error("ValueError", "bad"), _error("ValueError", "worse", "x.py:y")) == (
         "different-failure")
 
 
 def test_a_timeout_never_excuses_and_is_never_excused() -> None:
-    timeout = Attempt("timeout", failure=FailureInfo("CaseTimeout", "the case ran past its 300 s limit", "", ""))
+    timeout = Attempt("timeout", failure=failure("CaseTimeout", "the case ran past its 300 s limit", outcome="timeout"))
     assert compare_with_cpu(timeout, timeout) == "different-failure"
     assert compare_with_cpu(_error("ValueError", "bad"), timeout) == "different-failure"
+    crash = Attempt("crashed", failure=failure("WorkerCrash", "killed by signal SIGABRT", outcome="crashed"))
+    assert compare_with_cpu(crash, crash) == "different-failure"
 
 
-def test_failures_that_need_inductor_are_neurons_without_asking_the_cpu() -> None:
-    assert {"needs-inductor"} == NEURON_ONLY_CLASSES
+def _run_on_neuron(message: str, tmp_path: Path) -> tuple[dict[str, object], list[str]]:
+    """Run one case whose scenario raises ``message`` on the device and passes on the CPU; the record and the
+    devices the scenario ran on."""
+    devices: list[str] = []
+
+    def scenario(ctx: CaseContext) -> ScenarioResult:
+        devices.append(ctx.device)
+        if ctx.device != "cpu":
+            raise NotImplementedError(message)
+        return ScenarioResult.passed()
+
+    declaration = ScenarioDeclaration("forward", "core", False, {"transformers": scenario}, "it does")
+    runner = CaseRunner(ScenarioSet({"forward": declaration}), KnownFailures(), RecordWriter(tmp_path, "test"),
+                        "r", {"backend": "reference"}, "neuron", 60.0, tmp_path)
+    record = runner.run(Case("llama", "decoder", "forward", declaration.facts))
+    return dict(record), devices
+
+
+def test_a_failure_that_needs_inductor_is_not_rerun_on_the_cpu(tmp_path: Path) -> None:
+    record, devices = _run_on_neuron("attn_implementation='flex_attention' needs Inductor", tmp_path / "inductor")
+    assert (devices, record["cpu_outcome"], record["cpu_verdict"]) == (["neuron"], None, "not-rerun")
+    record, devices = _run_on_neuron("Could not run 'aten::x' with arguments from the 'neuron' backend",
+                                      tmp_path / "op")
+    assert (devices, record["cpu_outcome"], record["cpu_verdict"]) == (["neuron", "cpu"], "passed", "passes")
 
 
 def test_the_table_is_closed_and_documented() -> None:

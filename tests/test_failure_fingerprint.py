@@ -10,13 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.matrix.case.fingerprint import (
-    describe_exception,
-    describe_stack,
-    fingerprint,
-    normalise,
-    relative_paths,
-)
+from hf_neuron.matrix.case.capture import describe_exception, describe_stack, relative_paths
+from hf_neuron.vocabulary.failures import failure_text, fingerprint, normalise
 
 
 @pytest.mark.parametrize(
@@ -75,16 +70,17 @@ def test_describe_exception_names_the_raising_frame() -> None:
             raise LibraryError("wrapped") from exc
     except LibraryError as exc:
         info = describe_exception(exc)
-    assert info.type.endswith("LibraryError") and info.message == "wrapped"
-    assert info.frame == "test_failure_fingerprint.py:test_describe_exception_names_the_raising_frame"
-    assert "_inner" in info.traceback and info.text == f"{info.type}: wrapped"
+    assert info["type"].endswith("LibraryError") and info["message"] == "wrapped"
+    assert info["frame"] == "test_failure_fingerprint.py:test_describe_exception_names_the_raising_frame"
+    assert "_inner" in info["traceback"] and failure_text(info) == f"{info['type']}: wrapped"
 
     try:
         _inner()
     except KeyError as exc:
         info = describe_exception(exc)
-    assert (info.type, info.frame) == ("KeyError", "test_failure_fingerprint.py:_inner")
-    assert info.fingerprint == fingerprint("KeyError", "\"missing 'rope_theta'\"", "test_failure_fingerprint.py:_inner")
+    assert (info["type"], info["frame"]) == ("KeyError", "test_failure_fingerprint.py:_inner")
+    assert info["fingerprint"] == fingerprint("KeyError", "\"missing 'rope_theta'\"",
+                                              "test_failure_fingerprint.py:_inner")
 
 
 def test_relative_paths_names_files_relative_to_the_checkout_or_site_packages() -> None:
@@ -117,17 +113,18 @@ def test_a_recorded_failure_has_no_absolute_path_of_this_machine(tmp_path: Path)
     except json.JSONDecodeError as exc:
         info = describe_exception(exc)
     stdlib = sysconfig.get_paths()["stdlib"]
-    assert 'File "json/decoder.py"' in info.traceback and 'File "<path>/scenario_module.py", line 4' in info.traceback
-    assert 'File "tests/test_failure_fingerprint.py"' in info.traceback  # the checkout's own files
+    assert 'File "json/decoder.py"' in info["traceback"]
+    assert 'File "<path>/scenario_module.py", line 4' in info["traceback"]
+    assert 'File "tests/test_failure_fingerprint.py"' in info["traceback"]  # the checkout's own files
     for machine_path in (str(tmp_path), stdlib, str(Path(__file__).parent)):
-        assert machine_path not in info.traceback and machine_path not in info.message
+        assert machine_path not in info["traceback"] and machine_path not in info["message"]
 
     try:
         open(tmp_path / "missing.txt")  # noqa: SIM115 - the error names the path
     except FileNotFoundError as exc:
         missing = describe_exception(exc)
-    assert missing.message == "[Errno 2] No such file or directory: '<path>/missing.txt'"
+    assert missing["message"] == "[Errno 2] No such file or directory: '<path>/missing.txt'"
 
-    stuck = describe_stack("CaseTimeout", f"stuck in {tmp_path}/x.py", sys._getframe())
-    assert stuck.message == "stuck in <path>/x.py"
-    assert 'File "tests/test_failure_fingerprint.py"' in stuck.traceback and str(tmp_path) not in stuck.traceback
+    stuck = describe_stack("CaseTimeout", f"stuck in {tmp_path}/x.py", sys._getframe(), outcome="timeout")
+    assert stuck["message"] == "stuck in <path>/x.py"
+    assert 'File "tests/test_failure_fingerprint.py"' in stuck["traceback"] and str(tmp_path) not in stuck["traceback"]

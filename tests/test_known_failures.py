@@ -8,20 +8,18 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.compat.catalog import load_catalog
-from hf_neuron.compat.known_failures import (
-    ANY_MODEL_TYPE,
-    ANY_SCENARIO,
-    KnownFailure,
-    KnownFailures,
-    load_known_failures,
-)
+from hf_neuron.compat.expected_failures import EVERY, ExpectedFailure
 from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH as KNOWN_FAILURES_FILE
+from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.case.fingerprint import FailureInfo
 from hf_neuron.matrix.case.verdict import Attempt, to_record
-from hf_neuron.matrix.records import SCENARIO_NAMES
 from hf_neuron.matrix.results.summary import summarize
+from hf_neuron.matrix.scenarios.registry import load_scenarios
 from hf_neuron.matrix.selection import Case
+from hf_neuron.vocabulary.failures import failure
+
+#: The built-in scenarios, which the project's file may name.
+SCENARIO_NAMES = load_scenarios().names
 
 ENTRY = """
 [[known_failure]]
@@ -31,6 +29,10 @@ reason = "conv1d has no neuron kernel"
 upstream = "https://github.com/example/issues/1"
 {extra}
 """
+
+
+def _matched(known: KnownFailures, model_type: str, scenario: str, text: str | None) -> ExpectedFailure | None:
+    return known.match(text, model_type=model_type, scenario=scenario)
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -45,11 +47,11 @@ def _unknown_names(known: KnownFailures, model_types: set[str]) -> list[str]:
     problems = []
     for number, entry in enumerate(known.entries, 1):
         problems += [f"#{number}: architecture {name!r} is not in the catalog"
-                     for name in entry.model_types if name not in (*model_types, ANY_MODEL_TYPE)]
+                     for name in entry.names["model_type"] if name not in (*model_types, EVERY)]
         problems += [f"#{number}: scenario {name!r} does not exist"
-                     for name in entry.scenarios if name not in (*SCENARIO_NAMES, ANY_SCENARIO)]
-        problems += [f"#{number}: empty {field}" for field in ("reason", "upstream")
-                     if not getattr(entry, field).strip()]
+                     for name in entry.names["scenario"] if name not in (*SCENARIO_NAMES, EVERY)]
+        problems += [f"#{number}: empty reason" for _ in [0] if not entry.reason.strip()]
+        problems += [f"#{number}: empty upstream" for _ in [0] if not entry.fields.get("upstream", "").strip()]
     return problems
 
 
@@ -65,23 +67,24 @@ def test_an_entry_naming_an_unknown_architecture_fails_the_check(tmp_path: Path)
     known = load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
     assert _unknown_names(known, catalog) == ["#1: architecture 'mamba-9000' is not in the catalog"]
     assert _unknown_names(known, catalog | {"mamba-9000"}) == []
-    unloadable = KnownFailures((KnownFailure(("llama",), ("forwards", ANY_SCENARIO), " ", "https://x"),))
+    unloadable = KnownFailures((ExpectedFailure({"model_type": ("llama",), "scenario": ("forwards", EVERY)}, " ", None,
+                                                {"upstream": "https://x"}),))
     assert _unknown_names(unloadable, catalog) == ["#1: scenario 'forwards' does not exist", "#1: empty reason"]
 
 
 def test_a_missing_file_is_empty_unless_asked_for(tmp_path: Path) -> None:
     assert load_known_failures(tmp_path / "none.toml", SCENARIO_NAMES).entries == ()
-    with pytest.raises(InputError, match=r"none\.toml does not exist"):
+    with pytest.raises(InputError, match=r"none\.toml: no such file"):
         load_known_failures(tmp_path / "none.toml", SCENARIO_NAMES, required=True)
 
 
 @pytest.mark.parametrize(
     ("scenario", "extra", "message"),
     [
-        ("forward", 'message = "("', r"#1 \(model_type='mamba', scenario='forward'\): message is not a valid regular"),
-        ("forwards", "", r"#1 \(model_type='mamba', scenario='forwards'\): scenario must be one of load, forward"),
-        ("forward", 'owner = "me"', r"#1 .*: unknown key\(s\) owner; allowed: model_type, scenario, reason"),
-        ("forward", 'message = ""', "message must be a non-empty string"),
+        ("forward", 'message = "("', r"#1 message: not a valid regular"),
+        ("forwards", "", r"#1 scenario: 'forwards' is not one of load, forward"),
+        ("forward", 'owner = "me"', r"#1: unknown key\(s\) owner; allowed: model_type, scenario, reason"),
+        ("forward", 'message = ""', "#1 message: must be a non-empty string"),
     ],
 )
 def test_a_malformed_entry_is_named_with_what_is_wrong(
@@ -90,7 +93,7 @@ def test_a_malformed_entry_is_named_with_what_is_wrong(
     path = _write(tmp_path, ENTRY.format(scenario=scenario, extra=extra))
     with pytest.raises(InputError, match=message) as error:
         load_known_failures(path, SCENARIO_NAMES)
-    assert str(error.value).startswith(f"{path}: [[known_failure]] #1")
+    assert str(error.value).startswith(f"{path}:2: [[known_failure]] #1"), "it names the file, line and entry"
 
 
 @pytest.mark.parametrize(
@@ -102,7 +105,8 @@ def test_a_malformed_entry_is_named_with_what_is_wrong(
         ("[[known_failure]\n", "not valid TOML"),
         ("known_failure = 'x'\n", "must be an array of tables"),
         ("[known]\n", "unknown top-level key"),
-        (ENTRY.format(scenario="*", extra="") * 2, r"#2 \(model_type='mamba', scenario='\*'\) repeats #1"),
+        (ENTRY.format(scenario="*", extra="") * 2,
+         r":9: \[\[known_failure\]\] #2: names .*'mamba'.* same message as #1: merge"),
     ],
 )
 def test_a_malformed_file_is_named_with_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
@@ -113,32 +117,33 @@ def test_a_malformed_file_is_named_with_what_is_wrong(tmp_path: Path, text: str,
 def test_matching_prefers_the_scenario_and_honours_the_message(tmp_path: Path) -> None:
     text = ENTRY.format(scenario="*", extra="") + ENTRY.format(scenario="compile", extra='message = "graph break"')
     known = load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
-    assert known.match("mamba", "compile", "Unsupported: graph break in conv1d").scenarios == ("compile",)
-    assert known.match("mamba", "compile", "RuntimeError: other").scenarios == ("*",)
-    assert known.match("mamba", "compile", None).scenarios == ("compile",)
-    assert known.match("llama", "compile", "graph break") is None
+    assert _matched(known, "mamba", "compile", "Unsupported: graph break in conv1d").names["scenario"] == ("compile",)
+    assert _matched(known, "mamba", "compile", "RuntimeError: other").names["scenario"] == ("*",)
+    assert _matched(known, "mamba", "compile", None).names["scenario"] == ("compile",)
+    assert _matched(known, "llama", "compile", "graph break") is None
 
 
 def _record(tmp_path: Path, attempt: Attempt) -> dict[str, object]:
     entry = ENTRY.format(scenario="forward", extra='message = "aten::conv"')
     known = load_known_failures(_write(tmp_path, entry), SCENARIO_NAMES)
     return to_record(  # type: ignore[return-value]
-        Case("mamba", "decoder", "forward"), attempt, cpu=Attempt("passed"), known=known, run_id="r", env={},
-        started_at="t0", finished_at="t1", duration_s=1.0,
+        Case("mamba", "decoder", "forward", {"kind": "core", "trains": False}), attempt, cpu=Attempt("passed"),
+        known=known, run_id="r", env={"backend": "reference"},
+        started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:00:01+00:00", duration_s=1.0,
     )
 
 
 def test_a_matching_failure_becomes_a_known_failure_with_its_entry(tmp_path: Path) -> None:
-    failure = FailureInfo("NotImplementedError", "Could not run 'aten::convolution'", "conv.py:forward", "")
-    record = _record(tmp_path, Attempt("error", failure=failure))
+    found = failure("NotImplementedError", "Could not run 'aten::convolution'", "conv.py:forward", outcome="error")
+    record = _record(tmp_path, Attempt("error", failure=found))
     assert record["outcome"] == "known-failure" and record["reason"] == "conv1d has no neuron kernel"
     assert record["known_failure"]["upstream"] == "https://github.com/example/issues/1"  # type: ignore[index]
     assert record["failure"]["failure_class"] == "op-missing"  # type: ignore[index]
 
 
 def test_another_failure_of_a_listed_case_stays_a_failure(tmp_path: Path) -> None:
-    failure = FailureInfo("ValueError", "bad config", "config.py:__init__", "")
-    record = _record(tmp_path, Attempt("error", failure=failure))
+    found = failure("ValueError", "bad config", "config.py:__init__", outcome="error")
+    record = _record(tmp_path, Attempt("error", failure=found))
     assert record["outcome"] == "error" and record["known_failure"] is None
 
 
@@ -153,26 +158,28 @@ def test_one_entry_can_list_the_architectures_and_scenarios_that_fail_the_same_w
         'model_type = "mamba"', 'model_type = ["mamba", "jamba"]').replace('scenario = "*"',
                                                                           'scenario = ["forward", "train"]')
     known = load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
-    assert known.match("jamba", "train", 'NotImplementedError: "histogram_cpu" not implemented') is not None
-    assert known.match("jamba", "load", None) is None  # a passing load is not reported as "now passes"
-    assert known.match("jamba", "train", "RuntimeError: something else") is None
-    assert known.match("llama", "train", 'NotImplementedError: "histogram_cpu"') is None
+    assert _matched(known, "jamba", "train", 'NotImplementedError: "histogram_cpu" not implemented') is not None
+    assert _matched(known, "jamba", "load", None) is None  # a passing load is not reported as "now passes"
+    assert _matched(known, "jamba", "train", "RuntimeError: something else") is None
+    assert _matched(known, "llama", "train", 'NotImplementedError: "histogram_cpu"') is None
     assert known.entries[0].as_dict()["model_type"] == ["mamba", "jamba"]
     assert known.entries[0].as_dict()["scenario"] == ["forward", "train"]
     for bad in ('model_type = []', 'model_type = ["a", "a"]', 'model_type = [1]'):
-        with pytest.raises(InputError, match="model_type must be a non-empty string or a list of distinct"):
+        with pytest.raises(InputError, match="model_type: must be a non-empty string or a list of distinct"):
             load_known_failures(_write(tmp_path, text.replace('model_type = ["mamba", "jamba"]', bad)), SCENARIO_NAMES)
-    for bad in ('scenario = []', 'scenario = ["train", "train"]', 'scenario = ["trains"]'):
-        with pytest.raises(InputError, match=r"scenario must be one of load, .* or a list of distinct"):
+    for bad, wrong in (('scenario = []', "must be a non-empty string or a list"),
+                       ('scenario = ["train", "train"]', "must be a non-empty string or a list"),
+                       ('scenario = ["trains"]', "'trains' is not one of load, ")):
+        with pytest.raises(InputError, match=f"scenario: {wrong}"):
             load_known_failures(_write(tmp_path, text.replace('scenario = ["forward", "train"]', bad)), SCENARIO_NAMES)
 
 
 def test_an_entry_for_every_architecture_excuses_only_its_failure(tmp_path: Path) -> None:
     text = ENTRY.format(scenario="forward", extra='message = "needs Inductor"').replace('"mamba"', '"*"')
     known = load_known_failures(_write(tmp_path, text), SCENARIO_NAMES)
-    assert known.match("llama", "forward", "NotImplementedError: flex_attention needs Inductor") is not None
-    assert known.match("llama", "forward", "RuntimeError: something else") is None
-    assert known.match("llama", "train", "NotImplementedError: flex_attention needs Inductor") is None
+    assert _matched(known, "llama", "forward", "NotImplementedError: flex_attention needs Inductor") is not None
+    assert _matched(known, "llama", "forward", "RuntimeError: something else") is None
+    assert _matched(known, "llama", "train", "NotImplementedError: flex_attention needs Inductor") is None
     with pytest.raises(InputError, match="needs a message"):
         load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra="").replace('"mamba"', '"*"')),
                             SCENARIO_NAMES)
@@ -203,6 +210,6 @@ def test_blip_still_cannot_decode_with_a_static_cache_on_the_cpu() -> None:
     with pytest.raises(IndexError) as error:
         model.generate(**decode, cache_implementation="static")
     known = load_known_failures(KNOWN_FAILURES_FILE, SCENARIO_NAMES, required=True)
-    entry = known.match("blip", "generate", f"IndexError: {error.value}")
+    entry = _matched(known, "blip", "generate", f"IndexError: {error.value}")
     assert entry is not None and "static cache" in entry.reason
-    assert known.match("blip", "generate", "IndexError: index 3 is out of bounds for dimension 0") is None
+    assert _matched(known, "blip", "generate", "IndexError: index 3 is out of bounds for dimension 0") is None

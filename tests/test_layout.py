@@ -135,26 +135,28 @@ def test_only_the_compat_package_names_the_reviewed_data_files(reader: str) -> N
     assert spelled == []
 
 
-#: Which top-level parts of the package a part may import (the records' schema is the matrix's one module the
-#: report reads). Dependencies point one way: compat <- tiny <- matrix <- cli; report <- compat + the schema; the
+#: Which top-level parts of the package a part may import. Dependencies point one way: vocabulary <- compat <- tiny <-
+#: matrix <- cli; report <- compat + vocabulary; the vocabulary imports nothing of hf-neuron but its one error; the
 #: device and the patches know nothing of the matrix, and the device nothing of Hugging Face.
 ALLOWED: dict[str, set[str]] = {
-    "compat": {"compat", "errors"},
-    "tiny": {"tiny", "compat", "errors"},
-    "device": {"device", "settings", "errors", "import_hooks"},
-    "patches": {"patches", "backends", "settings", "errors", "import_hooks"},
-    # the upstream tests' records are read through their schema and their one comparison of the two devices
-    "report": {"report", "compat", "errors", "matrix.records", "upstream.records", "upstream.summary"},
+    "vocabulary": {"vocabulary", "errors"},
+    "compat": {"compat", "errors", "vocabulary"},
+    "tiny": {"tiny", "compat", "errors", "vocabulary"},
+    "device": {"device", "settings", "errors", "import_hooks", "vocabulary"},
+    "patches": {"patches", "backends", "settings", "errors", "import_hooks", "vocabulary"},
+    # the upstream tests' records are read through their schema and their per-architecture summary
+    "report": {"report", "compat", "errors", "vocabulary", "upstream.records", "upstream.summary"},
     "matrix": {"matrix", "tiny", "compat", "device", "patches", "backends", "settings", "errors", "_version",
-               "import_hooks"},
-    # imported by the libraries' test utilities inside their test runs: the device module and a post-import hook only
-    "testing": {"testing", "backends", "errors", "import_hooks"},
-    # libraries' own test suites on neuron: the matrix's record vocabulary (outcomes, fingerprint, environment block,
-    # record files), the compat list of tests not applicable, the device plug-ins it hands to the test runs
-    "upstream": {"upstream", "matrix", "compat", "testing", "errors"},
+               "import_hooks", "vocabulary"},
+    # imported by the libraries' test utilities inside their test runs: the device module, a post-import hook, and
+    # the patch records and registry (a test adaptation is a patch)
+    "testing": {"testing", "backends", "errors", "import_hooks", "patches", "vocabulary"},
+    # libraries' own test suites on neuron: the matrix's capture of failures, environment block and record writer,
+    # the compat list of tests not applicable, the device plug-ins it hands to the test runs
+    "upstream": {"upstream", "matrix", "compat", "testing", "errors", "vocabulary"},
 }
 #: Modules the report may read although their part is not in its list (schemas and pure functions of records).
-_READABLE = (["matrix", "records"], ["upstream", "records"], ["upstream", "summary"])
+_READABLE = (["upstream", "records"], ["upstream", "summary"])
 
 
 def _part(module: str) -> str:
@@ -179,7 +181,14 @@ def test_dependencies_point_one_way(part: str) -> None:
 
 
 def test_an_import_against_the_flow_is_found() -> None:
-    graph = {"hf_neuron.compat.catalog": {"hf_neuron.matrix.records", "hf_neuron.errors"},
-             "hf_neuron.report.tables": {"hf_neuron.matrix.records", "hf_neuron.matrix.results.store"}}
-    assert wrong_way(graph, "compat") == ["hf_neuron.compat.catalog imports hf_neuron.matrix.records"]
+    graph = {"hf_neuron.compat.catalog": {"hf_neuron.matrix.selection", "hf_neuron.errors"},
+             "hf_neuron.report.tables": {"hf_neuron.vocabulary.records", "hf_neuron.matrix.results.store"}}
+    assert wrong_way(graph, "compat") == ["hf_neuron.compat.catalog imports hf_neuron.matrix.selection"]
     assert wrong_way(graph, "report") == ["hf_neuron.report.tables imports hf_neuron.matrix.results.store"]
+
+
+def test_every_test_of_the_suite_has_a_time_limit(request: pytest.FixtureRequest) -> None:
+    from conftest import TEST_TIMEOUT_S
+
+    marker = request.node.get_closest_marker("timeout")
+    assert marker is not None and marker.args == (TEST_TIMEOUT_S,), "a hang must fail one test, not the suite"

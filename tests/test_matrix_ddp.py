@@ -49,10 +49,13 @@ def test_ddp_is_untested_with_a_reason_below_two_devices(tmp_path: Path) -> None
 
 @pytest.mark.distributed
 def test_a_failing_rank_raises_with_its_error_and_the_next_case_gets_new_ranks(tmp_path: Path) -> None:
-    mismatched = CaseContext("llama", "encoder-decoder", "ddp", "neuron", tmp_path)  # a causal LM as seq2seq
+    from hf_neuron.tiny.transformers.checkpoint import materialize
+
+    broken = tmp_path / "broken"
+    materialize("t5", broken / "checkpoints" / "llama")  # a seq2seq checkpoint where the causal LM's should be
     with pytest.raises(RuntimeError) as failure:
-        ddp(mismatched)
+        ddp(CaseContext("llama", "decoder", "ddp", "neuron", broken))
     assert str(failure.value).startswith("the 2-process DDP run failed (exit 1): ValueError: Unrecognized "
-                                         "configuration class <class 'transformers.models.llama.configuration_llama.")
+                                         "configuration class <class 'transformers.models.t5.configuration_t5.")
     assert not ddp_module._ranks["neuron"].alive()
     assert ddp(CaseContext("llama", "decoder", "ddp", "neuron", tmp_path)).outcome == "passed"

@@ -63,11 +63,12 @@ def test_every_named_family_has_a_pipeline_recipe_and_runs_on_the_cpu(name: str)
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[backbones.X]\nconfig = { a = 1 }\n', r"\[backbones.X\] changes the config or layout: say why"),
+        ('[backbones.X]\nconfig = { a = 1 }\n', r":1: \[backbones.X\] reason: changes the config or layout: say why"),
         ('[backbones.X]\nlayout = "cube"\nreason = "r"\n',
-         "layout must be one of image, video, video-frames-first, sequence, tokens"),
-        ('[backbones.X]\npipeline = "P"\ncomponents = { vae = "nope" }\n', "component vae = 'nope' names no"),
-        ('[backbones.X]\nunknown = 1\n', r"has unknown keys \['unknown'\]"),
+         r":1: \[backbones.X\] layout: must be one of image, video, video-frames-first, sequence, tokens"),
+        ('[backbones.X]\npipeline = "P"\ncomponents = { vae = "nope" }\n',
+         r"\[backbones.X\] components.vae: = 'nope' names no"),
+        ('[backbones.X]\nunknown = 1\n', r":1: \[backbones.X\]: unknown keys \['unknown'\]"),
         ('[other]\n', r"unknown top-level tables \['other'\]"),
     ],
 )

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.matrix.scenarios import image_text
-from hf_neuron.matrix.scenarios.builtin import SCENARIOS
 from hf_neuron.matrix.scenarios.contract import CaseContext
+from hf_neuron.matrix.scenarios.registry import load_scenarios
 from hf_neuron.matrix.scenarios.text_models import load_model, lora_targets, model_inputs, sample_ids
+from hf_neuron.tiny.image_text import group as image_text
 from hf_neuron.tiny.image_text.checkpoint import materialize
+
+SCENARIOS = load_scenarios()
 
 torch = pytest.importorskip("torch")
 
@@ -50,7 +52,7 @@ def test_the_inputs_carry_the_images_and_their_tokens(workdir: Path) -> None:
 
 
 def test_a_device_that_sees_other_pixels_fails_forward(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rebuild = image_text.inputs_for
+    rebuild = image_text.model_inputs
 
     def perturbed(model, input_ids):  # type: ignore[no-untyped-def]
         inputs = rebuild(model, input_ids)
@@ -58,7 +60,7 @@ def test_a_device_that_sees_other_pixels_fails_forward(workdir: Path, monkeypatc
             inputs["pixel_values"] = inputs["pixel_values"] + 0.5
         return inputs
 
-    monkeypatch.setattr(image_text, "inputs_for", perturbed)
+    monkeypatch.setattr(image_text, "model_inputs", perturbed)
     result = SCENARIOS["forward"](_ctx(workdir, "forward"))
     assert result.outcome == "failed" and result.message.startswith("logits differ from the CPU's")
 

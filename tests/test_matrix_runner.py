@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from _helpers_matrix import FAKE, FIXTURES, case_counts, cli, raw_records
 
-from hf_neuron.matrix.records import OUTCOMES, Record, validate_record
+from hf_neuron.vocabulary.outcomes import OUTCOMES
+from hf_neuron.vocabulary.records import SCHEMA_VERSION, Record, validate_record
 
 pytestmark = pytest.mark.slow
 
@@ -120,8 +121,9 @@ def test_parity_and_cpu_outcomes_are_classified(run: Run) -> None:
     broken = records["cpubroken::forward"]
     assert broken["outcome"] == "error" and broken["cpu_outcome"] == "error"
     fields = ("type", "message", "frame", "fingerprint", "failure_class")
-    assert broken["cpu_failure"] == {key: broken["failure"][key] for key in fields}
-    assert broken["cpu_verdict"] == "same-failure" and broken["failure"]["failure_class"] == "other"
+    assert {key: broken["cpu_failure"][key] for key in fields} == {key: broken["failure"][key] for key in fields}
+    assert "hidden_size 7" in broken["cpu_failure"]["traceback"], "the CPU's failure has the device's shape"
+    assert broken["cpu_verdict"] == "fails-on-cpu-too" and broken["failure"]["failure_class"] == "other"
     raises = records["raises::forward"]
     assert raises["cpu_failure"] is None and raises["cpu_verdict"] == "passes"  # the CPU passed
     differs = records["cpudiffers::forward"]
@@ -139,7 +141,7 @@ def test_records_follow_the_schema(run: Run) -> None:
     assert {r["run_id"] for r in records.values()} == {next(iter(records.values()))["run_id"]}
     for record in records.values():
         assert set(record) == set(Record.__annotations__)
-        assert record["outcome"] in OUTCOMES and record["schema"] == 2 and validate_record(record) == []
+        assert record["outcome"] in OUTCOMES and record["schema"] == SCHEMA_VERSION and validate_record(record) == []
         assert record["env"]["torch"] and record["env"]["backend"] == "reference"
         assert record["env"]["profile"] == "trainium"  # the default profile
         assert "torch.integer-histc-on-neuron" in record["env"]["patches"]  # the run measures the patched stack

@@ -10,23 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.matrix.records import SCENARIO_NAMES, VARIANT_SCENARIOS
 from hf_neuron.matrix.scenarios import text, text_models
-from hf_neuron.matrix.scenarios.builtin import SCENARIOS
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
     TOLERANCES,
     CaseContext,
-    PerGroup,
     ScenarioResult,
     compare,
     compare_named,
-    scenario_for,
 )
+from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, load_scenarios
 from hf_neuron.matrix.scenarios.text import _agree
 from hf_neuron.matrix.scenarios.text_models import Greedy, disable_dropout
 
 torch = pytest.importorskip("torch")
+
+SCENARIOS = load_scenarios()
+VARIANT_SCENARIOS = SCENARIOS.of_kind("variant")
 
 
 def test_compare_uses_the_dtype_tolerance() -> None:
@@ -121,14 +121,20 @@ def test_dropout_is_switched_off_everywhere_for_training() -> None:
     assert (model.config.resid_pdrop, model.config.attn_pdrop) == (0.0, 0.0)
 
 
-def test_a_per_group_scenario_runs_the_group_implementation() -> None:
+def test_a_scenario_runs_its_groups_implementation_or_its_librarys() -> None:
     def text(ctx: CaseContext) -> ScenarioResult:
         return ScenarioResult.skipped(f"text {ctx.model_type}")
 
-    scenario = PerGroup({"decoder": text})
-    assert scenario_for(scenario, "decoder") is text and scenario_for(scenario, "diffusion") is None
-    assert scenario_for(text, "anything") is text
+    def vision(ctx: CaseContext) -> ScenarioResult:
+        return ScenarioResult.skipped(f"vision {ctx.model_type}")
+
+    scenario = ScenarioDeclaration("load", "core", False, {"transformers": text, "image-text": vision}, "it does")
+    assert scenario.implementation("decoder") is text and scenario.implementation("diffusion") is None
+    assert scenario.implementation("image-text") is vision, "a group's own implementation comes before its library's"
+    assert scenario.groups() == ("decoder", "encoder-decoder", "image-text")
     assert scenario(CaseContext("llama", "decoder", "load", "cpu", Path("."))).message == "text llama"
+    with pytest.raises(KeyError, match="no implementation for group 'diffusion'"):
+        scenario(CaseContext("UNet2DModel", "diffusion", "load", "cpu", Path(".")))
 
 
 @pytest.mark.parametrize("scenario", ["generate", "generate_compiled", "bf16"])
@@ -152,10 +158,6 @@ def test_decoding_is_skipped_for_a_model_class_without_generate(scenario: str,
     else:
         assert (result.outcome, result.message) == ("skipped", "Policy has no generate method: decoding does not "
                                                                "apply to it")
-
-
-def test_every_builtin_scenario_has_a_known_name() -> None:
-    assert set(SCENARIOS) <= set(SCENARIO_NAMES)
 
 
 def test_a_checkpoint_is_built_once_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,7 +194,8 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device", ["cpu", "neuron"])
-@pytest.mark.parametrize("scenario", sorted(set(SCENARIOS) - {"ddp", *VARIANT_SCENARIOS}))  # ddp: test_matrix_ddp.py
+# ddp: test_matrix_ddp.py
+@pytest.mark.parametrize("scenario", sorted(set(SCENARIOS.names) - {"ddp", *VARIANT_SCENARIOS}))
 def test_builtin_text_scenarios_pass_with_exact_parity(tiny_llama: Path, scenario: str, device: str) -> None:
     allocations = torch.neuron.memory_stats()["allocation"]["allocated"]
     result = SCENARIOS[scenario](CaseContext("llama", "decoder", scenario, device, tiny_llama))

@@ -12,11 +12,24 @@ from _helpers_matrix import FAKE, FIXTURES, cli
 from hf_neuron.compat.slices import SLICES_PATH as SLICES_FILE
 from hf_neuron.compat.slices import load_slices
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.scenarios.contract import load_scenarios
+from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult
+from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, ScenarioSet, load_scenarios
 from hf_neuron.matrix.selection import Architecture, Selection, read_catalog, select
 
 CATALOG = [Architecture("llama", "decoder"), Architecture("gpt2", "decoder"), Architecture("t5", "encoder-decoder")]
-SCENARIOS = ["load", "forward"]
+
+
+def _passes(ctx: CaseContext) -> ScenarioResult:
+    return ScenarioResult.passed()
+
+
+def _scenarios(**groups: str) -> ScenarioSet:
+    """Scenarios by name, each implemented for the library or group given."""
+    return ScenarioSet({name: ScenarioDeclaration(name, "core", False, {group: _passes}, "it passes")
+                        for name, group in groups.items()})
+
+
+SCENARIOS = _scenarios(load="transformers", forward="transformers")
 
 
 def _ids(selection: Selection, slices: Path = SLICES_FILE) -> list[str]:
@@ -36,7 +49,7 @@ def test_order_is_catalog_then_scenario_and_filters_intersect() -> None:
         (Selection(archs=("lama",)), r"--arch: unknown architecture 'lama' \(did you mean 'llama'\?\); "
                                      r"valid \(3\): llama, gpt2, t5"),
         (Selection(scenarios=("train",)), r"--scenario: unknown scenario 'train'; valid \(2\): load, forward"),
-        (Selection(group="diffusion"), r"--group: unknown group 'diffusion'; valid \(2\): decoder, encoder-decoder"),
+        (Selection(group="diffusion"), 'the selection is empty: .*"group": "diffusion".* matches no case'),
         (Selection(archs=("t5",), group="decoder"), "the selection is empty: .* matches no case"),
     ],
 )
@@ -54,7 +67,7 @@ def test_an_unknown_name_among_many_gets_suggestions_the_count_and_how_to_list_t
         "`hf-neuron matrix list --architectures` lists them"
     )
     assert "arch07" not in str(error.value)
-    many = [f"s{i}" for i in range(13)]
+    many = _scenarios(**{f"s{i}": "transformers" for i in range(13)})
     with pytest.raises(InputError, match=r"^--scenario: unknown scenario 's20' \(did you mean .*\); 13 scenarios are "
                        r"known; `hf-neuron matrix list` lists the cases \(architecture::scenario\)$"):
         select(catalog, many, Selection(scenarios=("s20",)), SLICES_FILE)
@@ -70,7 +83,7 @@ def test_slices(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="slice 'broken' lists mamba, which the catalog does not have"):
         _ids(Selection(slice="broken"), slices)
     slices.write_text('[small]\narchitectures = ["gpt2"]\n')
-    with pytest.raises(InputError, match=r"\[small\] must have exactly the keys description, architectures"):
+    with pytest.raises(InputError, match=r"slices\.toml:1: \[small\]: must have exactly the keys description, arch"):
         load_slices(slices)
 
 
@@ -92,10 +105,18 @@ def test_catalog_files_are_checked(tmp_path: Path) -> None:
 
 
 def test_scenario_modules_are_checked(tmp_path: Path) -> None:
-    assert list(load_scenarios(str(FIXTURES / "fake_scenarios.py"))) == ["load", "forward"]
+    assert load_scenarios(str(FIXTURES / "fake_scenarios.py")).names == ("load", "forward")
     module = tmp_path / "mine.py"
     module.write_text("SCENARIOS = {'warp': print}\n")
-    with pytest.raises(InputError, match="defines 'warp', which is not a scenario name; use one of: load"):
+    with pytest.raises(InputError, match="must define SCENARIOS, a non-empty sequence of ScenarioDeclaration"):
+        load_scenarios(str(module))
+    module.write_text("from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration as D\n"
+                      "SCENARIOS = [D('warp', 'core', True, {'audio-video': print}, 'it warps')]\n")
+    with pytest.raises(InputError, match=r"'warp': implementations for \['audio-video'\], which are neither"):
+        load_scenarios(str(module))
+    module.write_text("from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration as D\n"
+                      "SCENARIOS = [D('warp', 'core', True, {'diffusers': print}, 'it warps')] * 2\n")
+    with pytest.raises(InputError, match="declares 'warp' twice"):
         load_scenarios(str(module))
     module.write_text("RUN = {}\n")
     with pytest.raises(InputError, match="must define SCENARIOS"):
@@ -116,26 +137,23 @@ def test_list_prints_case_ids_and_errors_exit_2() -> None:
 
 
 def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:
-    text_only = {"load": {"decoder", "encoder-decoder"}, "forward": {"decoder"}}
-    cases = select(CATALOG, SCENARIOS, Selection(), SLICES_FILE,
-                   applies=lambda scenario, architecture: architecture.group in text_only[scenario])
+    cases = select(CATALOG, _scenarios(load="transformers", forward="decoder"), Selection(), SLICES_FILE)
     assert [case.case_id for case in cases] == ["llama::load", "llama::forward", "gpt2::load", "gpt2::forward",
                                                 "t5::load"]
+    assert {case.facts["kind"] for case in cases} == {"core"}, "each case carries what its record says of it"
 
 
 def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffusion_forward_and_generate() -> None:
-    from hf_neuron.matrix.scenarios.builtin import SCENARIOS as BUILTIN
-    from hf_neuron.matrix.scenarios.contract import scenario_for
-
+    builtin = load_scenarios()
     every = ["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "generate_compiled"]
     moe = frozenset({"router-logits", "sdpa", "flex-attention"})
     for group in ("decoder", "encoder-decoder", "image-text"):  # one body each, the same for every group
-        assert [name for name in BUILTIN if scenario_for(BUILTIN[name], group, frozenset())] == every
-        assert [name for name in BUILTIN if scenario_for(BUILTIN[name], group, moe)] == [
+        assert [name for name in builtin if builtin[name].implementation(group, frozenset())] == every
+        assert [name for name in builtin if builtin[name].implementation(group, moe)] == [
             *every[:-1], "sdpa", "flex_attention", "generate_compiled", "train_aux_loss"]
-        assert {scenario_for(BUILTIN[name], group, moe) for name in BUILTIN if name != "generate"} == {
-            scenario_for(BUILTIN[name], "decoder", moe) for name in BUILTIN if name != "generate"}
-    assert [name for name in BUILTIN if scenario_for(BUILTIN[name], "diffusion", moe)] == ["forward", "generate"]
+        assert {builtin[name].implementation(group, moe) for name in builtin if name != "generate"} == {
+            builtin[name].implementation("decoder", moe) for name in builtin if name != "generate"}
+    assert [name for name in builtin if builtin[name].implementation("diffusion", moe)] == ["forward", "generate"]
 
 
 def test_an_entry_that_does_not_build_becomes_untested_cases_with_its_reason(tmp_path: Path) -> None:
@@ -149,9 +167,10 @@ def test_an_entry_that_does_not_build_becomes_untested_cases_with_its_reason(tmp
     assert architectures["alpha"].reviewed_gap == ("inputs", "needs audio features")
     assert architectures["beta"].untested == (
         "tiny-build", "the tiny model does not build on the CPU: config: ValueError: heads do not divide")
-    [case] = select(list(architectures.values()), ["load"], Selection(archs=("beta",)), SLICES_FILE)
+    [case] = select(list(architectures.values()), _scenarios(load="transformers"), Selection(archs=("beta",)),
+                    SLICES_FILE)
     assert case.untested == architectures["beta"].untested
     catalog["architectures"][0].update(gap="data")
     path.write_text(json.dumps(catalog))
-    with pytest.raises(InputError, match="alpha has gap 'data'; gaps are inputs, pipeline-recipe"):
+    with pytest.raises(InputError, match=r"architectures\[0\] \(alpha\) has gap 'data'; gaps are inputs, pipeline"):
         read_catalog(path)

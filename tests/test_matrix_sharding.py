@@ -12,10 +12,12 @@ from _helpers_matrix import FAKE, a_record, cli, raw_records
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.results.merge import merge, write_merged
 from hf_neuron.matrix.results.store import Manifest, RecordWriter, write_manifest
+from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, ScenarioSet
 from hf_neuron.matrix.selection import Architecture, Selection, Shard, select
 
 CATALOG = [Architecture(f"arch{i}", "decoder") for i in range(7)]
-SCENARIOS = ["load", "forward", "generate"]
+SCENARIOS = ScenarioSet({name: ScenarioDeclaration(name, "core", False, {"transformers": print}, "it does")
+                         for name in ("load", "forward", "generate")})
 SLICES = Path("/nonexistent/slices.toml")
 
 
@@ -40,7 +42,7 @@ def test_a_bad_shard_says_what_to_write(text: str, message: str) -> None:
 
 def test_an_empty_shard_is_an_error() -> None:
     with pytest.raises(InputError, match="the selection is empty"):
-        select(CATALOG[:1], ["load"], Selection(shard=Shard(2, 2)), SLICES)
+        select(CATALOG[:1], ScenarioSet({"load": SCENARIOS["load"]}), Selection(shard=Shard(2, 2)), SLICES)
 
 
 @pytest.mark.slow

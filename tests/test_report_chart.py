@@ -9,6 +9,9 @@ import pytest
 from hf_neuron.report.chart import trend_chart
 from hf_neuron.report.history import RunSummary
 
+#: The core scenarios the chart draws a line for, beside the share running unmodified.
+CORE = ("load", "forward", "generate", "train")
+
 
 def _run(day: int, unmodified: int, load_passed: int) -> RunSummary:
     return RunSummary(
@@ -24,7 +27,7 @@ def _run(day: int, unmodified: int, load_passed: int) -> RunSummary:
 
 
 def test_one_series_for_unmodified_and_one_per_core_scenario() -> None:
-    chart = trend_chart([_run(1, 2, 4), _run(2, 4, 2)])
+    chart = trend_chart([_run(1, 2, 4), _run(2, 4, 2)], CORE)
     assert [s.label for s in chart.series] == ["runs unmodified", "load", "forward", "generate", "train"]
     unmodified, load = chart.series[0], chart.series[1]
     assert unmodified.emphasis and not load.emphasis
@@ -37,20 +40,20 @@ def test_one_series_for_unmodified_and_one_per_core_scenario() -> None:
 
 
 def test_runs_where_a_scenario_counted_nothing_leave_no_point() -> None:
-    chart = trend_chart([_run(1, 2, 4), _run(2, 4, 2)])
+    chart = trend_chart([_run(1, 2, 4), _run(2, 4, 2)], CORE)
     assert chart.series[4].points == ()  # train: nothing passed or failed
     assert chart.series[2].points == ()  # forward: not in these summaries
 
 
 def test_a_single_run_is_centred_and_labelled() -> None:
-    chart = trend_chart([_run(1, 2, 4)])
+    chart = trend_chart([_run(1, 2, 4)], CORE)
     assert chart.runs == 1
     assert chart.series[0].points[0].x == (chart.left + chart.right) / 2
     assert chart.x_labels == ((chart.series[0].points[0].x, "2026-11-01", "middle"),)
 
 
 def test_only_the_last_runs_are_drawn_and_labels_do_not_crowd() -> None:
-    chart = trend_chart([_run(day, 2, 2) for day in range(1, 28)], max_runs=20)
+    chart = trend_chart([_run(day, 2, 2) for day in range(1, 28)], CORE, max_runs=20)
     assert chart.runs == 20
     assert chart.series[0].points[0].title.endswith("(2026-11-08)")
     xs = [x for x, _, _ in chart.x_labels]

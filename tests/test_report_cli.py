@@ -40,7 +40,7 @@ def test_skipped_lines_are_warned_with_file_and_line(tmp_path: Path, capsys: pyt
     assert _build(tmp_path, results="malformed") == 0
     err = capsys.readouterr().err
     path = RECORDS / "malformed" / "results.jsonl"
-    assert f"warning: skipped {path}:3: expected a JSON object, got list" in err
+    assert f"warning: skipped {path}:3: not a matrix record: expected a JSON object, got list" in err
     assert err.count("warning: skipped") == 6
 
 
@@ -63,19 +63,28 @@ def test_default_compat_files_are_optional(tmp_path: Path, monkeypatch: pytest.M
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--top", "0"], "--top must be at least 1"),
+        (["--top", "0"], "--top 0: give at least 1"),
         (["--ranking", "missing.csv"], "missing.csv: no such file"),
         (["--baseline", "missing.json"], "missing.json: no such file"),
     ],
 )
-def test_bad_inputs_exit_1_with_a_message(
+def test_bad_inputs_exit_2_with_a_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
-    assert _build(tmp_path, *args) == 1
+    assert _build(tmp_path, *args) == 2
     assert message in capsys.readouterr().err
 
 
-def test_missing_results_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_results_exit_2_in_every_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--results", str(tmp_path / "none"), "--out", str(tmp_path), "--baseline", str(BASELINE)]
-    assert main(["report", "build", *args]) == 1
+    assert main(["report", "build", *args]) == 2
+    assert "hf-neuron report: error: " in (err := capsys.readouterr().err)
+    assert "none: no such results directory or file" in err
+    assert main(["report", "summary", "--results", str(tmp_path / "none")]) == 2
     assert "none: no such results directory or file" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", "summary", "--results", str(empty)]) == 2
+    assert "no valid record in" in capsys.readouterr().err
+    assert main(["report", "screenshot", "--site", str(tmp_path / "nosite"), "--out", str(tmp_path / "a.png")]) == 2
+    assert "nosite" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.errors import InputError
-from hf_neuron.report.history import RunSummary, previous_run, read_history, with_run, write_summary
+from hf_neuron.report.history import HISTORY_SCHEMA, RunSummary, previous_run, read_history, with_run, write_summary
 from hf_neuron.report.tables import RunInfo
 
 
@@ -34,7 +34,7 @@ def test_a_summary_round_trips_through_its_file(tmp_path: Path) -> None:
     summary = _summary("nightly/2026-11-28", "2026-11-28T03:00:00+00:00")
     path = write_summary(tmp_path / "history", summary)
     assert path.name == "nightly_2026-11-28.json"
-    assert json.loads(path.read_text())["schema"] == 2
+    assert json.loads(path.read_text())["schema"] == HISTORY_SCHEMA
     assert read_history(tmp_path / "history") == [summary]
 
 
@@ -51,7 +51,7 @@ def test_no_history_directory_means_no_history(tmp_path: Path) -> None:
 
 def test_a_bad_summary_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema": 1, "run_id": "x"}')
-    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1 or 2: .*move it out"):
+    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1 or 2 or 3: .*move it out"):
         read_history(tmp_path)
 
 

@@ -33,7 +33,7 @@ def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
     path = RECORDS / "malformed" / "results.jsonl"
     loaded = load_records([path])
     assert sorted(r["case_id"] for r in loaded.records) == ["gpt2::load", "llama::load"]
-    problems = {p.line: p.message for p in loaded.problems}
+    problems = {p.line: p.message.removeprefix("not a matrix record: ") for p in loaded.problems}
     assert sorted(problems) == [2, 3, 4, 5, 6, 7]  # line 8 is blank: ignored
     assert problems[2].startswith("not valid JSON: ")
     assert problems[3] == "expected a JSON object, got list"
@@ -44,12 +44,13 @@ def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
     assert problems[6] == "'case_id' is 'llama::forward', expected 'llama::train'"
     assert problems[7] == "outcome 'skipped' needs a 'reason'"
     assert str(loaded.problems[0]) == f"{path}:2: {problems[2]}"
+    assert all(p.message.startswith("not a matrix record: ") for p in loaded.problems[1:]), "each says what it is not"
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"schema": 3}, "'schema' must be one of 1, 2 (got 3)"),
+        ({"schema": 4}, "'schema' must be one of 1, 2, 3 (got 4)"),
         ({"duration_s": -1}, "'duration_s' must be >= 0 (got -1)"),
         ({"duration_s": float("nan")}, "'duration_s' must be a finite number (got NaN)"),
         ({"peak_memory_bytes": 1.5}, "'peak_memory_bytes' must be a whole number >= 0 (got 1.5)"),

@@ -23,13 +23,14 @@ def _table(text: str) -> list[list[str]]:
 def test_the_summary_has_the_counts_a_row_per_architecture_and_the_failing_cases() -> None:
     text = markdown_summary(load_records([RECORDS / "run-2"]).records, title="CI slice")
     assert text.startswith("### CI slice\n\nRun nightly-2026-11-28 on the reference backend (CPU kernels, not "
-                           "Trainium), profile trainium: 46 cases, 32 pass, 1 n/a, 1 untested, 4 cpu fails too, "
+                           "Trainium), profile trainium: 46 cases, 32 pass, 1 n/a, 1 untested, 4 fails on the CPU too, "
                            "1 known, 2 fail, 3 error, 1 timeout, 1 crash.\n")
     table = _table(text)
     assert table[0] == ["architecture", "group", "load", "forward", "generate", "train", "lora", "bf16", "compile",
                         "save", "ddp"]
     assert [row[0] for row in table[2:]] == ["bert", "falcon", "gpt2", "llama", "mistral", "phi3", "qwen3", "xglm"]
-    assert table[3][:5] == ["falcon", "decoder", "✅ pass", "❌ fail", "⚪ cpu fails too"]  # the CPU fails differently
+    # the CPU fails differently
+    assert table[3][:5] == ["falcon", "decoder", "✅ pass", "❌ fail", "⚪ fails on the CPU too"]
     assert table[4][8] == "❌ crash" and table[4][6] == "⚪ untested" and table[2][6] == "—"
     assert "#### Failing on neuron (8)" in text
     assert "- **falcon::forward**: AssertionError: parity 0.5 &gt; 1e-4" in text
@@ -68,7 +69,7 @@ def test_the_command_prints_markdown_and_fails_without_records(tmp_path: Path, c
     empty = tmp_path / "results"
     empty.mkdir()
     (empty / "bad.jsonl").write_text(json.dumps({"schema": 1}) + "\n")
-    assert main(["report", "summary", "--results", str(empty)]) == 1
+    assert main(["report", "summary", "--results", str(empty)]) == 2
     err = capsys.readouterr().err
     assert f"warning: skipped {empty / 'bad.jsonl'}:1: " in err
-    assert f"hf-neuron report summary: no valid record in {empty}" in err
+    assert f"hf-neuron report: error: no valid record in {empty}" in err

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.cli import main
-from hf_neuron.matrix.case.fingerprint import relative_paths
+from hf_neuron.matrix.case.capture import relative_paths
 from hf_neuron.report.screenshot import CHROMIUM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,6 +105,6 @@ def test_the_screenshot_command_takes_one_of_a_built_site(tmp_path: Path, capsys
                  "--out", str(site)]) == 0
     assert main(["report", "screenshot", "--site", str(site), "--out", str(tmp_path / "shot.png")]) == 0
     assert _png_size(tmp_path / "shot.png") == (1280, 1000)
-    assert main(["report", "screenshot", "--site", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x.png")]) == 1
+    assert main(["report", "screenshot", "--site", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x.png")]) == 2
     assert "no report here; build one with `hf-neuron report build`" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()

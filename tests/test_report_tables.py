@@ -12,23 +12,29 @@ from _helpers_report import a_catalog
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.matrix.records import CORE_SCENARIOS, GAPS
-from hf_neuron.matrix.records import SCENARIO_NAMES as SCENARIOS
 from hf_neuron.report.load import load_records
-from hf_neuron.report.status import GAP_LABELS, arch_verdict, cell_status, runs_unmodified
+from hf_neuron.report.status import arch_verdict, cell_status, runs_unmodified, scenario_order
 from hf_neuron.report.tables import (
     Change,
     case_frame,
     case_statuses,
+    core_scenarios,
     diff_runs,
     fallback_ops,
     headline,
     matrix_table,
     run_info,
     scenario_rates,
+    variant_scenarios,
 )
+from hf_neuron.vocabulary.records import upgrade
+from hf_neuron.vocabulary.scenarios import SCHEMA_2_SCENARIOS
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
+#: The fixture runs' scenarios (their records are of schema 1: the built-in set of the time).
+FACTS = dict(SCHEMA_2_SCENARIOS)
+SCENARIOS = scenario_order(FACTS)
+CORE_SCENARIOS = tuple(core_scenarios(FACTS))
 BASELINE = load_baseline(Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json")
 
 
@@ -43,25 +49,21 @@ def cases() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def table(cases: pd.DataFrame) -> pd.DataFrame:
-    return matrix_table(cases, baseline=BASELINE)
-
-
-def test_core_scenarios_are_one_named_subset() -> None:
-    assert CORE_SCENARIOS == ("load", "forward", "generate", "train")
-    assert set(CORE_SCENARIOS) <= set(SCENARIOS)
+    return matrix_table(cases, baseline=BASELINE, scenarios=FACTS)
 
 
 def test_a_failure_counts_against_neuron_unless_the_cpu_fails_the_same_way() -> None:
     failure = {"type": "E", "message": "m", "frame": "f", "fingerprint": "E|m|f", "failure_class": "other"}
     other = {**failure, "fingerprint": "E|n|f"}
-    assert cell_status(a_record("a::forward", outcome="error", cpu_outcome="error", failure=failure,
-                                cpu_failure=failure)) == "cpu-fails"
-    assert cell_status(a_record("a::forward", outcome="error", cpu_outcome="error", failure=failure,
-                                cpu_failure=other)) == "error"
-    assert cell_status(a_record("a::forward", outcome="failed", cpu_outcome="passed", failure=failure)) == "failed"
-    assert cell_status(a_record("a::forward", outcome="error", failure=failure)) == "error"
-    assert cell_status(a_record("a::forward", outcome="untested", gap="inputs")) == "untested"
-    assert cell_status(a_record("a::forward", outcome="passed", cpu_outcome="error")) == "passed"
+    assert cell_status(upgrade(a_record("a::forward", outcome="error", cpu_outcome="error", failure=failure,
+                                cpu_failure=failure))) == "fails-on-cpu-too"
+    assert cell_status(upgrade(a_record("a::forward", outcome="error", cpu_outcome="error", failure=failure,
+                                cpu_failure=other))) == "error"
+    assert cell_status(upgrade(a_record("a::forward", outcome="failed", cpu_outcome="passed",
+                                        failure=failure))) == "failed"
+    assert cell_status(upgrade(a_record("a::forward", outcome="error", failure=failure))) == "error"
+    assert cell_status(upgrade(a_record("a::forward", outcome="untested", gap="inputs"))) == "untested"
+    assert cell_status(upgrade(a_record("a::forward", outcome="passed", cpu_outcome="error"))) == "passed"
 
 
 @pytest.mark.parametrize(
@@ -70,11 +72,12 @@ def test_a_failure_counts_against_neuron_unless_the_cpu_fails_the_same_way() -> 
         ({"load": "passed", "forward": "passed", "generate": "passed", "train": "passed"}, True),
         ({"load": "passed", "forward": "passed", "generate": "skipped", "train": "passed"}, True),
         # forward must pass: load alone, or a forward that fails on the CPU too, is not a model that ran
-        ({"load": "passed", "forward": "cpu-fails", "generate": "cpu-fails", "train": "cpu-fails"}, False),
+        ({"load": "passed", "forward": "fails-on-cpu-too", "generate": "fails-on-cpu-too",
+          "train": "fails-on-cpu-too"}, False),
         ({"load": "passed", "forward": "untested", "generate": "untested", "train": "untested"}, False),
         ({"load": "skipped", "forward": "skipped", "generate": "skipped", "train": "skipped"}, False),
         # every other core scenario passes or does not apply: a CPU failure or a harness gap is not a pass
-        ({"load": "passed", "forward": "passed", "generate": "passed", "train": "cpu-fails"}, False),
+        ({"load": "passed", "forward": "passed", "generate": "passed", "train": "fails-on-cpu-too"}, False),
         ({"load": "passed", "forward": "passed", "generate": "untested", "train": "passed"}, False),
         ({"load": "passed", "forward": "passed", "generate": "passed", "train": "known-failure"}, False),
         ({"load": "passed", "forward": "passed", "generate": "passed"}, False),
@@ -89,9 +92,9 @@ def test_runs_unmodified(statuses: dict[str, str], expected: bool) -> None:
     [
         ({"forward": "passed", "generate": "skipped", "train": "passed"}, "fully-passes"),
         ({"forward": "passed", "train": "untested"}, "passes-where-tested"),
-        ({"forward": "passed", "train": "cpu-fails"}, "passes-where-tested"),
+        ({"forward": "passed", "train": "fails-on-cpu-too"}, "passes-where-tested"),
         ({"load": "passed", "forward": "untested"}, "untested"),
-        ({"load": "passed", "forward": "cpu-fails", "train": "cpu-fails"}, "fails-on-cpu-too"),
+        ({"load": "passed", "forward": "fails-on-cpu-too", "train": "fails-on-cpu-too"}, "fails-on-cpu-too"),
         ({"forward": "passed", "compile": "timeout"}, "fails-on-neuron"),
         ({"forward": "untested", "train": "known-failure"}, "fails-on-neuron"),
         # a variant scenario is reported on its own, not in the verdict
@@ -99,17 +102,13 @@ def test_runs_unmodified(statuses: dict[str, str], expected: bool) -> None:
     ],
 )
 def test_arch_verdict(statuses: dict[str, str], expected: str) -> None:
-    assert arch_verdict(statuses) == expected
-
-
-def test_every_harness_gap_has_a_label() -> None:
-    assert set(GAP_LABELS) == set(GAPS)
+    assert arch_verdict(statuses, variant_scenarios(FACTS)) == expected
 
 
 def test_matrix_has_one_row_per_architecture_and_a_status_per_scenario(table: pd.DataFrame) -> None:
     assert sorted(table.index) == ["bert", "falcon", "gpt2", "llama", "mistral", "phi3", "qwen3", "xglm"]
     assert table.loc["falcon", "forward"] == "failed"  # the CPU fails too, but differently
-    assert table.loc["falcon", "generate"] == "cpu-fails"  # the CPU fails the same way
+    assert table.loc["falcon", "generate"] == "fails-on-cpu-too"  # the CPU fails the same way
     assert table.loc["qwen3", "lora"] == "known-failure"
     assert table.loc["gpt2", "lora"] == "untested"
     assert table.loc["phi3", "lora"] == "not-run"
@@ -141,7 +140,7 @@ def test_baseline_columns(table: pd.DataFrame) -> None:
 
 
 def test_headline_figures(table: pd.DataFrame, cases: pd.DataFrame) -> None:
-    head = headline(table, BASELINE, backend="reference", cases=cases)
+    head = headline(table, BASELINE, backend="reference", scenarios=FACTS, cases=cases)
     assert (head.backend, head.runs_unmodified, head.architectures) == ("reference", 4, 8)
     assert head.verdicts == {"fully-passes": 2, "passes-where-tested": 0, "untested": 0, "fails-on-cpu-too": 1,
                              "fails-on-neuron": 5}
@@ -156,7 +155,7 @@ def test_headline_figures(table: pd.DataFrame, cases: pd.DataFrame) -> None:
 
 
 def test_the_baseline_is_compared_group_by_group(table: pd.DataFrame) -> None:
-    groups = {g.group: g for g in headline(table, BASELINE, backend="reference").groups}
+    groups = {g.group: g for g in headline(table, BASELINE, backend="reference", scenarios=FACTS).groups}
     assert list(groups) == ["decoder", "encoder"]  # catalog groups first, then the others the run has
     decoder = groups["decoder"]
     assert (decoder.architectures, decoder.runs_unmodified, decoder.baseline_in_run) == (7, 3, 3)
@@ -165,9 +164,9 @@ def test_the_baseline_is_compared_group_by_group(table: pd.DataFrame) -> None:
 
 
 def test_pass_rates_per_scenario(table: pd.DataFrame) -> None:
-    rates = scenario_rates(table, BASELINE)
-    assert rates.index.tolist() == list(SCENARIOS)
-    counts = rates[["passed", "not_applicable", "untested", "cpu_fails", "failing", "not_run", "applicable",
+    rates = scenario_rates(table, BASELINE, FACTS)
+    assert rates.index.tolist() == SCENARIOS
+    counts = rates[["passed", "not_applicable", "untested", "fails_on_cpu_too", "failing", "not_run", "applicable",
                     "baseline_supported"]]
     assert counts.loc["forward"].tolist() == [5, 0, 0, 1, 2, 0, 8, 3]
     assert counts.loc["generate"].tolist() == [3, 1, 0, 2, 2, 0, 7, 3]
@@ -182,33 +181,33 @@ def test_pass_rates_per_scenario(table: pd.DataFrame) -> None:
 
 
 def test_a_scenario_nobody_counted_has_no_rate(cases: pd.DataFrame) -> None:
-    only_bert = matrix_table(cases[cases["model_type"] == "bert"], baseline=BASELINE)
-    assert math.isnan(scenario_rates(only_bert, BASELINE).loc["generate", "rate"])
+    only_bert = matrix_table(cases[cases["model_type"] == "bert"], baseline=BASELINE, scenarios=FACTS)
+    assert math.isnan(scenario_rates(only_bert, BASELINE, FACTS).loc["generate", "rate"])
 
 
 def test_ranking_orders_rows_and_marks_the_top_n(cases: pd.DataFrame) -> None:
     ranking = Ranking({"qwen3": 1, "gpt2": 2, "llama": 3, "mistral": 4}, "hub downloads")
-    table = matrix_table(cases, baseline=BASELINE, ranking=ranking, top_n=3)
+    table = matrix_table(cases, baseline=BASELINE, scenarios=FACTS, ranking=ranking, top_n=3)
     assert table.index.tolist() == ["qwen3", "gpt2", "llama", "mistral", "bert", "falcon", "phi3", "xglm"]
     assert table.index[table["top"]].tolist() == ["qwen3", "gpt2", "llama"]
-    head = headline(table, BASELINE, backend="reference")
+    head = headline(table, BASELINE, backend="reference", scenarios=FACTS)
     assert (head.top_runs_unmodified, head.top) == (3, 3)
 
 
 def test_catalog_adds_groups_and_not_run_rows(cases: pd.DataFrame) -> None:
     catalog = a_catalog(llama="encoder-decoder", gemma3="decoder")  # llama's records say decoder: records win
-    table = matrix_table(cases, baseline=BASELINE, catalog=catalog)
+    table = matrix_table(cases, baseline=BASELINE, scenarios=FACTS, catalog=catalog)
     assert table.loc["llama", "group"] == "decoder"
     assert table.loc["gemma3", ["group", "has_records", "runs_unmodified"]].tolist() == ["decoder", False, False]
     assert (table.loc["gemma3", list(SCENARIOS)] == "not-run").all()
-    head = headline(table, BASELINE, backend="reference", catalog=catalog)
+    head = headline(table, BASELINE, backend="reference", scenarios=FACTS, catalog=catalog)
     assert (head.runs_unmodified, head.architectures, head.catalog_not_run) == (4, 8, 1)
     decoder = next(g for g in head.groups if g.group == "decoder")
     assert (decoder.catalog, decoder.architectures) == (1, 7)  # the catalog's count is its own: gemma3 only
 
 
 def test_diff_between_two_runs() -> None:
-    changes = diff_runs(case_statuses(_cases("run-1")), case_statuses(_cases("run-2")))
+    changes = diff_runs(case_statuses(_cases("run-1")), case_statuses(_cases("run-2")), SCENARIOS)
     by_kind = {kind: {(c.model_type, c.scenario, c.before, c.after) for c in changes if c.kind == kind}
                for kind in ("regression", "new-pass", "other")}
     assert by_kind["regression"] == {
@@ -222,24 +221,24 @@ def test_diff_between_two_runs() -> None:
         ("xglm", "load", "not-run", "passed"),
     }
     assert by_kind["other"] == {
-        ("falcon", "forward", "not-run", "failed"), ("falcon", "generate", "not-run", "cpu-fails"),
-        ("gpt2", "lora", "not-run", "untested"), ("xglm", "forward", "not-run", "cpu-fails"),
-        ("xglm", "generate", "not-run", "cpu-fails"), ("xglm", "train", "not-run", "cpu-fails")}
+        ("falcon", "forward", "not-run", "failed"), ("falcon", "generate", "not-run", "fails-on-cpu-too"),
+        ("gpt2", "lora", "not-run", "untested"), ("xglm", "forward", "not-run", "fails-on-cpu-too"),
+        ("xglm", "generate", "not-run", "fails-on-cpu-too"), ("xglm", "train", "not-run", "fails-on-cpu-too")}
 
 
 def test_a_scenario_the_previous_run_did_not_have_is_its_own_kind_of_change() -> None:
     before = {"llama": {"forward": "passed"}, "gpt2": {"forward": "error"}}
     after = {"llama": {"forward": "passed", "ddp": "passed"}, "gpt2": {"forward": "passed", "ddp": "error"}}
-    assert diff_runs(before, after) == [
+    assert diff_runs(before, after, SCENARIOS) == [
         Change("gpt2", "forward", "error", "passed"),
         Change("gpt2", "ddp", "not-run", "error", scenario_added=True),
         Change("llama", "ddp", "not-run", "passed", scenario_added=True),
     ]
-    assert [c.kind for c in diff_runs(before, after)] == ["new-pass", "scenario-added", "scenario-added"]
+    assert [c.kind for c in diff_runs(before, after, SCENARIOS)] == ["new-pass", "scenario-added", "scenario-added"]
 
 
 def test_changed_rows_are_flagged(cases: pd.DataFrame) -> None:
-    table = matrix_table(cases, baseline=BASELINE, changed=frozenset({"gpt2"}))
+    table = matrix_table(cases, baseline=BASELINE, scenarios=FACTS, changed=frozenset({"gpt2"}))
     assert table.index[table["changed"]].tolist() == ["gpt2"]
 
 
@@ -255,8 +254,8 @@ def test_run_info_joins_distinct_env_values() -> None:
 
 def test_a_slice_without_some_core_scenarios_is_judged_on_the_core_it_ran(cases: pd.DataFrame) -> None:
     load_forward = cases[cases["scenario"].isin(["load", "forward"])]
-    table = matrix_table(load_forward, baseline=BASELINE)
-    head = headline(table, BASELINE, backend="reference")
+    table = matrix_table(load_forward, baseline=BASELINE, scenarios=FACTS)
+    head = headline(table, BASELINE, backend="reference", scenarios=FACTS)
     assert head.core == ("load", "forward")
     assert table.index[table["runs_unmodified"]].tolist() == ["bert", "gpt2", "llama", "mistral", "qwen3"]
 
@@ -270,10 +269,27 @@ def test_a_group_is_judged_on_the_core_scenarios_it_runs(cases: pd.DataFrame) ->
     table = matrix_table(pd.concat([cases, backbone, short]), baseline=BASELINE)
     assert table.loc["UNet2DModel", ["load", "train", "runs_unmodified"]].tolist() == ["not-run", "not-run", True]
     assert table.loc["llama_no_train", ["train", "runs_unmodified"]].tolist() == ["not-run", False]
-    assert headline(table, BASELINE, backend="reference").core == CORE_SCENARIOS
+    assert headline(table, BASELINE, backend="reference", scenarios=FACTS).core == CORE_SCENARIOS
 
 
 def test_env_values_that_are_null_are_left_out() -> None:
     records = load_records([RECORDS / "run-2"]).records
     records = [{**r, "env": {**r["env"], "backend_version": None}} for r in records]
     assert run_info(records).env["backend_version"] == ""
+
+
+def test_the_run_page_says_what_the_records_say() -> None:
+    """The figures page is computed from the records: a record that changes changes the page."""
+    from hf_neuron.report.figures import run_page
+    from hf_neuron.report.load import LoadedRecords
+    from hf_neuron.report.site import run_tables
+
+    records = load_records([RECORDS / "run-2"]).records
+    page = run_page(run_tables(LoadedRecords(records), baseline=BASELINE), title="t", source="s")
+    assert "**4 of 8 architectures run unmodified**" in page
+    assert "| `forward` | core | 5 | 8 | 62% |" in page
+    llama_forward = next(i for i, r in enumerate(records) if r["case_id"] == "llama::forward")
+    records[llama_forward] = {**records[llama_forward], "outcome": "failed", "cpu_outcome": "passed",
+                              "cpu_verdict": "passes"}
+    changed = run_page(run_tables(LoadedRecords(records), baseline=BASELINE), title="t", source="s")
+    assert "**3 of 8 architectures run unmodified**" in changed and "| `forward` | core | 4 | 8 | 50% |" in changed

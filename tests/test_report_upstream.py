@@ -12,11 +12,11 @@ import pytest
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import Outcome
 from hf_neuron.report.site import build_site
 from hf_neuron.report.upstream import load_upstream
 from hf_neuron.upstream.plugin import PluginConfig, make_record, text_failure
 from hf_neuron.upstream.records import Device, UpstreamRecord
+from hf_neuron.vocabulary.outcomes import Outcome
 
 RECORDS = Path(__file__).parent / "fixtures" / "records" / "run-1"
 BASELINE = load_baseline(Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json")

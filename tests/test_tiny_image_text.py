@@ -15,9 +15,10 @@ from hf_neuron.tiny.image_text.checkpoint import load_image_processor, materiali
 from hf_neuron.tiny.image_text.config import tiny_image_text_config, tiny_image_text_config_kwargs
 from hf_neuron.tiny.image_text.image_processor import image_processor_class, takes_images, tiny_image_processor_kwargs
 from hf_neuron.tiny.image_text.images import synthetic_image, synthetic_images
-from hf_neuron.tiny.image_text.inputs import batch_inputs, features_per_image, image_tokens, prompt_of, sample_rows
+from hf_neuron.tiny.image_text.inputs import batch_inputs, features_per_image, image_tokens, sample_rows
 from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, tiny_tokenizer
+from hf_neuron.tiny.transformers.inputs import prompt_of
 from hf_neuron.tiny.transformers.models import build_model
 
 torch = pytest.importorskip("torch")
@@ -231,15 +232,15 @@ def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "problem"), [
-    ("[llava]\nreason = 'x'\ncolour = 1\n", "[llava] has unknown keys ['colour']"),
-    ("[llava]\nprocessor_config = { a = 1 }\n", "[llava] needs a non-empty 'reason' string"),
+    ("[llava]\nreason = 'x'\ncolour = 1\n", ":1: [llava]: unknown keys ['colour']"),
+    ("[llava]\nprocessor_config = { a = 1 }\n", ":1: [llava] reason: needs a non-empty string: why"),
     ("[llava]\nreason = 'x'\nimages = [[32]]\n", "[llava] 'images' must be a non-empty list of [height, width]"),
-    ("[llava]\nreason = 'x'\nruns = 'no'\n", "[llava] 'runs' must be true or false"),
-    ("[llava]\nreason = 'x'\ngap = 'inputs'\n", "[llava] 'gap' is a name (e.g. \"inputs\"), given with runs = false"),
-    ("[llava]\nreason = 'x'\nruns = false\ngap = 1\n", "[llava] 'gap' is a name"),
+    ("[llava]\nreason = 'x'\nruns = 'no'\n", ":1: [llava] runs: must be true or false"),
+    ("[llava]\nreason = 'x'\ngap = 'inputs'\n", ":1: [llava] gap: goes with runs = false"),
+    ("[llava]\nreason = 'x'\nruns = false\ngap = 1\n", ":1: [llava] gap: 1 is not a gap; gaps are inputs"),
     ("[llava]\nreason = 'x'\nimage_axis = 1\n", "[llava] 'image_axis' must be true or false"),
     ("[llava]\nreason = 'x'\nimage_processor_config = 3\n", "[llava] 'image_processor_config' must be a table"),
-    ("[llava\n", "not valid TOML"),
+    ("[llava\n", ":1: not valid TOML"),
 ])
 def test_malformed_reviewed_data_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "tiny_image_text.toml"

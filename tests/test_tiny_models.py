@@ -10,7 +10,6 @@ import torch
 
 from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.tiny_overrides import load_overrides
-from hf_neuron.matrix.catalog.cpu_check import check_text_model as probe
 from hf_neuron.tiny.dataset import examples, tiny_dataset
 from hf_neuron.tiny.dataset import materialize as materialize_dataset
 from hf_neuron.tiny.tokenizer import (
@@ -23,6 +22,7 @@ from hf_neuron.tiny.tokenizer import (
 )
 from hf_neuron.tiny.transformers.checkpoint import STAMP, materialize
 from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.transformers.cpu_check import check_text_model as probe
 from hf_neuron.tiny.transformers.model_types import generative_types
 from hf_neuron.tiny.transformers.models import build_model
 
@@ -124,11 +124,11 @@ def test_reviewed_and_explicit_overrides_apply() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("[llama]\nconfig = { num_hidden_layers = 3 }\n", "[llama] needs a non-empty 'reason' string"),
+        ("[llama]\nconfig = { num_hidden_layers = 3 }\n", "1: [llama] reason: needs a non-empty string: why"),
         ('[llama]\nreason = "x"\nbuilds = false\n',
-         "[llama] has unknown keys ['builds']; allowed: ['config', 'gap', 'reason', 'runs']"),
-        ('[llama]\nreason = "x"\nruns = "no"\n', "[llama] 'runs' must be true or false"),
-        ("[llama\n", "not valid TOML"),
+         "1: [llama]: unknown keys ['builds']; allowed: ['config', 'gap', 'reason', 'runs']"),
+        ('[llama]\nreason = "x"\nruns = "no"\n', "1: [llama] runs: must be true or false"),
+        ("[llama\n", "1: not valid TOML"),
     ],
 )
 def test_malformed_overrides_name_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
@@ -136,7 +136,7 @@ def test_malformed_overrides_name_the_file_and_the_problem(tmp_path: Path, text:
     path.write_text(text)
     with pytest.raises(CompatFileError) as error:
         load_overrides(path)
-    assert str(error.value).startswith(f"{path}: {problem}")
+    assert str(error.value).startswith(f"{path}:{problem}")
 
 
 def test_tokenizer_round_trips_text_and_has_the_special_tokens() -> None:
@@ -260,7 +260,7 @@ def test_every_chat_example_fits_the_chat_template() -> None:
 @pytest.mark.slow
 def test_every_causal_lm_type_builds_forwards_and_generates() -> None:
     reviewed = load_overrides()
-    types = [t for t, (group, _) in generative_types().items() if group == "decoder"]
+    types = [t for t, found in generative_types().items() if found.group == "decoder"]
     failures = {}
     for model_type in types:
         result = probe(model_type)

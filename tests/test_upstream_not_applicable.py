@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.compat.files import CompatFileError
-from hf_neuron.compat.upstream_not_applicable import NOT_APPLICABLE_PATH, load_not_applicable
+from hf_neuron.compat.upstream_not_applicable import NOT_APPLICABLE_PATH, NotApplicableList, load_not_applicable
 
 ENTRY_TEMPLATE = """
 [[not_applicable]]
@@ -36,44 +36,48 @@ def test_a_missing_file_is_an_empty_list(tmp_path: Path) -> None:
     assert load_not_applicable(tmp_path / "none.toml").entries == ()
 
 
+def _listed(listed: NotApplicableList, model_type: str, test: str, failure: str | None) -> object:
+    return listed.match(failure, suite="transformers", model_type=model_type, test=test)
+
+
 def test_an_entry_matches_by_name_pattern_architecture_and_expected_failure(tmp_path: Path) -> None:
     listed = load_not_applicable(_write(tmp_path, ENTRY_TEMPLATE.format(extra='model_type = ["llama", "gpt2"]')))
     inductor = "torch._inductor.exc.InductorError: LoweringException"
-    assert listed.match("transformers", "llama", "test_generate_compile_model_forward_fullgraph", inductor)
-    assert listed.match("transformers", "gpt2", "test_static_cache_no_recompile_with_smaller_length", inductor)
+    assert _listed(listed, "llama", "test_generate_compile_model_forward_fullgraph", inductor)
+    assert _listed(listed, "gpt2", "test_static_cache_no_recompile_with_smaller_length", inductor)
     # another architecture, another test, another suite: not listed
-    assert listed.match("transformers", "mistral", "test_generate_compile_model_forward_fullgraph", inductor) is None
-    assert listed.match("transformers", "llama", "test_generate_from_inputs_embeds", inductor) is None
+    assert _listed(listed, "mistral", "test_generate_compile_model_forward_fullgraph", inductor) is None
+    assert _listed(listed, "llama", "test_generate_from_inputs_embeds", inductor) is None
     # the listed test failing another way is not excused
-    assert listed.match("transformers", "llama", "test_generate_compile_model_forward_fullgraph",
-                        "AssertionError: tokens differ") is None
+    assert _listed(listed, "llama", "test_generate_compile_model_forward_fullgraph",
+                   "AssertionError: tokens differ") is None
     # a passing test (no failure) matches on its name: it can come off the list
-    assert listed.match("transformers", "llama", "test_generate_compile_model_forward_fullgraph", None)
+    assert _listed(listed, "llama", "test_generate_compile_model_forward_fullgraph", None)
 
 
 def test_without_model_type_an_entry_applies_to_every_architecture(tmp_path: Path) -> None:
     listed = load_not_applicable(_write(tmp_path, ENTRY_TEMPLATE.format(extra="")))
-    assert listed.match("transformers", "an_arch_never_seen", "test_generate_compile_x", "InductorError: x")
+    assert _listed(listed, "an_arch_never_seen", "test_generate_compile_x", "InductorError: x")
 
 
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("not toml [", "not valid TOML"),
+        ("not toml [", ":1: not valid TOML"),
         ('[[entry]]\ntest = "x"', r"unknown top-level key\(s\) entry"),
         ("not_applicable = 3", "not_applicable must be an array of tables"),
-        (ENTRY_TEMPLATE.format(extra='owner = "me"'), r"#1 \(test=.*\): unknown key\(s\) owner; allowed: suite, test"),
-        (ENTRY.replace('message = "InductorError"', ""), r"#1 .*: missing message \(every entry needs suite, test"),
-        (ENTRY.replace('reason = "Inductor has no neuron lowering"', 'reason = " "'), "reason must be a non-empty"),
-        (ENTRY.replace('"transformers"', '"trl"'), "suite 'trl' is not one of transformers"),
-        (ENTRY.replace('message = "InductorError"', 'message = "("'), "message is not a valid regular expression"),
-        (ENTRY_TEMPLATE.format(extra="model_type = []"), "model_type must be a non-empty string or a list of distinct"),
+        (ENTRY_TEMPLATE.format(extra='owner = "me"'), r"#1: unknown key\(s\) owner; allowed: suite, test"),
+        (ENTRY.replace('message = "InductorError"', ""), r"#1: missing message \(every entry needs suite, test"),
+        (ENTRY.replace('reason = "Inductor has no neuron lowering"', 'reason = " "'), "#1 reason: must be a non-empty"),
+        (ENTRY.replace('"transformers"', '"trl"'), "#1 suite: 'trl' is not one of transformers"),
+        (ENTRY.replace('message = "InductorError"', 'message = "("'), "#1 message: not a valid regular expression"),
+        (ENTRY_TEMPLATE.format(extra="model_type = []"), "model_type: must be a non-empty string or a list of dist"),
         (ENTRY.replace("test_static_cache_no_recompile*", "test_generate_compile_*"),
-         "test must be a non-empty"),
+         "test: must be a non-empty"),
     ],
 )
 def test_a_malformed_file_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     path = _write(tmp_path, text)
     with pytest.raises(CompatFileError, match=problem) as error:
         load_not_applicable(path)
-    assert str(error.value).startswith(f"{path}: ")
+    assert str(error.value).startswith(f"{path}"), "it names the file (and, where it can, the line)"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from hf_neuron.matrix.records import Outcome
 from hf_neuron.upstream.plugin import PluginConfig, make_record, text_failure
 from hf_neuron.upstream.records import Device, UpstreamRecord, read_records, validate_record
 from hf_neuron.upstream.summary import summarize
+from hf_neuron.vocabulary.outcomes import Outcome
 
 _FILE = "tests/models/zebra/test_modeling_zebra.py::ZebraModelTest::"
 
@@ -20,7 +20,7 @@ def _record(test: str, device: Device, outcome: Outcome, *, failure: str | None 
             finished: float = 1.0, listed: bool = False) -> UpstreamRecord:
     config = PluginConfig("run-1", "transformers", arch, device, "results", {"backend": "reference"}, "list.toml")
     return make_record(config, _FILE + test, outcome, reason="why" if outcome in ("skipped", "known-failure") else None,
-                       failure=None if failure is None else text_failure(failure),
+                       failure=None if failure is None else text_failure(failure, outcome=outcome),
                        entry={"reason": "listed"} if listed else None, started=0.0, finished=finished)
 
 
@@ -39,7 +39,7 @@ def test_a_record_is_valid_and_plain_json() -> None:
         ({"failure": {"type": "X"}}, "'failure' must be null or an object with string fields type, message"),
         ({"model_type": "../x"}, "'model_type' must be a name"),
         ({"finished_at": "yesterday"}, "'finished_at' must be an ISO-8601 timestamp"),
-        ({"schema": 2}, "'schema' must be 1"),
+        ({"schema": 3}, "'schema' must be one of 1, 2"),
     ],
 )
 def test_a_wrong_field_is_named(change: dict[str, Any], problem: str) -> None:
@@ -52,8 +52,8 @@ def test_the_reader_skips_bad_lines_and_names_them(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text(f"{good}\nnot json\n{json.dumps({'schema': 1})}\n\n{good[:40]}")
     records, problems = read_records([tmp_path])
     assert len(records) == 1
-    assert [p.split(": ", 1)[0] for p in problems] == [f"{tmp_path / 'a.jsonl'}:{n}" for n in (2, 3, 5)]
-    assert "missing field(s) run_id" in problems[1]
+    assert [str(p).split(": ", 1)[0] for p in problems] == [f"{tmp_path / 'a.jsonl'}:{n}" for n in (2, 3, 5)]
+    assert "missing field(s) run_id" in str(problems[1])
 
 
 def test_a_neuron_failure_counts_against_neuron_unless_the_cpu_fails_too() -> None:
@@ -79,6 +79,29 @@ def test_a_neuron_failure_counts_against_neuron_unless_the_cpu_fails_too() -> No
     assert summary.not_applicable == (("test_na", "why"),)
     assert summary.removable == ("test_listed",)
     assert not summary.ok and summary.ran
+
+
+def test_a_cpu_timeout_or_another_failure_on_the_cpu_does_not_excuse_neuron() -> None:
+    """The matrix's one rule: only the same failure on the CPU excuses neuron's; a timeout never does."""
+    records = [
+        _record("test_slow", "cpu", "timeout", failure="Timeout (pytest-timeout) after 600 s"),
+        _record("test_slow", "neuron", "failed", failure="AssertionError: tensors differ"),
+        _record("test_other", "cpu", "failed", failure="KeyError: 'rope_theta'"),
+        _record("test_other", "neuron", "failed", failure="AssertionError: tensors differ"),
+        _record("test_same", "cpu", "failed", failure="AssertionError: tensors differ"),
+        _record("test_same", "neuron", "failed", failure="AssertionError: tensors differ"),
+    ]
+    summary = summarize(records)["zebra"]
+    assert [group.tests for group in summary.neuron_only] == [("test_other", "test_slow")]
+
+
+def test_a_schema_1_record_reads_with_its_failure_classified(tmp_path: Path) -> None:
+    record = _record("test_a", "neuron", "failed",
+                     failure="RuntimeError: Could not run 'aten::x' with arguments from the 'neuron' backend")
+    old = {**record, "schema": 1, "failure": {k: v for k, v in record["failure"].items() if k != "failure_class"}}
+    (tmp_path / "a.jsonl").write_text(json.dumps(old) + "\n")
+    records, problems = read_records([tmp_path])
+    assert problems == [] and records[0]["failure"]["failure_class"] == "op-missing"
 
 
 def test_an_architecture_that_ran_nothing_on_the_cpu_does_not_pass() -> None:

@@ -2,7 +2,9 @@
 
 Each module in :data:`COMMANDS` defines ``register(subparsers)``, which adds its parser and sets ``func`` (called
 with the parsed namespace, returning the exit code). Modules are imported only when their command runs, except
-for building ``--help``.
+for building ``--help``. Bad input anywhere (an :class:`~hf_neuron.errors.InputError`: an unknown name, a bad option or
+environment value, a malformed data file or record) is printed as ``hf-neuron <command>: error: ...`` and exits with
+:data:`~hf_neuron.vocabulary.exits.EXIT_USAGE` (2), whatever the command; argparse's own usage errors exit 2 too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+
+from hf_neuron.errors import InputError
+from hf_neuron.vocabulary.exits import EXIT_USAGE
 
 __all__ = ["COMMANDS", "main"]
 
@@ -22,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "matrix": "matrix",
     "report": "report",
     "upstream": "upstream",
+    "settings": "settings",
 }
 
 
@@ -43,7 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     only = args_list[0] if args_list and args_list[0] in COMMANDS else None
     args = _parser(only).parse_args(args_list)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"hf-neuron {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hf_neuron import settings
 from hf_neuron.compat.catalog import CATALOG_PATH
 from hf_neuron.compat.ranking import RANKING_PATH
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.options import MatrixConfig, add_options
+from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK, EXIT_USAGE
+from hf_neuron.vocabulary.groups import GROUPS, declaration
+from hf_neuron.vocabulary.records import CONFLICT_POLICIES
 
 if TYPE_CHECKING:
     from hf_neuron.matrix.catalog.hub_ranking import ListModels
@@ -32,40 +35,25 @@ examples:
 """
 
 
-def _reporting_input_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    @functools.wraps(command)
-    def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return command(args)
-        except InputError as exc:
-            print(f"hf-neuron matrix: error: {exc}", file=sys.stderr)
-            return 2
-
-    return wrapper
-
-
-@_reporting_input_errors
 def _run(args: argparse.Namespace) -> int:
     from hf_neuron.matrix.runner import run
 
-    return run(vars(args), args.workers)
+    return run(vars(args), settings.read("HF_NEURON_MATRIX_WORKERS") if args.workers is None else args.workers)
 
 
-@_reporting_input_errors
 def _list(args: argparse.Namespace) -> int:
     cases = MatrixConfig.from_values(vars(args)).cases()
     if args.architectures:
         names = list(dict.fromkeys(case.model_type for case in cases))
         print("\n".join(names))
         print(f"{len(names)} architectures", file=sys.stderr)
-        return 0
+        return EXIT_OK
     for case in cases:
         print(case.case_id)
     print(f"{len(cases)} cases", file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
-@_reporting_input_errors
 def _merge(args: argparse.Namespace) -> int:
     from hf_neuron.matrix.results.merge import merge, write_merged
 
@@ -77,44 +65,42 @@ def _merge(args: argparse.Namespace) -> int:
         print(f"conflict, kept the latest: {conflict}", file=sys.stderr)
     if merged.missing_shards:
         print(f"warning: shards {', '.join(merged.missing_shards)} are missing", file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
-def catalog_generate(path: Path = CATALOG_PATH, *, check: bool = False, run_models: bool = True) -> int:
-    """``hf-neuron matrix catalog --generate [--check]``: regenerate the catalog and print what changed.
+def catalog_generate(path: Path = CATALOG_PATH, *, check: bool = False, run_models: bool = True,
+                     groups: Sequence[str] = ()) -> int:
+    """``hf-neuron matrix catalog --generate [--check] [--group G ...]``: regenerate the catalog (only the entries of
+    ``groups`` when given, keeping the others as they are) and print what changed.
 
     With ``check``, write nothing and return 1 when the committed catalog is out of date (for CI); otherwise write
-    it and return 0. Returns 2 when the committed catalog is malformed.
+    it and return 0. A malformed committed catalog raises :class:`InputError` (exit 2).
     """
-    from hf_neuron.compat.catalog import (
-        Catalog,
-        diff_catalogs,
-        load_catalog,
-        write_catalog,
-    )
-    from hf_neuron.matrix.catalog.generate import (
-        describe_groups,
-        generate_catalog,
-        unexpected_runs,
-    )
+    import dataclasses
 
-    catalog = generate_catalog(run_models=run_models)
-    try:
-        before = load_catalog(path) if path.exists() else Catalog("none", "none", "", ())
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    from hf_neuron.compat.catalog import Catalog, catalog_order, diff_catalogs, load_catalog, write_catalog
+    from hf_neuron.matrix.catalog.generate import catalog_types, describe_groups, generate_catalog, unexpected_runs
+
+    wanted = [declaration(group).name for group in groups]
+    before = load_catalog(path) if path.exists() else Catalog("none", "none", "", ())
+    if wanted:
+        types = [model_type for model_type, (group, _) in catalog_types().items() if group in wanted]
+        fresh = generate_catalog(types=types, run_models=run_models)
+        kept = [entry for entry in before.entries if entry.group not in wanted]
+        catalog = dataclasses.replace(fresh, entries=tuple(sorted([*kept, *fresh.entries], key=catalog_order)))
+    else:
+        catalog = generate_catalog(run_models=run_models)
     diff = diff_catalogs(before, catalog)
     print(diff.describe())
     print(describe_groups(catalog))
     for model_type in unexpected_runs(catalog):
-        print(f"warning: {model_type} runs although compat/tiny_overrides.toml says runs = false; remove that",
+        print(f"warning: {model_type} runs although the reviewed data says it cannot; remove that entry",
               file=sys.stderr)
     if check:
-        return 1 if diff else 0
+        return EXIT_FAILURES if diff else EXIT_OK
     write_catalog(catalog, path)
     print(f"wrote {path}")
-    return 0
+    return EXIT_OK
 
 
 def ranking_refresh(path: Path = RANKING_PATH, *, limit: int = 500, list_models: ListModels | None = None) -> int:
@@ -127,28 +113,27 @@ def ranking_refresh(path: Path = RANKING_PATH, *, limit: int = 500, list_models:
         entries = refresh_ranking(limit=limit, list_models=list_models)
     except HubUnreachableError as error:
         print(f"error: {error}; {path} was left unchanged", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if not entries:
         print(f"error: the Hub listed no model of a known model_type; {path} was left unchanged", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     written = write_ranking(entries, path)
     print(f"wrote {written}: {len(entries)} model types, top: {', '.join(e.model_type for e in entries[:5])}")
-    return 0
+    return EXIT_OK
 
 
-@_reporting_input_errors
 def _catalog(args: argparse.Namespace) -> int:
     if args.refresh_ranking:
         if args.check:
             raise InputError("--check goes with --generate, not with --refresh-ranking")
+        if args.catalog_groups:
+            raise InputError("--group goes with --generate, not with --refresh-ranking")
         return ranking_refresh()
-    return catalog_generate(check=args.check)
+    return catalog_generate(check=args.check, groups=args.catalog_groups)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``hf-neuron matrix`` and its actions."""
-    from hf_neuron.matrix.records import CONFLICT_POLICIES
-
     parser = subparsers.add_parser(
         "matrix", help="the compatibility matrix: run it, list its cases, merge shards",
         description="Every generative architecture x scenario on the neuron device, one JSON record per case.",
@@ -161,8 +146,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_options(run.add_argument, "cli", ("select", "run"))
-    run.add_argument("-n", "--workers", type=int, default=1, metavar="N",
-                     help="worker processes running cases in parallel (default 1)")
+    run.add_argument("-n", "--workers", type=int, metavar="N",
+                     help="worker processes running cases in parallel (default $HF_NEURON_MATRIX_WORKERS, 1)")
     run.set_defaults(func=_run)
 
     listing = actions.add_parser("list", help="print the case ids a selection holds, one per line",
@@ -189,4 +174,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="rewrite compat/ranking.csv from the Hub's most-downloaded text-generation models")
     catalog.add_argument("--check", action="store_true",
                          help="with --generate: write nothing, exit 1 if the committed catalog is out of date")
+    catalog.add_argument("--group", dest="catalog_groups", action="extend", nargs="+", default=[], metavar="GROUP",
+                         help=f"with --generate: regenerate only these groups' entries ({', '.join(GROUPS)})")
     catalog.set_defaults(func=_catalog)

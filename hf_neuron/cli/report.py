@@ -2,7 +2,8 @@
 summary, a screenshot of a built site.
 
 Bad record lines are skipped: each is printed as ``file:line: what is wrong`` and the site counts them. The exit
-code is 0 when the site was built, 1 when an input made it impossible (the message says which and why).
+status is 0 when the site (summary, screenshot) was made, 2 when an input made it impossible (the message says which
+and why), as for every command (:mod:`hf_neuron.vocabulary.exits`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from typing import TYPE_CHECKING
 from hf_neuron.compat.baselines import BASELINE_PATH as DEFAULT_BASELINE
 from hf_neuron.compat.catalog import CATALOG_PATH as DEFAULT_CATALOG
 from hf_neuron.compat.ranking import RANKING_PATH as DEFAULT_RANKING
-from hf_neuron.matrix.records import CONFLICT_POLICIES
+from hf_neuron.errors import InputError
+from hf_neuron.vocabulary.exits import EXIT_OK
+from hf_neuron.vocabulary.records import CONFLICT_POLICIES
 
 if TYPE_CHECKING:
-    from hf_neuron.report.load import RecordProblem
+    from hf_neuron.vocabulary.jsonl import LineProblem
 
 __all__ = ["register"]
 _SHOWN_PROBLEMS = 20
@@ -93,7 +96,7 @@ def _optional(given: Path | None, default: Path) -> Path | None:
     return given if given is not None else (default if default.is_file() else None)
 
 
-def _print_problems(problems: list[RecordProblem]) -> None:
+def _print_problems(problems: list[LineProblem]) -> None:
     for problem in problems[:_SHOWN_PROBLEMS]:
         print(f"warning: skipped {problem}", file=sys.stderr)
     if len(problems) > _SHOWN_PROBLEMS:
@@ -101,64 +104,47 @@ def _print_problems(problems: list[RecordProblem]) -> None:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from hf_neuron.errors import InputError
     from hf_neuron.report.load import load_records
     from hf_neuron.report.markdown import markdown_summary
 
-    try:
-        loaded = load_records(args.results)
-    except InputError as exc:
-        print(f"hf-neuron report summary: {exc}", file=sys.stderr)
-        return 1
+    loaded = load_records(args.results)
     _print_problems(loaded.problems)
     if not loaded.records:
-        print(f"hf-neuron report summary: no valid record in {', '.join(map(str, args.results))}", file=sys.stderr)
-        return 1
+        raise InputError(f"no valid record in {', '.join(map(str, args.results))}")
     print(markdown_summary(loaded.records, title=args.title, skipped_lines=len(loaded.problems)), end="")
-    return 0
+    return EXIT_OK
 
 
 def _screenshot(args: argparse.Namespace) -> int:
-    from hf_neuron.errors import InputError
     from hf_neuron.report.screenshot import screenshot
 
-    try:
-        written = screenshot(args.site, args.out)
-    except InputError as exc:
-        print(f"hf-neuron report screenshot: {exc}", file=sys.stderr)
-        return 1
+    written = screenshot(args.site, args.out)
     print(f"wrote {written} ({written.stat().st_size // 1024} kB)")
-    return 0
+    return EXIT_OK
 
 
 def _build(args: argparse.Namespace) -> int:
     from hf_neuron.compat.baselines import load_baseline
     from hf_neuron.compat.catalog import load_catalog
     from hf_neuron.compat.ranking import load_ranking, ranking
-    from hf_neuron.errors import InputError
     from hf_neuron.report.site import build_site
 
     if args.top < 1:
-        print("hf-neuron report build: --top must be at least 1", file=sys.stderr)
-        return 1
+        raise InputError(f"--top {args.top}: give at least 1")
     started = time.perf_counter()
-    try:
-        catalog_path = _optional(args.catalog, DEFAULT_CATALOG)
-        ranking_path = _optional(args.ranking, DEFAULT_RANKING)
-        result = build_site(
-            args.results,
-            args.out,
-            baseline=load_baseline(args.baseline),
-            catalog=load_catalog(catalog_path) if catalog_path else None,
-            ranking=ranking(load_ranking(ranking_path)) if ranking_path else None,
-            history_dir=args.history,
-            top_n=args.top,
-            on_conflict=args.on_conflict,
-            upstream=args.upstream,
-        )
-    except InputError as exc:
-        print(f"hf-neuron report build: {exc}", file=sys.stderr)
-        return 1
+    catalog_path = _optional(args.catalog, DEFAULT_CATALOG)
+    ranking_path = _optional(args.ranking, DEFAULT_RANKING)
+    result = build_site(
+        args.results,
+        args.out,
+        baseline=load_baseline(args.baseline),
+        catalog=load_catalog(catalog_path) if catalog_path else None,
+        ranking=ranking(load_ranking(ranking_path)) if ranking_path else None,
+        history_dir=args.history,
+        top_n=args.top,
+        on_conflict=args.on_conflict,
+        upstream=args.upstream,
+    )
     _print_problems(result.problems)
     if result.replaced:
         print(f"warning: {len(result.replaced)} conflicting records were replaced by a later one (--on-conflict "
@@ -168,4 +154,4 @@ def _build(args: argparse.Namespace) -> int:
         f"built {result.index} from {result.records} records ({result.architectures} architectures) of run "
         f"{result.run_id}{compared} in {time.perf_counter() - started:.1f} s"
     )
-    return 0
+    return EXIT_OK

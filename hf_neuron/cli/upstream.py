@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hf_neuron.errors import InputError
+from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK
 
 if TYPE_CHECKING:
     from hf_neuron.upstream.summary import ArchSummary
@@ -71,11 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         workers=args.workers, timeout_s=args.timeout, keyword=args.keyword, not_applicable=args.not_applicable,
         suite=args.suite,
     )
-    try:
-        records = run(options, progress=lambda line: print(line, file=sys.stderr))
-    except InputError as exc:
-        print(f"hf-neuron upstream: error: {exc}", file=sys.stderr)
-        return 2
+    records = run(options, progress=lambda line: print(line, file=sys.stderr))
     summaries = summarize(records)
     _, problems = read_records([args.results])
     for problem in problems:
@@ -89,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"upstream {args.suite} tests, neuron ({backend} backend) against the CPU: "
           + (f"neuron-only failures in {', '.join(failing)}" if failing else "no neuron-only failure")
           + f"; records in {args.results}")
-    return 1 if failing else 0
+    return EXIT_FAILURES if failing else EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

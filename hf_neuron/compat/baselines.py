@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
+from hf_neuron.vocabulary.groups import group_name
 
 __all__ = ["BASELINE_PATH", "Baseline", "Mode", "Support", "load_baseline"]
 
@@ -89,8 +90,8 @@ def load_baseline(path: Path = BASELINE_PATH) -> Baseline:
     support = data.get("support")
     if not isinstance(support, dict) or not all(isinstance(table, dict) for table in support.values()):
         raise CompatFileError(path, "a baseline needs a 'support' object of catalog group -> architecture -> support")
-    groups = {group: {model_type: _support(path, f"support.{group}.{model_type}", row)
-                      for model_type, row in table.items()}
-              for group, table in support.items()}
+    groups = {group_name(group) or group: {model_type: _support(path, f"support.{group}.{model_type}", row)
+                                           for model_type, row in table.items()}
+              for group, table in support.items()}  # a group's old name (multimodal) is read as its name now
     name = " ".join(word.capitalize() for word in data["baseline"].split("-")) + " " + data["version"]
     return Baseline(name, data["supported_means"].strip(), groups)

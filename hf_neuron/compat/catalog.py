@@ -3,8 +3,10 @@ data, and the catalog groups.
 
 The file holds one architecture per line under a header with the transformers and diffusers versions and the
 generation date; each entry names its group and classes and says whether its tiny model ``builds`` and ``runs`` on
-the CPU (and, for the image-text group, what the tiny model is: ``tiny``). :func:`load_catalog` reads and
-validates it, :func:`write_catalog` writes it, :func:`diff_catalogs` tells what changed.
+the CPU (and, for the image-text group, what the tiny model is: ``tiny``), and the class users load it through
+(``load_class``). The groups are the registry's (:mod:`hf_neuron.vocabulary.groups`); a catalog written before a group
+was renamed names it by its old name, read as the new one. :func:`load_catalog` reads and validates it,
+:func:`write_catalog` writes it, :func:`diff_catalogs` tells what changed.
 :mod:`hf_neuron.matrix.catalog` generates it from the installed libraries.
 """
 
@@ -13,16 +15,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
+from hf_neuron.vocabulary.gaps import GAPS, Gap
+from hf_neuron.vocabulary.groups import GROUPS, Group, group_name
 
 __all__ = [
     "CATALOG_PATH",
-    "GROUPS",
-    "IMAGE_TEXT_GROUP",
-    "TEXT_GROUPS",
-    "TRANSFORMERS_GROUPS",
     "Catalog",
     "CatalogDiff",
     "CatalogEntry",
@@ -36,27 +36,16 @@ __all__ = [
 CATALOG_PATH = COMPAT_DIR / "catalog.json"
 SCHEMA_VERSION = 1
 
-Group = Literal["decoder", "encoder-decoder", "image-text", "diffusion"]
-#: The catalog groups, in catalog order: causal LMs, sequence-to-sequence LMs and image-text-to-text models of
-#: transformers, and diffusers' denoiser backbones.
-GROUPS: tuple[Group, ...] = get_args(Group)
-#: Groups whose models read and write token ids alone.
-TEXT_GROUPS: tuple[Group, ...] = ("decoder", "encoder-decoder")
-#: The group whose models read images and token ids, and write token ids.
-IMAGE_TEXT_GROUP: Group = "image-text"
-#: Groups of transformers models (the inputs of diffusers' backbones are not token ids).
-TRANSFORMERS_GROUPS: tuple[Group, ...] = (*TEXT_GROUPS, IMAGE_TEXT_GROUP)
-
 #: The libraries whose installed version the catalog was generated from (header fields of the file).
 _LIBRARIES = ("transformers", "diffusers")
 #: Fields a catalog line may leave out (older catalogs lack the later ones).
-_OPTIONAL_FIELDS = ("reason", "gap", "features", "tiny")
+_OPTIONAL_FIELDS = ("reason", "gap", "features", "tiny", "load_class")
 #: Optional fields a line carries only when known (the tiny summary: the image-text group's), so rows stay short.
 _WRITTEN_WHERE_KNOWN = ("tiny",)
 _SOURCE = (
-    "hf_neuron.matrix.catalog.generate: transformers auto mappings (causal LM -> decoder, seq2seq LM -> "
-    "encoder-decoder, image-text-to-text -> image-text) and diffusers' denoiser backbones (-> diffusion); "
-    "builds/runs checked with tiny models on the CPU"
+    "hf_neuron.matrix.catalog.generate: each group of hf_neuron.vocabulary.groups.REGISTRY, in its order "
+    "(transformers groups from their auto mappings, diffusion from diffusers' denoiser backbones); builds/runs "
+    "checked with tiny models on the CPU"
 )
 
 
@@ -67,17 +56,20 @@ class CatalogEntry:
     apply to it (e.g. ``router-logits``, ``sdpa``, ``flex-attention``)."""
 
     model_type: str
-    group: str
+    group: Group
     model_class: str
     config_class: str
     builds: bool | None
     runs: bool | None
     reason: str | None = None
-    gap: str | None = None
+    gap: Gap | None = None
     features: tuple[str, ...] = ()
     #: What the tiny model is (layers, widths, vision tower, image size), recorded at generation for readers that
     #: must not build models, such as the report; null when not recorded (the text groups) or it did not build.
     tiny: str | None = None
+    #: The class users load the architecture through, which its cases test (a transformers auto class, or the
+    #: backbone's own class); null in catalogs written before it was recorded.
+    load_class: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,11 +85,11 @@ class Catalog:
         return {entry.model_type: entry for entry in self.entries}
 
     def group(self, name: str) -> list[CatalogEntry]:
-        return [entry for entry in self.entries if entry.group == name]
+        return [entry for entry in self.entries if entry.group == group_name(name)]
 
 
 def catalog_order(entry: CatalogEntry) -> tuple[int, str]:
-    """The order of the file: by group (:data:`GROUPS` order), then by ``model_type``."""
+    """The order of the file: by group (the registry's order), then by ``model_type``."""
     return GROUPS.index(entry.group), entry.model_type
 
 
@@ -132,16 +124,20 @@ def _entry(path: Path, index: int, row: Any) -> CatalogEntry:
     for name in ("builds", "runs"):
         if row[name] is not None and not isinstance(row[name], bool):
             raise CompatFileError(path, f"{where}.{name} must be true, false or null, got {row[name]!r}")
-    for name in ("reason", "gap", "tiny"):
+    for name in ("reason", "gap", "tiny", "load_class"):
         if row.get(name) is not None and not isinstance(row[name], str):
             raise CompatFileError(path, f"{where}.{name} must be a string or null")
+    if row.get("gap") is not None and row["gap"] not in GAPS:
+        raise CompatFileError(path, f"{where} ({row['model_type']}) has gap {row['gap']!r}; gaps are "
+                                    f"{', '.join(GAPS)}")
     features = row.get("features", [])
     if not isinstance(features, list) or not all(isinstance(f, str) and f for f in features):
         raise CompatFileError(path, f"{where}.features must be a list of names")
-    if row["group"] not in GROUPS:
+    group = group_name(row["group"])
+    if group is None:
         raise CompatFileError(path, f"{where} ({row['model_type']}) has unknown group {row['group']!r}; "
                                     f"groups are {', '.join(GROUPS)}")
-    return CatalogEntry(**{**row, "features": tuple(features)})
+    return CatalogEntry(**{**row, "group": group, "features": tuple(features)})
 
 
 def load_catalog(path: Path | None = None) -> Catalog:

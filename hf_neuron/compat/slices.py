@@ -10,11 +10,9 @@
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from pathlib import Path
 
-from hf_neuron.compat.files import COMPAT_DIR
-from hf_neuron.errors import InputError
+from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, read_toml
 
 __all__ = ["SLICES_PATH", "Slice", "load_slices"]
 
@@ -31,25 +29,22 @@ class Slice:
 
 
 def _slice(path: Path, name: str, raw: object) -> Slice:
-    where = f"{path}: [{name}]"
     if not isinstance(raw, dict):
-        raise InputError(f"{where} must be a table with {', '.join(_KEYS)}")
+        raise CompatFileError(path, f"must be a table with {', '.join(_KEYS)}", table=name)
     if set(raw) != set(_KEYS):
-        raise InputError(f"{where} must have exactly the keys {', '.join(_KEYS)}; it has {', '.join(raw)}")
+        raise CompatFileError(path, f"must have exactly the keys {', '.join(_KEYS)}; it has {', '.join(raw)}",
+                              table=name)
     archs = raw["architectures"]
-    if not isinstance(raw["description"], str) or not isinstance(archs, list) or not archs:
-        raise InputError(f"{where}: description is a string, architectures a non-empty list of model types")
-    if not all(isinstance(a, str) and a for a in archs) or len(set(archs)) != len(archs):
-        raise InputError(f"{where}: architectures must be distinct, non-empty model_type strings")
+    if not isinstance(raw["description"], str):
+        raise CompatFileError(path, "must be a string", table=name, key="description")
+    if (not isinstance(archs, list) or not archs or not all(isinstance(a, str) and a for a in archs)
+            or len(set(archs)) != len(archs)):
+        raise CompatFileError(path, "must be a non-empty list of distinct model types", table=name,
+                              key="architectures")
     return Slice(name, raw["description"], tuple(archs))
 
 
-def load_slices(path: Path) -> dict[str, Slice]:
+def load_slices(path: Path = SLICES_PATH) -> dict[str, Slice]:
     """Read and validate every slice of ``path``."""
-    if not path.is_file():
-        raise InputError(f"slices file {path} does not exist")
-    try:
-        document = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from exc
+    document = read_toml(path)
     return {name: _slice(path, name, raw) for name, raw in document.items()}

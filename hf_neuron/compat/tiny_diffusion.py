@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from hf_neuron.compat.files import COMPAT_DIR
-from hf_neuron.errors import InputError
+from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, check_sorted, read_toml
 
-__all__ = ["LAYOUTS", "RECIPES_FILE", "Component", "Recipe", "load_recipes", "recipe"]
+__all__ = ["LAYOUTS", "RECIPES_FILE", "Component", "Layout", "Recipe", "load_recipes", "recipe"]
 
 RECIPES_FILE = COMPAT_DIR / "tiny_diffusion.toml"
-LAYOUTS = ("image", "video", "video-frames-first", "sequence", "tokens")
+Layout = Literal["image", "video", "video-frames-first", "sequence", "tokens"]
+#: The layouts of a backbone's latents, the one home of the set (:mod:`hf_neuron.tiny.diffusion.inputs` shapes each):
+#: ``(batch, channels, height, width)``, ``(batch, channels, frames, height, width)``, ``(batch, frames, channels,
+#: height, width)``, ``(batch, channels, length)``, ``(batch, tokens, channels)``.
+LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 NONE = "none"
 _BACKBONE_KEYS = {"reason", "config", "layout", "pipeline", "components", "call"}
 _COMPONENT_KEYS = {"class", "config"}
@@ -43,7 +45,7 @@ class Recipe:
     """What the data file says of one backbone (everything empty when it says nothing)."""
 
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    layout: str | None = None
+    layout: Layout | None = None
     pipeline: str | None = None
     components: Mapping[str, Component | None] = dataclasses.field(default_factory=dict)
     call: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -51,14 +53,14 @@ class Recipe:
 
 def _table(path: Path, where: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise InputError(f"{path}: {where} must be a table")
+        raise CompatFileError(path, "must be a table", table=where.strip("[]"))
     return value
 
 
 def _component(path: Path, name: str, raw: Any) -> Component:
     table = _table(path, f"[components.{name}]", raw)
     if set(table) - _COMPONENT_KEYS or not isinstance(table.get("class"), str):
-        raise InputError(f"{path}: [components.{name}] holds a 'class' string and an optional 'config' table")
+        raise CompatFileError(path, "holds a 'class' string and an optional 'config' table", table=f"components.{name}")
     return Component(name, table["class"], _table(path, f"[components.{name}].config", table.get("config", {})))
 
 
@@ -67,19 +69,21 @@ def _recipe(path: Path, name: str, raw: Any, presets: Mapping[str, Component]) -
     table = _table(path, where, raw)
     unknown = sorted(set(table) - _BACKBONE_KEYS)
     if unknown:
-        raise InputError(f"{path}: {where} has unknown keys {unknown}; allowed: {sorted(_BACKBONE_KEYS)}")
+        raise CompatFileError(path, f"unknown keys {unknown}; allowed: {sorted(_BACKBONE_KEYS)}",
+                              table=f"backbones.{name}")
     if ("config" in table or "layout" in table) and not str(table.get("reason", "")).strip():
-        raise InputError(f"{path}: {where} changes the config or layout: say why in 'reason'")
+        raise CompatFileError(path, "changes the config or layout: say why", table=f"backbones.{name}", key="reason")
     if table.get("layout", LAYOUTS[0]) not in LAYOUTS:
-        raise InputError(f"{path}: {where} layout must be one of {', '.join(LAYOUTS)}")
+        raise CompatFileError(path, f"must be one of {', '.join(LAYOUTS)}", table=f"backbones.{name}", key="layout")
     components: dict[str, Component | None] = {}
     for argument, preset in _table(path, f"{where}.components", table.get("components", {})).items():
         if preset != NONE and preset not in presets:
-            raise InputError(f"{path}: {where} component {argument} = {preset!r} names no [components.*] "
-                                   f"preset; known: {', '.join(sorted(presets))}, or {NONE!r}")
+            raise CompatFileError(path, f"= {preset!r} names no [components.*] preset; known: "
+                                        f"{', '.join(sorted(presets))}, or {NONE!r}", table=f"backbones.{name}",
+                                  key=f"components.{argument}")
         components[argument] = None if preset == NONE else presets[preset]
     if components and not isinstance(table.get("pipeline"), str):
-        raise InputError(f"{path}: {where} has components but no 'pipeline' class")
+        raise CompatFileError(path, "has components but no 'pipeline' class", table=f"backbones.{name}")
     return Recipe(
         config=_table(path, f"{where}.config", table.get("config", {})),
         layout=table.get("layout"),
@@ -91,19 +95,15 @@ def _recipe(path: Path, name: str, raw: Any, presets: Mapping[str, Component]) -
 
 def load_recipes(path: Path = RECIPES_FILE) -> dict[str, Recipe]:
     """Read and validate the data file: backbone class name -> :class:`Recipe`."""
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from exc
+    document = read_toml(path)
     extra = sorted(set(document) - {"components", "backbones"})
     if extra:
-        raise InputError(f"{path}: unknown top-level tables {extra}; use [components.*] and [backbones.*]")
+        raise CompatFileError(path, f"unknown top-level tables {extra}; use [components.*] and [backbones.*]")
     presets = {name: _component(path, name, raw)
                for name, raw in _table(path, "[components]", document.get("components", {})).items()}
-    return {name: _recipe(path, name, raw, presets)
-            for name, raw in _table(path, "[backbones]", document.get("backbones", {})).items()}
+    backbones = _table(path, "[backbones]", document.get("backbones", {}))
+    check_sorted(path, [f"backbones.{name}" for name in backbones], "the [backbones.*] tables")
+    return {name: _recipe(path, name, raw, presets) for name, raw in backbones.items()}
 
 
 @functools.cache

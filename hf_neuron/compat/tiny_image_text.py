@@ -31,6 +31,7 @@ from typing import Any
 
 from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
 from hf_neuron.compat.reviewed_tables import check_table, load_tables
+from hf_neuron.vocabulary.gaps import Gap
 
 __all__ = ["IMAGE_TEXT_PATH", "ImageTextRecipe", "image_text_recipe", "load_image_text"]
 
@@ -51,7 +52,7 @@ class ImageTextRecipe:
     images: tuple[tuple[int, int], ...] | None = None
     image_axis: bool = False
     runs: bool = True
-    gap: str | None = None
+    gap: Gap | None = None
 
 
 def _images(path: Path, model_type: str, value: Any) -> tuple[tuple[int, int], ...]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
 from hf_neuron.compat.reviewed_tables import check_table, load_tables
+from hf_neuron.vocabulary.gaps import Gap
 
 __all__ = ["OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
 
@@ -36,7 +37,7 @@ class Override:
     reason: str
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     runs: bool = True
-    gap: str | None = None
+    gap: Gap | None = None
 
 
 def _parse(path: Path, model_type: str, table: Any) -> Override:

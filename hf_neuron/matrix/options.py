@@ -13,25 +13,23 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH
+from hf_neuron import settings
+from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH, KnownFailures, load_known_failures
+from hf_neuron.compat.preflight import check_reviewed_data
 from hf_neuron.compat.slices import SLICES_PATH
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.profiles import DEFAULT_PROFILE, PROFILES
-from hf_neuron.matrix.scenarios.contract import (
-    DEFAULT_SCENARIO_MODULE,
-    load_scenarios,
-    scenario_for,
-)
-from hf_neuron.matrix.selection import Case, Selection, Shard, read_catalog, select
+from hf_neuron.matrix.scenarios.registry import DEFAULT_SCENARIO_MODULE, load_scenarios
+from hf_neuron.matrix.selection import Case, Selection, Shard, group_option, read_catalog, select
+from hf_neuron.vocabulary.groups import GROUPS
 
-__all__ = ["DEFAULT_TIMEOUT_S", "OPTIONS", "MatrixConfig", "Option", "add_options", "pytest_args"]
+__all__ = ["OPTIONS", "MatrixConfig", "Option", "add_options", "pytest_args"]
 
 OptionKind = Literal["value", "list", "flag"]
 #: ``select`` options say which cases; ``run`` options say how to run them (``matrix list`` takes only the former).
 Scope = Literal["select", "run"]
 Surface = Literal["cli", "pytest"]
 
-DEFAULT_TIMEOUT_S = 300.0
 _DEVICE = re.compile(r"^[a-z][a-z0-9_]*(?::\d+)?$")
 
 
@@ -66,7 +64,7 @@ OPTIONS: tuple[Option, ...] = (
            "architecture to run (transformers model_type, or diffusers class name); repeatable",
            kind="list", metavar="ARCH"),
     Option("matrix_group", "--group", "--group", "select",
-           "only this catalog group (decoder, encoder-decoder, diffusion)", metavar="GROUP"),
+           f"only this catalog group ({', '.join(GROUPS)})", metavar="GROUP"),
     Option("matrix_scenario", "--scenario", "--scenario", "select", "scenario to run (e.g. forward); repeatable",
            kind="list", metavar="SCENARIO"),
     Option("matrix_slice", "--slice", "--slice", "select",
@@ -84,10 +82,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("matrix_resume", "--resume", "--resume", "run",
            "continue the run already in --results: cases with a record are not run again", kind="flag"),
     Option("matrix_run_id", "--run-id", "--run-id", "run",
-           "id of the run (give every shard of one run the same id); new by default", metavar="ID"),
+           "id of the run (give every shard of one run the same id); default $HF_NEURON_MATRIX_RUN_ID, else new",
+           metavar="ID"),
     Option("matrix_timeout", "--timeout", "--case-timeout", "run",
-           f"seconds one case may take before it is recorded as timeout (default {DEFAULT_TIMEOUT_S:g})",
-           metavar="SECONDS", default=DEFAULT_TIMEOUT_S, type=float),
+           "seconds one case may take before it is recorded as timeout (default $HF_NEURON_MATRIX_TIMEOUT, 300)",
+           metavar="SECONDS", type=float),
     Option("matrix_device", "--device", "--device", "run", "the device under test (default neuron)",
            metavar="DEVICE", default="neuron"),
     Option("matrix_profile", "--profile", "--profile", "run",
@@ -150,6 +149,7 @@ class MatrixConfig:
             return option.default if value is None else value
 
         timeout = get("matrix_timeout")
+        timeout = settings.read("HF_NEURON_MATRIX_TIMEOUT") if timeout is None else timeout
         if not timeout > 0:
             raise InputError(f"--timeout {timeout:g}: give a positive number of seconds per case")
         profile = get("matrix_profile")
@@ -163,7 +163,7 @@ class MatrixConfig:
         return cls(
             selection=Selection(
                 archs=tuple(get("matrix_arch") or ()),
-                group=get("matrix_group"),
+                group=group_option(get("matrix_group")),
                 scenarios=tuple(get("matrix_scenario") or ()),
                 slice=get("matrix_slice"),
                 shard=None if shard is None else Shard.parse(shard),
@@ -172,7 +172,7 @@ class MatrixConfig:
             scenario_module=get("matrix_scenario_module"),
             results=get("matrix_results"),
             resume=bool(get("matrix_resume")),
-            run_id=get("matrix_run_id"),
+            run_id=get("matrix_run_id") or settings.read("HF_NEURON_MATRIX_RUN_ID") or None,
             timeout_s=float(timeout),
             device=device,
             profile=profile,
@@ -180,8 +180,21 @@ class MatrixConfig:
             known_failures_required=known is not None,
         )
 
+    def scenario_names(self) -> set[str]:
+        """The scenario names a reviewed list may use: the built-in set's and the run's."""
+        return {*load_scenarios().names, *load_scenarios(self.scenario_module).names}
+
+    def known(self) -> KnownFailures:
+        """The known failures of the run."""
+        return load_known_failures(self.known_failures, self.scenario_names(), required=self.known_failures_required)
+
+    def read_data_files(self) -> KnownFailures:
+        """Read and check every reviewed data file (before the first case runs: a malformed one stops the run);
+        return the run's known failures."""
+        return check_reviewed_data(catalog=self.catalog, known_failures=self.known_failures,
+                                   known_failures_required=self.known_failures_required,
+                                   scenario_names=self.scenario_names())
+
     def cases(self) -> list[Case]:
         """The selected cases, in run order (reads the catalog and imports the scenario set)."""
-        scenarios = load_scenarios(self.scenario_module)
-        return select(read_catalog(self.catalog), list(scenarios), self.selection, SLICES_PATH,
-                      applies=lambda name, arch: scenario_for(scenarios[name], arch.group, arch.features) is not None)
+        return select(read_catalog(self.catalog), load_scenarios(self.scenario_module), self.selection, SLICES_PATH)

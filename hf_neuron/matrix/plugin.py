@@ -25,10 +25,9 @@ from typing import IO, Any
 
 import pytest
 
-from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
+from hf_neuron.compat.known_failures import KnownFailures
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.case.execute import CaseRunner
-from hf_neuron.matrix.case.fingerprint import FailureInfo
 from hf_neuron.matrix.case.isolation import (
     describe_exit,
     harden_worker,
@@ -39,14 +38,15 @@ from hf_neuron.matrix.case.verdict import Attempt, to_record
 from hf_neuron.matrix.options import MatrixConfig, add_options
 from hf_neuron.matrix.profiles import apply_profile
 from hf_neuron.matrix.progress import Progress
-from hf_neuron.matrix.records import SCENARIO_NAMES, Record
 from hf_neuron.matrix.results import environment
 from hf_neuron.matrix.results.store import RecordWriter, now_iso, open_run, read_records
 from hf_neuron.matrix.results.summary import summarize
-from hf_neuron.matrix.scenarios.contract import load_scenarios
+from hf_neuron.matrix.scenarios.registry import load_scenarios
 from hf_neuron.matrix.selection import Case
 from hf_neuron.matrix.workdir import create_workdir, remove_workdir
 from hf_neuron.settings import SettingError
+from hf_neuron.vocabulary.failures import failure
+from hf_neuron.vocabulary.records import Env, Record
 
 __all__ = ["CASE_PARAM", "PROPERTY"]
 
@@ -72,7 +72,7 @@ class _Run:
     cases: list[Case]
     pending: list[Case]
     run_id: str
-    env: dict[str, Any]
+    env: Env
     workdir: Path
     known: KnownFailures
     runner: CaseRunner | None = None
@@ -105,9 +105,10 @@ def _runner(config: MatrixConfig, run: _Run, process: str) -> CaseRunner:
 
 
 def _start_controller(pytest_config: pytest.Config, config: MatrixConfig, cases: list[Case]) -> _Run:
-    known = load_known_failures(config.known_failures, SCENARIO_NAMES, required=config.known_failures_required)
+    known = config.read_data_files()  # every data file is read and checked before the first case runs
     apply_profile(config.profile, os.environ)  # before any worker (or this process's first case) imports torch
-    env = environment.collect(config.profile)
+    scenarios = load_scenarios(config.scenario_module)
+    env = environment.collect(config.profile, [{"name": name, **scenarios[name].facts} for name in scenarios.names])
     environment.require_backend(config.device, env)
     if pytest_config.option.collectonly:
         run_id, done = "collect-only", set[str]()
@@ -132,7 +133,7 @@ def _start_worker(config: MatrixConfig, cases: list[Case], worker_input: dict[st
     given = worker_input[PROPERTY]
     done = set(given["done"])
     pending = [case for case in cases if case.case_id not in done]
-    known = load_known_failures(config.known_failures, SCENARIO_NAMES, required=config.known_failures_required)
+    known = config.known()
     run = _Run(config, cases, pending, given["run_id"], given["env"], Path(given["workdir"]), known)
     run.runner = _runner(config, run, worker_input["workerid"])
     return run
@@ -268,11 +269,8 @@ class _Controller:
         crash_log.unlink(missing_ok=True)
         status = describe_exit(_returncode(node))
         message = f"the worker process died running this case ({status})"
-        info = (
-            FailureInfo("WorkerCrash", message, "", "")
-            if fatal is None
-            else dataclasses.replace(fatal, message=f"{message}: {fatal.message}")
-        )
+        info = (failure("WorkerCrash", message, outcome="crashed") if fatal is None
+                else failure("WorkerCrash", f"{message}: {fatal.message}", fatal.frame, fatal.dump, outcome="crashed"))
         started_at, start = self._started.get(nodeid, (now_iso(), time.monotonic()))
         return to_record(
             case, Attempt("crashed", failure=info), cpu=None, known=self._run.known, run_id=self._run.run_id,

@@ -11,18 +11,20 @@ import dataclasses
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.slices import load_slices
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import GAPS, Gap
+from hf_neuron.vocabulary.gaps import Gap
+from hf_neuron.vocabulary.groups import GROUPS, Group, group_name
+from hf_neuron.vocabulary.scenarios import ScenarioFacts
 
-__all__ = ["Applies", "Architecture", "Case", "Selection", "Shard", "read_catalog", "select"]
+if TYPE_CHECKING:
+    from hf_neuron.matrix.scenarios.registry import ScenarioSet
 
-#: Whether a scenario (by name) has a case for an architecture (its group, its features).
-Applies = Callable[[str, "Architecture"], bool]
+__all__ = ["Architecture", "Case", "Selection", "Shard", "group_option", "read_catalog", "select"]
 
 
 #: A harness gap and why: ``(gap, reason)``.
@@ -41,7 +43,7 @@ class Architecture:
     """
 
     model_type: str
-    group: str
+    group: Group
     untested: GapReason | None = None
     reviewed_gap: GapReason | None = None
     features: frozenset[str] = frozenset()
@@ -49,11 +51,13 @@ class Architecture:
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One (architecture, scenario) pair: one test, one record (``untested``: recorded so, not run)."""
+    """One (architecture, scenario) pair: one test, one record (``untested``: recorded so, not run); ``facts`` are
+    what its record says of the scenario."""
 
     model_type: str
-    group: str
+    group: Group
     scenario: str
+    facts: ScenarioFacts
     untested: GapReason | None = None
     reviewed_gap: GapReason | None = None
 
@@ -100,7 +104,7 @@ class Selection:
     """The user's choice of cases; empty fields do not narrow."""
 
     archs: tuple[str, ...] = ()
-    group: str | None = None
+    group: Group | None = None
     scenarios: tuple[str, ...] = ()
     slice: str | None = None
     shard: Shard | None = None
@@ -127,11 +131,7 @@ def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
         if entry.builds is False:
             untested = ("tiny-build", f"the tiny model does not build on the CPU: {entry.reason}")
         reviewed: GapReason | None = None
-        if entry.gap is not None:
-            if entry.gap not in GAPS:
-                raise InputError(f"{path or 'compat/catalog.json'}: {entry.model_type} has gap {entry.gap!r}; "
-                                 f"gaps are {', '.join(GAPS)} (reviewed in compat/tiny_overrides.toml and "
-                                 "compat/tiny_image_text.toml)")
+        if entry.gap is not None:  # the catalog's reader checked that it names a gap
             reviewed = (entry.gap, entry.reason or f"the harness cannot test {entry.model_type} ({entry.gap})")
         architectures.append(Architecture(entry.model_type, entry.group, untested, reviewed, frozenset(entry.features)))
     return tuple(architectures)
@@ -163,24 +163,28 @@ def _check_known(kind: str, option: str, names: Iterable[str], valid: Sequence[s
     raise InputError(f"{option}: unknown {kind} {', '.join(hints)}; {known}")
 
 
+def group_option(name: str | None) -> Group | None:
+    """The group ``--group name`` names (an old name of a group names it too); InputError for none."""
+    if name is None:
+        return None
+    group = group_name(name)
+    if group is None:
+        _check_known("group", "--group", [name], GROUPS)
+    return group
+
+
 def select(
     catalog: Sequence[Architecture],
-    scenario_names: Sequence[str],
+    scenarios: ScenarioSet,
     selection: Selection,
     slices_file: Path,
-    applies: Applies | None = None,
 ) -> list[Case]:
-    """The cases of ``selection``, in run order; unknown names and an empty result raise InputError.
-
-    ``applies(scenario, architecture)`` says which scenarios have cases for which architectures (default: all for
-    all).
-    """
+    """The cases of ``selection``, in run order: each architecture with each scenario of ``scenarios`` that has a case
+    for it (its group and features); unknown names and an empty result raise InputError."""
     model_types = [entry.model_type for entry in catalog]
-    groups = list(dict.fromkeys(entry.group for entry in catalog))
+    scenario_names = scenarios.names
     _check_known("architecture", "--arch", selection.archs, model_types)
     _check_known("scenario", "--scenario", selection.scenarios, scenario_names)
-    if selection.group is not None:
-        _check_known("group", "--group", [selection.group], groups)
     wanted = set(selection.archs) if selection.archs else set(model_types)
     if selection.slice is not None:
         slices = load_slices(slices_file)
@@ -193,13 +197,13 @@ def select(
                 "have: fix the slice or the catalog"
             )
         wanted &= set(members)
-    scenarios = [name for name in scenario_names if not selection.scenarios or name in selection.scenarios]
+    chosen = [scenarios[name] for name in scenario_names if not selection.scenarios or name in selection.scenarios]
     cases = [
-        Case(entry.model_type, entry.group, scenario, entry.untested, entry.reviewed_gap)
+        Case(entry.model_type, entry.group, scenario.name, scenario.facts, entry.untested, entry.reviewed_gap)
         for entry in catalog
         if entry.model_type in wanted and selection.group in (None, entry.group)
-        for scenario in scenarios
-        if applies is None or applies(scenario, entry)
+        for scenario in chosen
+        if scenario.implementation(entry.group, entry.features) is not None
     ]
     if selection.shard is not None:
         shard = selection.shard

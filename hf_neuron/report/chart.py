@@ -6,7 +6,6 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hf_neuron.matrix.records import CORE_SCENARIOS
 from hf_neuron.report.history import RunSummary
 
 __all__ = ["Point", "Series", "TrendChart", "trend_chart"]
@@ -59,11 +58,9 @@ def _anchor(index: int, last: int) -> str:
     return "start" if index == 0 else "end" if index == last else "middle"
 
 
-def trend_chart(
-    history: Sequence[RunSummary], scenarios: Sequence[str] = CORE_SCENARIOS, max_runs: int = 30
-) -> TrendChart:
-    """The share of architectures running unmodified and each scenario's pass rate over the last ``max_runs`` runs
-    of ``history`` (oldest first)."""
+def trend_chart(history: Sequence[RunSummary], scenarios: Sequence[str], max_runs: int = 30) -> TrendChart:
+    """The share of architectures running unmodified and the pass rate of each of ``scenarios`` (the core ones) over
+    the last ``max_runs`` runs of ``history`` (oldest first)."""
     runs = list(history)[-max_runs:]
     right, bottom = _WIDTH - _RIGHT, _HEIGHT - _BOTTOM
     step = (right - _LEFT) / max(len(runs) - 1, 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hf_neuron.matrix.records import Record
+from hf_neuron.vocabulary.records import Record
 
 __all__ = ["Download", "write_downloads"]
 

@@ -19,15 +19,16 @@ from typing import Any
 import pandas as pd
 
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import parse_time
+from hf_neuron.report.status import STATUS_ALIASES
 from hf_neuron.report.tables import Headline, RunInfo, Statuses
+from hf_neuron.vocabulary.records import parse_time
 
 __all__ = ["HISTORY_SCHEMA", "RunSummary", "hf_neuron_label", "previous_run", "read_history", "summarize", "with_run",
            "write_summary"]
 
-HISTORY_SCHEMA = 2
+HISTORY_SCHEMA = 3
 #: Schemas this module reads: the current one and the one before it (whose missing fields default).
-_READABLE = (1, HISTORY_SCHEMA)
+_READABLE = (1, 2, HISTORY_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class RunSummary:
     #: ``hf_neuron`` version and short commit that ran the run ("0.3.0 (abc1234)"); None in schema 1
     hf_neuron: str | None = None
     profile: str | None = None
-    #: architectures per verdict (:data:`~hf_neuron.report.status.ARCH_VERDICTS`)
+    #: architectures per verdict (:data:`~hf_neuron.vocabulary.outcomes.ARCH_VERDICTS`)
     verdicts: Mapping[str, int] = field(default_factory=dict)
 
     def rate(self, scenario: str) -> float | None:
@@ -105,6 +106,9 @@ def _read_summary(path: Path) -> RunSummary:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
         if data.pop("schema") not in _READABLE:
             raise ValueError(f"schema is not one of {_READABLE}")
+        data["statuses"] = {model_type: {scenario: STATUS_ALIASES.get(status, status)
+                                         for scenario, status in statuses.items()}
+                            for model_type, statuses in data["statuses"].items()}
         summary = RunSummary(**data)
         parse_time(summary.finished_at)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -12,8 +12,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from hf_neuron.matrix.records import Record
-from hf_neuron.report.status import FAILING, NOT_RUN, STATUS_LABELS, STATUSES, cell_status, scenario_order
+from hf_neuron.report.status import FAILING, cell_status, scenario_order
+from hf_neuron.vocabulary.outcomes import NOT_RUN, STATUSES, label
+from hf_neuron.vocabulary.records import Record
 
 __all__ = ["markdown_summary"]
 
@@ -39,7 +40,7 @@ def _mark(status: str) -> str:
 
 
 def _cell(status: str) -> str:
-    return f"{_mark(status)} {STATUS_LABELS.get(status, status)}".strip()
+    return f"{_mark(status)} {label(status)}".strip()
 
 
 def markdown_summary(records: Sequence[Record], *, title: str = "Compatibility matrix", skipped_lines: int = 0) -> str:
@@ -58,13 +59,12 @@ def markdown_summary(records: Sequence[Record], *, title: str = "Compatibility m
         f"### {_text(title)}",
         "",
         f"Run {', '.join(map(_text, runs))} on the {', '.join(map(_text, backends))} backend{kernels}{profile}: "
-        f"{len(records)} cases, " + ", ".join(f"{counts[s]} {STATUS_LABELS[s]}" for s in STATUSES if counts[s]) + ".",
+        f"{len(records)} cases, " + ", ".join(f"{counts[s]} {label(s)}" for s in STATUSES if counts[s]) + ".",
         "",
     ]
     if skipped_lines:
         lines += [f"**{skipped_lines} malformed record lines were skipped** (the job's log names them).", ""]
-    ran = {r["scenario"] for r in records}
-    scenarios = [s for s in scenario_order(ran) if s in ran]
+    scenarios = scenario_order({r["scenario"]: r["scenario_facts"] for r in records})
     by_arch: dict[str, dict[str, str]] = {}
     groups: dict[str, str] = {}
     for record in records:

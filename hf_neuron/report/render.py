@@ -20,12 +20,10 @@ import jinja2
 import pandas as pd
 
 from hf_neuron.compat.catalog import Catalog, CatalogEntry
-from hf_neuron.matrix.records import CORE_SCENARIOS, VARIANT_SCENARIOS, parse_time
 from hf_neuron.report.chart import TrendChart
 from hf_neuron.report.downloads import Download
 from hf_neuron.report.history import RunSummary, hf_neuron_label
 from hf_neuron.report.load import LoadedRecords
-from hf_neuron.report.status import ARCH_VERDICT_LABELS, ARCH_VERDICTS, GAP_LABELS, STATUS_LABELS, STATUSES
 from hf_neuron.report.tables import (
     Change,
     Headline,
@@ -35,6 +33,9 @@ from hf_neuron.report.tables import (
 )
 from hf_neuron.report.upstream import UpstreamView
 from hf_neuron.upstream.summary import ArchSummary
+from hf_neuron.vocabulary.gaps import GAP_MEANINGS
+from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, LABELS, STATUSES
+from hf_neuron.vocabulary.records import parse_time
 
 __all__ = ["ArchPage", "IndexPage", "render_site", "reproduce_command", "trim_traceback"]
 
@@ -43,12 +44,12 @@ TRACEBACK_LINES = 40
 #: Changes of each kind listed before "show all".
 CHANGES_SHOWN = 10
 
-_BACKENDS = {
+_BACKENDS: Mapping[str, str] = {  # by BackendKind
     "reference": "Reference device: neuron emulated on the CPU, not Trainium hardware",
     "real": "Real Trainium (TorchNeuron)",
 }
 #: How the headline names the backend whose records it counts.
-_ON_BACKEND = {
+_ON_BACKEND: Mapping[str, str] = {  # by BackendKind
     "reference": "on the reference device — CPU kernels, not Trainium",
     "real": "on Trainium (TorchNeuron)",
 }
@@ -141,14 +142,11 @@ def _environment() -> jinja2.Environment:
         size=_size, percent=_percent, utc=_utc, trim_traceback=trim_traceback
     )
     env.globals.update(
-        STATUS_LABELS=STATUS_LABELS,
+        LABELS=LABELS,
         STATUS_RANK={status: index for index, status in enumerate(STATUSES)},
         STATUSES=STATUSES,
-        CORE_SCENARIOS=CORE_SCENARIOS,
-        VARIANT_SCENARIOS=VARIANT_SCENARIOS,
         ARCH_VERDICTS=ARCH_VERDICTS,
-        ARCH_VERDICT_LABELS=ARCH_VERDICT_LABELS,
-        GAP_LABELS=GAP_LABELS,
+        GAP_LABELS=GAP_MEANINGS,
         CHANGES_SHOWN=CHANGES_SHOWN,
         backend=_backend,
         on_backend=_on_backend,
@@ -177,6 +175,8 @@ def render_site(index: IndexPage, archs: Iterable[ArchPage], out: Path) -> None:
             rates=frame_rows(index.rates),
             pages={r["model_type"] for r in rows},
             groups=sorted({r["group"] for r in rows if r["group"]}),
+            CORE_SCENARIOS=index.headline.all_core,
+            VARIANT_SCENARIOS=index.headline.variants,
             root="",
         ),
         encoding="utf-8",
@@ -191,6 +191,8 @@ def render_site(index: IndexPage, archs: Iterable[ArchPage], out: Path) -> None:
                 scenarios=scenarios,
                 row=arch.row,
                 cases=arch.cases,
+                CORE_SCENARIOS=index.headline.all_core,
+                VARIANT_SCENARIOS=index.headline.variants,
                 root="../",
             ),
             encoding="utf-8",

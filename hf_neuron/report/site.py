@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from hf_neuron.compat.baselines import Baseline
 from hf_neuron.compat.catalog import Catalog
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import ConflictPolicy, Record, is_name
 from hf_neuron.report.chart import trend_chart
 from hf_neuron.report.downloads import write_downloads
 from hf_neuron.report.history import (
@@ -21,9 +22,12 @@ from hf_neuron.report.history import (
     with_run,
     write_summary,
 )
-from hf_neuron.report.load import LoadedRecords, RecordProblem, load_records
+from hf_neuron.report.load import LoadedRecords, load_records
 from hf_neuron.report.render import ArchPage, IndexPage, render_site
 from hf_neuron.report.tables import (
+    Headline,
+    Lane,
+    RunInfo,
     case_frame,
     case_statuses,
     diff_runs,
@@ -37,8 +41,10 @@ from hf_neuron.report.tables import (
     split_lanes,
 )
 from hf_neuron.report.upstream import load_upstream
+from hf_neuron.vocabulary.jsonl import LineProblem
+from hf_neuron.vocabulary.records import ConflictPolicy, Record, is_name
 
-__all__ = ["BuildResult", "build_site"]
+__all__ = ["BuildResult", "RunTables", "build_site", "run_tables"]
 
 
 @dataclass(frozen=True)
@@ -50,9 +56,46 @@ class BuildResult:
     records: int
     architectures: int
     previous_run_id: str | None
-    problems: list[RecordProblem] = field(default_factory=list)
+    problems: list[LineProblem] = field(default_factory=list)
     #: conflicting records replaced by a later one (``on_conflict="latest"``)
     replaced: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """Everything the report computes from one load of records: the primary lane's run and cases, its matrix table,
+    headline and pass rates, the statuses of its cases, and the Trainium lane beside it (None without one)."""
+
+    loaded: LoadedRecords
+    run: RunInfo
+    cases: pd.DataFrame
+    table: pd.DataFrame
+    head: Headline
+    rates: pd.DataFrame
+    statuses: dict[str, dict[str, str]]
+    trainium: Lane | None
+
+
+def run_tables(loaded: LoadedRecords, *, baseline: Baseline, catalog: Catalog | None = None,
+               ranking: Ranking | None = None, top_n: int = 100) -> RunTables:
+    """The report's tables of ``loaded`` (the one place every page and figure of a run is computed); raises
+    :class:`InputError` when no valid record is found or several runs of one backend mix."""
+    if not loaded.records:
+        raise InputError("no valid record")
+    backend, records, real_records = _lanes(loaded)
+    trainium = None
+    if real_records:
+        real_run = run_info(real_records)
+        trainium = lane(matrix_table(case_frame(real_records), baseline=baseline, scenarios=real_run.scenarios),
+                        real_run)
+    run = run_info(records)
+    cases = case_frame(records)
+    table = matrix_table(cases, baseline=baseline, scenarios=run.scenarios, catalog=catalog, ranking=ranking,
+                         top_n=top_n, trainium=trainium)
+    head = headline(table, baseline, backend=backend, scenarios=run.scenarios, cases=cases, catalog=catalog,
+                    trainium=trainium)
+    return RunTables(loaded, run, cases, table, head, scenario_rates(table, baseline, run.scenarios),
+                     case_statuses(cases), trainium)
 
 
 def _one_run(backend: str, records: Sequence[Record]) -> None:
@@ -103,30 +146,15 @@ def build_site(
     loaded = load_records(results, on_conflict)
     if not loaded.records:
         raise InputError(f"no valid record in {', '.join(map(str, results))}")
-    backend, records, real_records = _lanes(loaded)
-    trainium = lane(matrix_table(case_frame(real_records), baseline=baseline), run_info(real_records)) \
-        if real_records else None
-
-    run = run_info(records)
-    cases = case_frame(records)
-    statuses = case_statuses(cases)
+    tables = run_tables(loaded, baseline=baseline, catalog=catalog, ranking=ranking, top_n=top_n)
+    run, cases, table, head, rates = tables.run, tables.cases, tables.table, tables.head, tables.rates
     history = read_history(history_dir) if history_dir else []
     previous = previous_run(history, run)
-    changes = diff_runs(previous.statuses, statuses) if previous else []
-    table = matrix_table(
-        cases,
-        baseline=baseline,
-        catalog=catalog,
-        ranking=ranking,
-        top_n=top_n,
-        changed=frozenset(c.model_type for c in changes),
-        trainium=trainium,
-    )
+    changes = diff_runs(previous.statuses, tables.statuses, list(run.scenarios)) if previous else []
+    table["changed"] = table.index.isin({change.model_type for change in changes})
     position = {model_type: index for index, model_type in enumerate(table.index)}
     changes.sort(key=lambda change: position.get(change.model_type, len(position)))  # table order: by rank
-    head = headline(table, baseline, backend=backend, cases=cases, catalog=catalog, trainium=trainium)
-    rates = scenario_rates(table, baseline)
-    summary = summarize(run, head, rates, statuses)
+    summary = summarize(run, head, rates, tables.statuses)
 
     out.mkdir(parents=True, exist_ok=True)
     for stale in (out / "arch").glob("*.html"):
@@ -138,7 +166,7 @@ def build_site(
         table=table,
         changes=changes,
         previous=previous,
-        chart=trend_chart(with_run(history, summary)),
+        chart=trend_chart(with_run(history, summary), head.all_core),
         downloads=write_downloads(out, loaded.records, table),
         loaded=loaded,
         ranking_source=ranking.source if ranking else None,

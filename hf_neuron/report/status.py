@@ -1,98 +1,34 @@
 """How a case and an architecture count in the report.
 
-A cell's *status* is the record's outcome, except that a failure the CPU shares (the same failure: its
-``cpu_verdict``, :func:`~hf_neuron.matrix.records.case_verdict`) is ``cpu-fails``, and a case without a record is
-``not-run``. An architecture's *verdict* sums up its cases (:func:`arch_verdict`), and it *runs unmodified* when
-``forward`` passed and every other core scenario its group runs passed or does not apply (:func:`runs_unmodified`).
+A cell's *status* (:data:`~hf_neuron.vocabulary.outcomes.STATUSES`) is the record's outcome, except that a failure the
+CPU shares is ``fails-on-cpu-too`` (:func:`~hf_neuron.vocabulary.records.case_verdict`), and a case without a record
+is ``not-run``. An architecture's *verdict* sums up its cases (:func:`arch_verdict`), and it *runs unmodified* when
+``forward`` passed and every core scenario its group runs passed or does not apply (:func:`runs_unmodified`): one
+rule for every group. Which scenarios are core and which are variants the records say (their ``scenario_facts``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any, Literal, get_args
+from typing import Any
 
-from hf_neuron.matrix.records import SCENARIO_NAMES, VARIANT_SCENARIOS, case_verdict
+from hf_neuron.vocabulary.outcomes import DID_NOT_WORK, FAILS_ON_CPU_TOO, NOT_RUN, ArchVerdict, Status
+from hf_neuron.vocabulary.records import case_verdict
+from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, SCHEMA_2_SCENARIOS, ScenarioFacts
 
-__all__ = [
-    "ARCH_VERDICTS",
-    "ARCH_VERDICT_LABELS",
-    "CPU_FAILS",
-    "FAILING",
-    "GAP_LABELS",
-    "NOT_RUN",
-    "STATUSES",
-    "STATUS_LABELS",
-    "ArchVerdict",
-    "arch_verdict",
-    "cell_status",
-    "runs_unmodified",
-    "scenario_order",
-]
-
-CPU_FAILS = "cpu-fails"
-NOT_RUN = "not-run"
+__all__ = ["FAILING", "STATUS_ALIASES", "arch_verdict", "cell_status", "runs_unmodified", "scenario_order"]
 
 #: Statuses held against neuron: every failure the CPU does not share, and a known failure (still a failure; it is
 #: only expected).
-FAILING: frozenset[str] = frozenset({"failed", "error", "timeout", "crashed", "known-failure"})
-
-#: Every status, best first: the sort order of the table.
-STATUSES: tuple[str, ...] = (
-    "passed",
-    "skipped",
-    "untested",
-    CPU_FAILS,
-    "known-failure",
-    "failed",
-    "error",
-    "timeout",
-    "crashed",
-    NOT_RUN,
-)
-
-#: The short text of each status in a table cell (colour is never the only signal).
-STATUS_LABELS: dict[str, str] = {
-    "passed": "pass",
-    "skipped": "n/a",
-    "untested": "untested",
-    CPU_FAILS: "cpu fails too",
-    "known-failure": "known",
-    "failed": "fail",
-    "error": "error",
-    "timeout": "timeout",
-    "crashed": "crash",
-    NOT_RUN: "—",
-}
-
-ArchVerdict = Literal["fully-passes", "passes-where-tested", "untested", "fails-on-cpu-too", "fails-on-neuron"]
-#: An architecture's verdict over the scenarios of its group (variants aside), in this order of precedence:
-#: ``fails-on-neuron`` (a case fails on neuron), ``untested`` (forward was not tested: a harness gap),
-#: ``fails-on-cpu-too`` (forward fails on the CPU the same way), ``fully-passes`` (every case passed or does not
-#: apply), ``passes-where-tested`` (forward passed, nothing fails on neuron, some cases untested or failing on the CPU
-#: too).
-ARCH_VERDICTS: tuple[ArchVerdict, ...] = get_args(ArchVerdict)
-ARCH_VERDICT_LABELS: dict[str, str] = {
-    "fully-passes": "fully passes",
-    "passes-where-tested": "passes where tested",
-    "untested": "untested",
-    "fails-on-cpu-too": "fails on the CPU too",
-    "fails-on-neuron": "fails on neuron",
-}
-
-#: What each harness gap (:data:`~hf_neuron.matrix.records.GAPS`) means, as the report's "harness gaps to close".
-GAP_LABELS: dict[str, str] = {
-    "inputs": "inputs the matrix cannot build for the model",
-    "pipeline-recipe": "no pipeline recipe for the diffusion backbone",
-    "lora-targets": "LoRA target modules PEFT refuses",
-    "tiny-build": "the tiny model does not build",
-    "devices": "fewer devices than the scenario needs",
-    "checks": "scenario checks that do not fit the model",
-}
+FAILING: frozenset[str] = frozenset({*DID_NOT_WORK, "known-failure"})
+#: Statuses older history summaries wrote under another name -> the name now.
+STATUS_ALIASES: dict[str, Status] = {"cpu-fails": FAILS_ON_CPU_TOO}
 
 
-def cell_status(record: Mapping[str, Any]) -> str:
-    """The status of a case from its record: its outcome, or ``cpu-fails`` when the CPU fails the same way."""
-    return CPU_FAILS if case_verdict(record) == "fails-on-cpu-too" else str(record["outcome"])
+def cell_status(record: Mapping[str, Any]) -> Status:
+    """The status of a case from its record: its outcome, or ``fails-on-cpu-too`` when the CPU fails the same
+    way."""
+    return FAILS_ON_CPU_TOO if case_verdict(record) == FAILS_ON_CPU_TOO else record["outcome"]
 
 
 def runs_unmodified(statuses: Mapping[str, str], core: Collection[str]) -> bool:
@@ -103,21 +39,24 @@ def runs_unmodified(statuses: Mapping[str, str], core: Collection[str]) -> bool:
     )
 
 
-def arch_verdict(statuses: Mapping[str, str]) -> ArchVerdict:
-    """The verdict of an architecture from the statuses of its cases (variant scenarios aside)."""
-    mine = {scenario: status for scenario, status in statuses.items() if scenario not in VARIANT_SCENARIOS}
+def arch_verdict(statuses: Mapping[str, str], variants: Collection[str]) -> ArchVerdict:
+    """The verdict of an architecture from the statuses of its cases (the ``variants`` aside)."""
+    mine = {scenario: status for scenario, status in statuses.items() if scenario not in variants}
     if FAILING & set(mine.values()):
         return "fails-on-neuron"
     forward = mine.get("forward", NOT_RUN)
     if forward in ("untested", NOT_RUN):
         return "untested"
-    if forward == CPU_FAILS:
-        return "fails-on-cpu-too"
+    if forward == FAILS_ON_CPU_TOO:
+        return FAILS_ON_CPU_TOO
     if all(status in ("passed", "skipped", NOT_RUN) for status in mine.values()):
         return "fully-passes"
     return "passes-where-tested"
 
 
-def scenario_order(found: Collection[str]) -> list[str]:
-    """The table's scenario columns: every scenario of the matrix in order, then any other scenario found, by name."""
-    return list(SCENARIO_NAMES) + sorted(set(found) - set(SCENARIO_NAMES))
+def scenario_order(facts: Mapping[str, ScenarioFacts]) -> list[str]:
+    """The table's scenario columns: core scenarios first, then the others, then variants; within a kind, the built-in
+    scenarios in the order reports always showed them, then any other by name."""
+    known = list(SCHEMA_2_SCENARIOS)
+    return sorted(facts, key=lambda name: (SCENARIO_KINDS.index(facts[name]["kind"]),
+                                           known.index(name) if name in known else len(known), name))

@@ -15,27 +15,14 @@ from typing import Any
 import pandas as pd
 
 from hf_neuron.compat.baselines import Baseline, Mode
-from hf_neuron.compat.catalog import GROUPS, Catalog
+from hf_neuron.compat.catalog import Catalog
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.matrix.records import (
-    CORE_SCENARIOS,
-    TRAINING_SCENARIOS,
-    VARIANT_SCENARIOS,
-    Record,
-    case_verdict,
-    cpu_verdict,
-    parse_time,
-)
-from hf_neuron.report.status import (
-    ARCH_VERDICTS,
-    CPU_FAILS,
-    FAILING,
-    NOT_RUN,
-    arch_verdict,
-    cell_status,
-    runs_unmodified,
-    scenario_order,
-)
+from hf_neuron.report.status import FAILING, arch_verdict, cell_status, runs_unmodified, scenario_order
+from hf_neuron.vocabulary.backends import BackendKind
+from hf_neuron.vocabulary.groups import GROUPS
+from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, NOT_RUN
+from hf_neuron.vocabulary.records import Record, case_verdict, parse_time, scenario_facts
+from hf_neuron.vocabulary.scenarios import SCHEMA_2_SCENARIOS, ScenarioFacts
 
 __all__ = [
     "Change",
@@ -47,6 +34,7 @@ __all__ = [
     "baseline_mode",
     "case_frame",
     "case_statuses",
+    "core_scenarios",
     "counted_core",
     "diff_runs",
     "fallback_ops",
@@ -58,6 +46,7 @@ __all__ = [
     "scenario_columns",
     "scenario_rates",
     "split_lanes",
+    "variant_scenarios",
 ]
 
 #: ``{model_type: {scenario: status}}`` for the cases that have a record.
@@ -67,8 +56,10 @@ Statuses = Mapping[str, Mapping[str, str]]
 _LEAD_COLUMNS = ["rank", "top", "group", "has_records", "verdict", "runs_unmodified", "trainium", "compiled",
                  "fullgraph", "fallbacks"]
 _TRAIL_COLUMNS = ["baseline_inference", "baseline_training", "changed"]
+#: The lanes of a report, the primary one first: the reference device's table, the real backend's column beside it.
+_LANE_ORDER: tuple[BackendKind, ...] = ("reference", "real")
 #: The env keys that describe the run rather than one value (shown apart from the environment list).
-_LISTS = ("patches", "reference_gap_patches")
+_LISTS = ("patches", "reference_gap_patches", "scenarios", "fallback_list")
 
 
 @dataclass(frozen=True)
@@ -83,6 +74,12 @@ class RunInfo:
     env: Mapping[str, str]
     patches: tuple[str, ...] = ()
     reference_gap_patches: tuple[str, ...] = ()
+    #: the run's scenario set in run order, with what its records say of each (runs before schema 3 did not record
+    #: it: their built-in set)
+    scenarios: Mapping[str, ScenarioFacts] = field(default_factory=lambda: dict(SCHEMA_2_SCENARIOS))
+    #: where the list of operators the real backend runs on the CPU came from (the run's ``env.fallback_list``: its
+    #: source, commit, kind); None when the records do not say
+    fallback_list: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -120,7 +117,7 @@ class Headline:
     backend: str
     architectures: int
     runs_unmodified: int
-    #: the core scenarios counted: those of :data:`~hf_neuron.matrix.records.CORE_SCENARIOS` the run ran
+    #: the core scenarios counted: the core scenarios of the run's set that it ran
     core: tuple[str, ...]
     verdicts: Mapping[str, int]
     groups: tuple[GroupFigures, ...]
@@ -135,6 +132,9 @@ class Headline:
     with_fallbacks: int = 0
     untested_by_gap: Mapping[str, int] = field(default_factory=dict)
     trainium: Lane | None = None
+    #: every core scenario of the run's set (run or not), and its variant scenarios
+    all_core: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,10 +159,10 @@ class Change:
         return "new-pass" if self.after == "passed" else "other"
 
 
-def baseline_mode(scenario: str) -> Mode:
-    """Which baseline support ``scenario`` is compared with: training for the scenarios that train
-    (:data:`~hf_neuron.matrix.records.TRAINING_SCENARIOS`), inference for the others."""
-    return "training" if scenario in TRAINING_SCENARIOS else "inference"
+def baseline_mode(facts: ScenarioFacts) -> Mode:
+    """Which baseline support a scenario is compared with: training for a scenario that trains, inference for the
+    others."""
+    return "training" if facts["trains"] else "inference"
 
 
 def split_lanes(records: Sequence[Record]) -> dict[str, list[Record]]:
@@ -171,8 +171,8 @@ def split_lanes(records: Sequence[Record]) -> dict[str, list[Record]]:
     lanes: dict[str, list[Record]] = {}
     for record in records:
         lanes.setdefault(str(record["env"].get("backend")), []).append(record)
-    order = {"reference": 0, "real": 1}
-    return dict(sorted(lanes.items(), key=lambda item: (order.get(item[0], 2), item[0])))
+    order: dict[str, int] = {kind: index for index, kind in enumerate(_LANE_ORDER)}
+    return dict(sorted(lanes.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
 
 
 def lane(table: pd.DataFrame, run: RunInfo) -> Lane:
@@ -195,10 +195,19 @@ def run_info(records: Sequence[Record]) -> RunInfo:
     first = records[0]["env"]
     # schema-1 records say only whether patches were on (a bool), not which
     listed: dict[str, tuple[str, ...]] = {
-        key: tuple(map(str, value)) if isinstance(value := first.get(key), list) else () for key in _LISTS
+        key: tuple(map(str, value)) if isinstance(value := first.get(key), list) else ()
+        for key in ("patches", "reference_gap_patches")
     }
+    declared = first.get("scenarios")
+    scenarios: dict[str, ScenarioFacts] = (
+        {s["name"]: {"kind": s["kind"], "trains": s["trains"]} for s in declared} if declared
+        else dict(SCHEMA_2_SCENARIOS))
+    for record in records:  # a scenario of the records the set does not name (a run resumed with another set)
+        scenarios.setdefault(record["scenario"], record["scenario_facts"])
+    provenance = first.get("fallback_list")
     return RunInfo(records[0]["run_id"], started, finished, env["backend"], env,
-                   listed["patches"], listed["reference_gap_patches"])
+                   listed["patches"], listed["reference_gap_patches"], scenarios,
+                   {str(k): str(v) for k, v in provenance.items()} if isinstance(provenance, dict) else None)
 
 
 def case_frame(records: Sequence[Record]) -> pd.DataFrame:
@@ -207,19 +216,21 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
     for r in records:
         parity: Mapping[str, Any] = r["parity"] or {}
         failure: Mapping[str, Any] = r["failure"] or {}
-        compiled: Mapping[str, Any] = r.get("compile") or {}
+        compiled: Mapping[str, Any] = r["compile"] or {}
         rows.append(
             {
                 "model_type": r["model_type"],
                 "group": r["group"],
                 "scenario": r["scenario"],
+                "scenario_kind": r["scenario_facts"]["kind"],
+                "scenario_trains": r["scenario_facts"]["trains"],
                 "outcome": r["outcome"],
                 "cpu_outcome": r["cpu_outcome"],
-                "cpu_verdict": cpu_verdict(r),
+                "cpu_verdict": r["cpu_verdict"],
                 "status": cell_status(r),
                 "verdict": case_verdict(r),
                 "reason": r["reason"],
-                "gap": r.get("gap"),
+                "gap": r["gap"],
                 "duration_s": r["duration_s"],
                 "peak_memory_bytes": r["peak_memory_bytes"],
                 "parity_metric": parity.get("metric"),
@@ -232,15 +243,15 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "traceback": failure.get("traceback"),
                 "failure_class": failure.get("failure_class"),
                 "known_failure": r["known_failure"],
-                "cpu_failure": r.get("cpu_failure"),
+                "cpu_failure": r["cpu_failure"],
                 "compile_backends": compiled.get("backends"),
                 "compile_graphs": compiled.get("graphs"),
                 "compile_breaks": compiled.get("graph_breaks"),
                 "compile_break_reasons": compiled.get("break_reasons"),
                 "compile_recompiles": compiled.get("recompiles"),
                 "compile_recompile_reasons": compiled.get("recompile_reasons"),
-                "fallback_ops": r.get("fallback_ops"),
-                "details": r.get("details"),
+                "fallback_ops": r["fallback_ops"],
+                "details": r["details"],
             }
         )
     frame = pd.DataFrame(rows)
@@ -263,14 +274,16 @@ def case_statuses(cases: pd.DataFrame) -> dict[str, dict[str, str]]:
     return statuses
 
 
-def diff_runs(previous: Statuses, current: Statuses) -> list[Change]:
-    """Every case whose status changed between two runs (a case absent from a run counts as ``not-run``); a scenario
-    the previous run did not have at all makes a ``scenario-added`` change, not a new pass."""
+def diff_runs(previous: Statuses, current: Statuses, order: Sequence[str] = ()) -> list[Change]:
+    """Every case whose status changed between two runs (a case absent from a run counts as ``not-run``), scenarios
+    in ``order`` (then any other by name); a scenario the previous run did not have at all makes a
+    ``scenario-added`` change, not a new pass."""
     before_scenarios = {scenario for statuses in previous.values() for scenario in statuses}
     changes = []
     for model_type in sorted(set(previous) | set(current)):
         before, after = previous.get(model_type, {}), current.get(model_type, {})
-        for scenario in scenario_order(set(before) | set(after)):
+        found = set(before) | set(after)
+        for scenario in [*(s for s in order if s in found), *sorted(found - set(order))]:
             pair = before.get(scenario, NOT_RUN), after.get(scenario, NOT_RUN)
             if pair[0] != pair[1]:
                 changes.append(Change(model_type, scenario, *pair, scenario_added=scenario not in before_scenarios))
@@ -318,18 +331,39 @@ def fallback_ops(cases: pd.DataFrame, model_type: str) -> dict[str, int] | None:
     return _fallbacks(cases[cases["model_type"] == model_type]).get(model_type)
 
 
+def scenarios_of(cases: pd.DataFrame, declared: Mapping[str, ScenarioFacts] | None = None) -> dict[str, ScenarioFacts]:
+    """The scenarios of a table: the run's declared set (every one, run or not), and every other scenario the cases
+    have, with what their records say of it."""
+    found: dict[str, ScenarioFacts] = dict(declared or {})
+    for scenario, kind, trains in cases[["scenario", "scenario_kind", "scenario_trains"]].itertuples(index=False):
+        found.setdefault(scenario, {"kind": kind, "trains": bool(trains)})
+    return found
+
+
+def core_scenarios(scenarios: Mapping[str, ScenarioFacts]) -> list[str]:
+    """The core scenarios among ``scenarios``, in table order."""
+    return [name for name in scenario_order(scenarios) if scenarios[name]["kind"] == "core"]
+
+
+def variant_scenarios(scenarios: Mapping[str, ScenarioFacts]) -> list[str]:
+    """The variant scenarios among ``scenarios``, in table order."""
+    return [name for name in scenario_order(scenarios) if scenarios[name]["kind"] == "variant"]
+
+
 def matrix_table(
     cases: pd.DataFrame,
     *,
     baseline: Baseline,
+    scenarios: Mapping[str, ScenarioFacts] | None = None,
     catalog: Catalog | None = None,
     ranking: Ranking | None = None,
     top_n: int = 100,
     changed: frozenset[str] = frozenset(),
     trainium: Lane | None = None,
 ) -> pd.DataFrame:
-    """One row per architecture (run or in the catalog), one status column per scenario, its verdict, compile and
-    fallback facts, and the baseline's support in the architecture's group.
+    """One row per architecture (run or in the catalog), one status column per scenario (``scenarios``: the run's
+    declared set; the cases' own by default), its verdict, compile and fallback facts, and the baseline's support in
+    the architecture's group.
 
     ``runs_unmodified`` applies :func:`~hf_neuron.report.status.runs_unmodified` to the :func:`counted_core`
     scenarios of the architecture's group, so a run that left out a core scenario entirely (a slice), or a group the
@@ -341,20 +375,22 @@ def matrix_table(
     ``trainium`` column with each architecture's verdict in the real backend's lane (None without that lane).
     """
     entries = catalog.by_type() if catalog else {}
-    scenarios = scenario_order(cases["scenario"])
+    facts = scenarios_of(cases, scenarios)
+    columns = scenario_order(facts)
+    variants = variant_scenarios(facts)
     table = cases.pivot(index="model_type", columns="scenario", values="status")
-    table = table.reindex(index=sorted(set(table.index) | set(entries)), columns=scenarios)
+    table = table.reindex(index=sorted(set(table.index) | set(entries)), columns=columns)
     table = table.astype(object).fillna(NOT_RUN)
     table.columns.name = None
     groups = cases.groupby("model_type")["group"].first()
     table["group"] = [groups.get(m) or (entries[m].group if m in entries else "") for m in table.index]
     table["rank"] = pd.array([ranking.ranks.get(m) if ranking else None for m in table.index], dtype="Int64")
     table["has_records"] = table.index.isin(groups.index)
-    core = {group: counted_core(rows) for group, rows in table.groupby("group")}
-    statuses = {m: dict(zip(scenarios, table.loc[m, scenarios], strict=True)) for m in table.index}
+    core = {group: counted_core(rows, facts) for group, rows in table.groupby("group")}
+    statuses = {m: dict(zip(columns, table.loc[m, columns], strict=True)) for m in table.index}
     table["runs_unmodified"] = [runs_unmodified(statuses[m], core[g])
                                 for m, g in zip(table.index, table["group"], strict=True)]
-    table["verdict"] = [arch_verdict(statuses[m]) if has else NOT_RUN
+    table["verdict"] = [arch_verdict(statuses[m], variants) if has else NOT_RUN
                         for m, has in zip(table.index, table["has_records"], strict=True)]
     table["trainium"] = [trainium.verdicts.get(m, NOT_RUN) if trainium else None for m in table.index]
     compiled = _compile_summary(cases)
@@ -371,12 +407,12 @@ def matrix_table(
                                                                                         strict=True)]
     table["changed"] = table.index.isin(changed)
     table.index.name = "model_type"
-    return table[_LEAD_COLUMNS + scenarios + _TRAIL_COLUMNS]
+    return table[_LEAD_COLUMNS + columns + _TRAIL_COLUMNS]
 
 
-def counted_core(table: pd.DataFrame) -> list[str]:
+def counted_core(table: pd.DataFrame, scenarios: Mapping[str, ScenarioFacts]) -> list[str]:
     """The core scenarios this run ran (a core scenario with no record at all is left out of the verdict)."""
-    return [s for s in CORE_SCENARIOS if s in table.columns and (table[s] != NOT_RUN).any()]
+    return [s for s in core_scenarios(scenarios) if s in table.columns and (table[s] != NOT_RUN).any()]
 
 
 def scenario_columns(table: pd.DataFrame) -> list[str]:
@@ -389,10 +425,11 @@ def _verdict_counts(rows: pd.DataFrame) -> dict[str, int]:
     return {verdict: counts.get(verdict, 0) for verdict in ARCH_VERDICTS}
 
 
-def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, cases: pd.DataFrame | None = None,
-             catalog: Catalog | None = None, trainium: Lane | None = None) -> Headline:
-    """The index's headline figures, from :func:`matrix_table` of the ``backend`` lane (and the cases, for the
-    harness gaps; the catalog, for each group's size)."""
+def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, scenarios: Mapping[str, ScenarioFacts],
+             cases: pd.DataFrame | None = None, catalog: Catalog | None = None,
+             trainium: Lane | None = None) -> Headline:
+    """The index's headline figures, from :func:`matrix_table` of the ``backend`` lane and its ``scenarios`` (and the
+    cases, for the harness gaps; the catalog, for each group's size)."""
     run = table[table["has_records"]]
     top = table[table["top"]]
     in_catalog = Counter(entry.group for entry in catalog.entries) if catalog else Counter(table["group"])
@@ -413,7 +450,7 @@ def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, cases: pd
         backend=backend,
         architectures=len(run),
         runs_unmodified=int(run["runs_unmodified"].sum()),
-        core=tuple(counted_core(table)),
+        core=tuple(counted_core(table, scenarios)),
         verdicts=_verdict_counts(run),
         groups=tuple(groups),
         catalog_not_run=len(table) - len(run),
@@ -427,14 +464,16 @@ def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, cases: pd
         with_fallbacks=int((run["fallbacks"].fillna(0) > 0).sum()),
         untested_by_gap=dict(gaps.most_common()),
         trainium=trainium,
+        all_core=tuple(core_scenarios(scenarios)),
+        variants=tuple(variant_scenarios(scenarios)),
     )
 
 
-def scenario_rates(table: pd.DataFrame, baseline: Baseline) -> pd.DataFrame:
+def scenario_rates(table: pd.DataFrame, baseline: Baseline, scenarios: Mapping[str, ScenarioFacts]) -> pd.DataFrame:
     """Per scenario, over the run's architectures: passed, not applicable, untested, failing on the CPU too, failing
     on neuron and not run; ``applicable`` (every architecture the scenario applies to: the run's, less the not
     applicable and the not run); the pass rate, passed / applicable; and how many of those architectures the
-    baseline supports in the scenario's mode (:func:`baseline_mode`)."""
+    baseline supports in the scenario's mode (:func:`baseline_mode`). ``scenarios`` says what each scenario is."""
     run = table[table["has_records"]]
     rows = []
     for scenario in scenario_columns(table):
@@ -443,17 +482,18 @@ def scenario_rates(table: pd.DataFrame, baseline: Baseline) -> pd.DataFrame:
             "passed": int((column == "passed").sum()),
             "not_applicable": int((column == "skipped").sum()),
             "untested": int((column == "untested").sum()),
-            "cpu_fails": int((column == CPU_FAILS).sum()),
+            "fails_on_cpu_too": int((column == FAILS_ON_CPU_TOO).sum()),
             "failing": int(column.isin(FAILING).sum()),
             "not_run": int((column == NOT_RUN).sum()),
         }
         applicable = len(run) - counts["not_applicable"] - counts["not_run"]
-        mode = baseline_mode(scenario)
+        facts = scenarios.get(scenario) or scenario_facts(scenario)
+        mode = baseline_mode(facts)
         rows.append(
             {
                 "scenario": scenario,
-                "core": scenario in CORE_SCENARIOS,
-                "variant": scenario in VARIANT_SCENARIOS,
+                "core": facts["kind"] == "core",
+                "variant": facts["kind"] == "variant",
                 **counts,
                 "applicable": applicable,
                 "rate": counts["passed"] / applicable if applicable else float("nan"),

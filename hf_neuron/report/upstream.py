@@ -56,7 +56,7 @@ def load_upstream(paths: Iterable[Path]) -> UpstreamView:
         raise InputError(f"--upstream: no valid upstream record in {', '.join(map(str, paths))}")
     return UpstreamView(
         summaries=summarize(records),
-        problems=tuple(problems),
+        problems=tuple(map(str, problems)),
         run_ids=tuple(sorted({record["run_id"] for record in records})),
         suite=", ".join(sorted({record["suite"] for record in records})),
         backend=", ".join(sorted({record["env"].get("backend", "?") for record in records})),

@@ -22,10 +22,12 @@ from typing import Any, cast
 import pytest
 
 from hf_neuron.compat.upstream_not_applicable import NotApplicableList, load_not_applicable
-from hf_neuron.matrix.case.fingerprint import FailureInfo, describe_exception
-from hf_neuron.matrix.records import DID_NOT_WORK, Outcome
+from hf_neuron.matrix.case.capture import describe_exception
 from hf_neuron.matrix.results.store import RecordWriter
-from hf_neuron.upstream.records import SCHEMA_VERSION, Device, UpstreamFailure, UpstreamRecord, short_name
+from hf_neuron.upstream.records import SCHEMA_VERSION, Device, UpstreamRecord, short_name
+from hf_neuron.vocabulary.failures import Failure, failure, failure_text
+from hf_neuron.vocabulary.outcomes import DID_NOT_WORK, Outcome
+from hf_neuron.vocabulary.records import Env
 
 __all__ = ["OPTION", "PluginConfig", "make_record", "record_of", "text_failure"]
 
@@ -53,7 +55,7 @@ class PluginConfig:
     model_type: str
     device: Device
     results: str
-    env: dict[str, Any]
+    env: Env
     not_applicable: str
 
     def write(self, path: Path) -> Path:
@@ -69,26 +71,23 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds")
 
 
-def _failure(report: pytest.TestReport | pytest.CollectReport) -> UpstreamFailure:
-    """The failure a report carries: its exception's description, else (a dead worker, a collection error
-    reported without one) the last line of pytest's report."""
+def _failure(report: pytest.TestReport | pytest.CollectReport, outcome: Outcome) -> Failure:
+    """The failure a report carries, classified for ``outcome``: its exception's description, else (a dead worker,
+    a collection error reported without one) the last line of pytest's report."""
     for key, value in report.user_properties if isinstance(report, pytest.TestReport) else ():
-        if key == _FAILURE:
-            return cast(UpstreamFailure, value)  # put there by pytest_runtest_makereport below
-    return text_failure(report.longreprtext)
+        if key == _FAILURE:  # put there by pytest_runtest_makereport below, before the outcome was known
+            found = cast(Failure, value)
+            return failure(found["type"], found["message"], found["frame"], found["traceback"], outcome=outcome)
+    return text_failure(report.longreprtext, outcome=outcome)
 
 
-def text_failure(text: str, type_name: str = _NO_EXCEPTION, message: str | None = None) -> UpstreamFailure:
+def text_failure(text: str, type_name: str = _NO_EXCEPTION, message: str | None = None, *,
+                 outcome: Outcome = "failed") -> Failure:
     """A failure known only by what pytest printed (``text``, kept as its traceback): the message is its last
     line unless given."""
     text = text.strip()
     message = message or (text.splitlines()[-1] if text else "failed")
-    return _as_failure(FailureInfo(type_name, message, "", text[-_KEPT_CHARS:]))
-
-
-def _as_failure(info: FailureInfo) -> UpstreamFailure:
-    return {"type": info.type, "message": info.message, "frame": info.frame, "fingerprint": info.fingerprint,
-            "traceback": info.traceback}
+    return failure(type_name, message, "", text[-_KEPT_CHARS:], outcome=outcome)
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -101,7 +100,7 @@ def _skip_reason(report: pytest.TestReport) -> str:
 
 def make_record(
     config: PluginConfig, node_id: str, outcome: Outcome, *, reason: str | None = None,
-    failure: UpstreamFailure | None = None, entry: dict[str, Any] | None = None, duration_s: float = 0.0,
+    failure: Failure | None = None, entry: dict[str, Any] | None = None, duration_s: float = 0.0,
     started: float, finished: float,
 ) -> UpstreamRecord:
     """A record of ``config``'s run (times in seconds since the epoch)."""
@@ -120,15 +119,17 @@ def record_of(
     failing = next((report for report in reports if report.failed), None)
     outcome: Outcome
     reason: str | None = None
-    failure: UpstreamFailure | None = None
+    failed: Failure | None = None
     if failing is not None and failing.when == _CRASH:
         # One message for every dead worker (xdist names the worker and the test), so crashes group together.
-        failure = text_failure(failing.longreprtext, _CRASHED, "the worker process running the test died")
         outcome = "crashed"
+        failed = text_failure(failing.longreprtext, _CRASHED, "the worker process running the test died",
+                              outcome=outcome)
     elif failing is not None:
-        failure = _failure(failing)
-        timed_out = failure["message"].startswith(_TIMEOUT) and "pytest-timeout" in failure["message"]
+        failed = _failure(failing, "failed")
+        timed_out = failed["message"].startswith(_TIMEOUT) and "pytest-timeout" in failed["message"]
         outcome = "timeout" if timed_out else "failed" if failing.when == "call" else "error"
+        failed = _failure(failing, outcome)
     elif skipped := next((r for r in reports if r.skipped and not isinstance(r, pytest.SubtestReport)), None):
         # a skipped subtest skips that subtest only: the test passes (as pytest counts it)
         outcome, reason = "skipped", _skip_reason(skipped)
@@ -137,12 +138,12 @@ def record_of(
     node_id = reports[0].nodeid
     entry = None
     if config.device == "neuron" and outcome in (*DID_NOT_WORK, "passed"):
-        text = None if failure is None else f"{failure['type']}: {failure['message']}"
-        entry = not_applicable.match(config.suite, config.model_type, short_name(node_id), text)
+        text = None if failed is None else failure_text(failed)
+        entry = not_applicable.match(text, suite=config.suite, model_type=config.model_type, test=short_name(node_id))
         if entry is not None and outcome != "passed":
             outcome, reason = "known-failure", entry.reason
     return make_record(
-        config, node_id, outcome, reason=reason, failure=failure, entry=None if entry is None else entry.as_dict(),
+        config, node_id, outcome, reason=reason, failure=failed, entry=None if entry is None else entry.as_dict(),
         duration_s=sum(report.duration for report in reports),
         started=min(report.start for report in reports), finished=max(report.stop for report in reports),
     )
@@ -167,7 +168,8 @@ class _Recorder:
             return
         now = time.time()
         self.writer.write(
-            make_record(self.config, report.nodeid, "error", failure=_failure(report), started=now, finished=now)
+            make_record(self.config, report.nodeid, "error", failure=_failure(report, "error"), started=now,
+                        finished=now)
         )
 
     def pytest_unconfigure(self) -> None:
@@ -184,7 +186,7 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.failed and call.excinfo is not None:
-        report.user_properties.append((_FAILURE, _as_failure(describe_exception(call.excinfo.value))))
+        report.user_properties.append((_FAILURE, describe_exception(call.excinfo.value)))
     return report
 
 

@@ -1,14 +1,15 @@
 """The output of ``hf-neuron upstream``: one JSON record per upstream test and device.
 
-Records follow the matrix's conventions: the closed outcome set of :mod:`hf_neuron.matrix.records`, the failure
-fingerprint of :mod:`hf_neuron.matrix.case.fingerprint`, and the run's environment block of
-:mod:`hf_neuron.matrix.results.environment`. They are appended as the tests finish, one line each, to
-``*.jsonl`` files of the results directory (:class:`~hf_neuron.matrix.results.store.RecordWriter`).
+Records follow the matrix's conventions, from the vocabulary: the closed outcome set
+(:mod:`hf_neuron.vocabulary.outcomes`), one failure shape with its fingerprint and class
+(:mod:`hf_neuron.vocabulary.failures`), the run's environment block, the one record reader
+(:mod:`hf_neuron.vocabulary.jsonl`). They are appended as the tests finish, one line each, to ``*.jsonl`` files of
+the results directory (:class:`~hf_neuron.matrix.results.store.RecordWriter`).
 
-Fields (``schema`` 1):
+Fields (``schema`` 2; schema 1's failures lack their class, which reading gives them):
 
 =====================  ===============================================================================
-``schema``             1
+``schema``             2
 ``run_id``             identifies the run
 ``suite``              whose test suite: ``transformers``
 ``model_type``         the architecture, as given to ``--arch`` (its tests are ``tests/models/<arch>/``)
@@ -21,7 +22,7 @@ Fields (``schema`` 1):
                        (fails on neuron as its ``compat/upstream_not_applicable.toml`` entry expects)
 ``reason``             why, for ``skipped`` and ``known-failure``; else null
 ``duration_s``         wall seconds of setup, call and teardown
-``failure``            null, or ``{"type", "message", "frame", "fingerprint", "traceback"}``
+``failure``            null, or a :class:`~hf_neuron.vocabulary.failures.Failure`
 ``not_applicable``     the entry of ``compat/upstream_not_applicable.toml`` naming this neuron test, or null
                        (with outcome ``passed``: the entry can be removed)
 ``env``                the environment block of the run
@@ -32,36 +33,31 @@ Fields (``schema`` 1):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, cast, get_args
 
-from hf_neuron.matrix.records import OUTCOMES, Outcome, is_name, parse_time
+from hf_neuron.vocabulary.failures import FAILURE_CLASSES, FAILURE_FIELDS, Failure, classify, failure_text
+from hf_neuron.vocabulary.jsonl import LineProblem, Lines, read_jsonl
+from hf_neuron.vocabulary.outcomes import OUTCOMES, Outcome
+from hf_neuron.vocabulary.records import Env, is_name, parse_time
 
 __all__ = [
     "DEVICES",
     "SCHEMA_VERSION",
     "Device",
-    "UpstreamFailure",
     "UpstreamRecord",
     "read_records",
     "short_name",
     "validate_record",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The schemas this module reads.
+_READABLE = (1, SCHEMA_VERSION)
 Device = Literal["cpu", "neuron"]
 #: The devices every test runs on: the CPU is the reference the neuron result is judged against.
 DEVICES: tuple[Device, ...] = get_args(Device)
-
-
-class UpstreamFailure(TypedDict):
-    type: str
-    message: str
-    frame: str
-    fingerprint: str
-    traceback: str
 
 
 class UpstreamRecord(TypedDict):
@@ -74,9 +70,9 @@ class UpstreamRecord(TypedDict):
     outcome: Outcome
     reason: str | None
     duration_s: float
-    failure: UpstreamFailure | None
+    failure: Failure | None
     not_applicable: dict[str, Any] | None
-    env: dict[str, Any]
+    env: Env
     started_at: str
     finished_at: str
 
@@ -86,7 +82,6 @@ def short_name(node_id: str) -> str:
     return node_id.rpartition("::")[2]
 
 
-_FAILURE_KEYS = tuple(UpstreamFailure.__annotations__)
 
 
 def _problems(obj: dict[str, Any]) -> list[str]:
@@ -97,8 +92,8 @@ def _problems(obj: dict[str, Any]) -> list[str]:
     texts = ("run_id", "suite", "test", "started_at", "finished_at")
     problems += [f"'{key}' must be a non-empty string" for key in texts
                  if not isinstance(obj[key], str) or not obj[key]]
-    if obj["schema"] != SCHEMA_VERSION:
-        problems.append(f"'schema' must be {SCHEMA_VERSION}")
+    if obj["schema"] not in _READABLE:
+        problems.append(f"'schema' must be one of {', '.join(map(str, _READABLE))}")
     if not is_name(obj["model_type"]):
         problems.append("'model_type' must be a name of letters, digits, '_', '.' and '-'")
     if obj["device"] not in DEVICES:
@@ -111,9 +106,10 @@ def _problems(obj: dict[str, Any]) -> list[str]:
     if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration >= 0:
         problems.append("'duration_s' must be a number >= 0")
     failure = obj["failure"]
-    if failure is not None and not (isinstance(failure, dict)
-                                    and all(isinstance(failure.get(key), str) for key in _FAILURE_KEYS)):
-        problems.append(f"'failure' must be null or an object with string fields {', '.join(_FAILURE_KEYS)}")
+    keys = [key for key in FAILURE_FIELDS if key != "failure_class" or obj["schema"] != 1]
+    if failure is not None and not (isinstance(failure, dict) and all(isinstance(failure.get(key), str) for key in keys)
+                                    and failure.get("failure_class", "other") in FAILURE_CLASSES):
+        problems.append(f"'failure' must be null or an object with string fields {', '.join(keys)}")
     for key in ("not_applicable", "env"):
         if not isinstance(obj[key], dict) and not (key == "not_applicable" and obj[key] is None):
             problems.append(f"'{key}' must be an object")
@@ -130,29 +126,19 @@ def validate_record(obj: Any) -> list[str]:
     return _problems(obj) if isinstance(obj, dict) else [f"expected a JSON object, got {type(obj).__name__}"]
 
 
-def _files(paths: Iterable[Path]) -> list[Path]:
-    files: list[Path] = []
-    for path in paths:
-        files.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path] if path.is_file() else [])
-    return files
+def _upgraded(record: UpstreamRecord) -> UpstreamRecord:
+    """A schema-1 record's failure with its class (the current shape)."""
+    found = record["failure"]
+    if found is None or "failure_class" in found:
+        return record
+    classified = {**found, "failure_class": classify(record["outcome"], failure_text(found))}
+    return cast(UpstreamRecord, {**record, "failure": classified})
 
 
-def read_records(paths: Iterable[Path]) -> tuple[list[UpstreamRecord], list[str]]:
-    """The valid records in ``paths`` (directories are searched for ``*.jsonl``), and one ``file:line: problem``
-    per line that is not one (skipped, never fatal: a results directory may hold a line cut short by a kill)."""
-    records: list[UpstreamRecord] = []
-    problems: list[str] = []
-    for path in _files(paths):
-        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{number}: not valid JSON: {exc.msg}")
-                continue
-            if found := validate_record(obj):
-                problems.append(f"{path}:{number}: not an upstream record: {'; '.join(found)}")
-            else:
-                records.append(obj)
-    return records, problems
+def read_records(paths: Iterable[Path]) -> tuple[list[UpstreamRecord], list[LineProblem]]:
+    """The valid records in ``paths`` (directories are searched for ``*.jsonl`` and ``*.jsonl.gz``; one that does not
+    exist yet holds none), in the current shape, and a problem per line that is not one (skipped, never fatal: a
+    results directory may hold a line cut short by a kill)."""
+    found: Lines[UpstreamRecord] = read_jsonl(paths, validate_record, strict=False, what="upstream record",
+                                              missing_ok=True)
+    return [_upgraded(record) for record in found.records], found.problems

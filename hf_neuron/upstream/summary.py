@@ -1,11 +1,14 @@
 """What a run of upstream tests says, per architecture: counts on each device, and neuron's own failures.
 
-A **neuron-only failure** is a test that did not work on neuron (failed, error, timeout, crashed) and did not fail
-on the CPU: it passed there, or was skipped there (tests that need an accelerator run on neuron only), or has no CPU
-record. Tests not applicable on neuron (``known-failure``) are counted apart, with their reason; a listed test that
-passes on neuron is *removable* from the list. Neuron-only failures are grouped by failure fingerprint, so one
-cause shows once with the tests it breaks. An architecture passes when it has no neuron-only failure and at
-least one test passed on the CPU (a file that ran nothing proves nothing). Pure: records in, summaries out.
+A **neuron-only failure** is a test that did not work on neuron (failed, error, timeout, crashed) and that the CPU
+does not fail the same way: the matrix's one rule (:func:`hf_neuron.vocabulary.failures.cpu_verdict`). It passed
+there, or was skipped there (tests that need an accelerator run on neuron only), or has no CPU record, or failed
+there differently; a timeout or a crash on either side never excuses. Tests not applicable on neuron
+(``known-failure``) are counted apart, with their reason; a listed test that passes on neuron is *removable* from the
+list.
+Neuron-only failures are grouped by failure fingerprint, so one cause shows once with the tests it breaks. An
+architecture passes when it has no neuron-only failure and at least one test passed on the CPU (a file that ran
+nothing proves nothing). Pure: records in, summaries out.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from hf_neuron.matrix.records import DID_NOT_WORK
-from hf_neuron.upstream.records import DEVICES, Device, UpstreamFailure, UpstreamRecord, short_name
+from hf_neuron.upstream.records import DEVICES, Device, UpstreamRecord, short_name
+from hf_neuron.vocabulary.failures import Failure, cpu_verdict
+from hf_neuron.vocabulary.outcomes import DID_NOT_WORK, FAILS_ON_CPU_TOO
+from hf_neuron.vocabulary.records import latest
 
-__all__ = ["ArchSummary", "Counts", "FailureGroup", "summarize"]
+__all__ = ["ArchSummary", "Counts", "FailureGroup", "neuron_only", "summarize"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,8 +85,8 @@ def _counts(records: Iterable[UpstreamRecord]) -> Counts:
     )
 
 
-def _groups(failures: list[tuple[str, UpstreamFailure]]) -> tuple[FailureGroup, ...]:
-    by_fingerprint: dict[str, list[tuple[str, UpstreamFailure]]] = {}
+def _groups(failures: list[tuple[str, Failure]]) -> tuple[FailureGroup, ...]:
+    by_fingerprint: dict[str, list[tuple[str, Failure]]] = {}
     for test, failure in failures:
         by_fingerprint.setdefault(failure["fingerprint"], []).append((test, failure))
     groups = [
@@ -92,26 +97,26 @@ def _groups(failures: list[tuple[str, UpstreamFailure]]) -> tuple[FailureGroup, 
     return tuple(sorted(groups, key=lambda group: (-len(group.tests), group.fingerprint)))
 
 
-def _failed_on_cpu(record: UpstreamRecord | None) -> bool:
-    return record is not None and record["outcome"] in DID_NOT_WORK
+def neuron_only(neuron: UpstreamRecord, cpu: UpstreamRecord | None) -> bool:
+    """Whether the neuron record of a test is a failure the CPU's record of it does not excuse (the one rule)."""
+    return cpu_verdict(neuron["outcome"], neuron["failure"], None if cpu is None else cpu["outcome"],
+                       None if cpu is None else cpu["failure"]) not in (None, FAILS_ON_CPU_TOO)
 
 
 def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
-    latest: dict[tuple[str, str], UpstreamRecord] = {}
-    for record in sorted(records, key=lambda record: record["finished_at"]):
-        latest[record["device"], record["test"]] = record  # a test recorded twice: the last one counts
-    by_device = {device: [r for (d, _), r in latest.items() if d == device] for device in DEVICES}
+    kept = latest(records, key=lambda record: (record["device"], record["test"]))  # a test recorded twice
+    by_device = {device: [r for r in kept.values() if r["device"] == device] for device in DEVICES}
     neuron = by_device["neuron"]
-    neuron_only = [
+    failing = [
         (record["test"], record["failure"] or _NO_DETAILS)
         for record in neuron
-        if record["outcome"] in DID_NOT_WORK and not _failed_on_cpu(latest.get(("cpu", record["test"])))
+        if neuron_only(record, kept.get(("cpu", record["test"])))
     ]
     return ArchSummary(
         model_type=model_type,
         suite=", ".join(sorted({record["suite"] for record in records})),
         counts={device: _counts(by_device[device]) for device in DEVICES},
-        neuron_only=_groups(neuron_only),
+        neuron_only=_groups(failing),
         not_applicable=tuple(sorted((short_name(r["test"]), r["reason"] or "") for r in neuron
                                     if r["outcome"] == "known-failure")),
         removable=tuple(sorted(short_name(r["test"]) for r in neuron
@@ -119,8 +124,8 @@ def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
     )
 
 
-_NO_DETAILS: UpstreamFailure = {"type": "", "message": "no failure details recorded", "frame": "",
-                                "fingerprint": "none", "traceback": ""}
+_NO_DETAILS: Failure = {"type": "", "message": "no failure details recorded", "frame": "", "fingerprint": "none",
+                        "failure_class": "other", "traceback": ""}
 
 
 def summarize(records: Iterable[UpstreamRecord]) -> dict[str, ArchSummary]:

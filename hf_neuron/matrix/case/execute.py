@@ -15,22 +15,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from hf_neuron.compat.known_failures import KnownFailures
-from hf_neuron.matrix.case.classify import NEURON_ONLY_CLASSES
-from hf_neuron.matrix.case.fingerprint import FailureInfo, describe_exception, describe_stack, frame_name
+from hf_neuron.matrix.case.capture import describe_exception, describe_stack, frame_name
 from hf_neuron.matrix.case.isolation import CaseTimeout, TimeLimit
 from hf_neuron.matrix.case.observe import Observer, wrong_backend
-from hf_neuron.matrix.case.verdict import Attempt, AttemptOutcome, Observations, failure_class, to_record
-from hf_neuron.matrix.records import Record
+from hf_neuron.matrix.case.verdict import Attempt, Observations, to_record
 from hf_neuron.matrix.results.store import RecordWriter, now_iso
-from hf_neuron.matrix.scenarios.contract import CaseContext, Scenario, ScenarioResult, scenario_for
+from hf_neuron.matrix.scenarios.contract import CaseContext, Scenario, ScenarioResult
+from hf_neuron.matrix.scenarios.registry import ScenarioSet
 from hf_neuron.matrix.selection import Case
 from hf_neuron.tiny import UnbuildableInputError
+from hf_neuron.vocabulary.failures import NEURON_ONLY_CLASSES, Failure, failure
+from hf_neuron.vocabulary.outcomes import AttemptOutcome
+from hf_neuron.vocabulary.records import Env, Record
 
 __all__ = ["CaseRunner"]
 
@@ -47,20 +48,20 @@ def _scenario_frame(scenario: Scenario) -> str:
 class CaseRunner:
     """Runs cases in this process, one at a time, and writes each one's record before returning it."""
 
-    scenarios: Mapping[str, Scenario]
+    scenarios: ScenarioSet
     known: KnownFailures
     writer: RecordWriter
     run_id: str
-    env: dict[str, Any]
+    env: Env
     device: str
     timeout_s: float
     workdir: Path
 
-    def _timed_out(self, frame: FrameType | None, *, stuck: bool) -> FailureInfo:
+    def _timed_out(self, frame: FrameType | None, *, stuck: bool) -> Failure:
         message = f"the case ran past its {self.timeout_s:g} s limit"
         if stuck:
             message += " and did not respond to the interruption (stuck in native code?): its worker was ended"
-        return describe_stack("CaseTimeout", message, frame, stop_at=CaseRunner._attempt.__code__)
+        return describe_stack("CaseTimeout", message, frame, outcome="timeout", stop_at=CaseRunner._attempt.__code__)
 
     def _attempt(self, scenario: Scenario, ctx: CaseContext, on_stuck: Callable[[FrameType | None], None]) -> Attempt:
         try:
@@ -74,11 +75,11 @@ class CaseRunner:
             return Attempt("error", failure=describe_exception(exc))
         if not isinstance(result, ScenarioResult):
             message = f"scenario {ctx.scenario!r} returned {type(result).__name__}, not a ScenarioResult"
-            return Attempt("error", failure=FailureInfo("TypeError", message, _scenario_frame(scenario), ""))
+            return Attempt("error", failure=failure("TypeError", message, _scenario_frame(scenario), outcome="error"))
         if result.outcome == "failed":
-            info = FailureInfo("CheckFailed", result.message or "", _scenario_frame(scenario), "")
-            return Attempt("failed", parity=result.parity, parity_missed=result.parity_missed, failure=info,
-                           details=result.details)
+            found = failure("CheckFailed", result.message or "", _scenario_frame(scenario), outcome="failed",
+                            parity_missed=result.parity_missed)
+            return Attempt("failed", parity=result.parity, failure=found, details=result.details)
         return Attempt(result.outcome, reason=result.message, parity=result.parity, gap=result.gap,
                        details=result.details)
 
@@ -88,13 +89,13 @@ class CaseRunner:
         if why is None or attempt.failure is not None:
             return attempt
         return dataclasses.replace(
-            attempt, outcome="failed", failure=FailureInfo("CheckFailed", why, _scenario_frame(scenario), "")
+            attempt, outcome="failed", failure=failure("CheckFailed", why, _scenario_frame(scenario), outcome="failed")
         )
 
     def run(self, case: Case) -> Record:
         """Run ``case`` on the device (and on the CPU if it fails), record it, return the record."""
         started_at, start = now_iso(), time.monotonic()
-        scenario = scenario_for(self.scenarios[case.scenario], case.group)
+        scenario = self.scenarios[case.scenario].implementation(case.group)
         if scenario is None:
             raise KeyError(f"scenario {case.scenario!r} has no implementation for group {case.group!r}")
         ctx = CaseContext(case.model_type, case.group, case.scenario, self.device, self.workdir)
@@ -119,7 +120,8 @@ class CaseRunner:
         observed = observer.finish()
         attempt = self._checked(attempt, observed, scenario)
         cpu: Attempt | None = None
-        rerun = attempt.outcome in _RERUN_ON_CPU and failure_class(attempt) not in NEURON_ONLY_CLASSES
+        rerun = (attempt.outcome in _RERUN_ON_CPU and attempt.failure is not None
+                 and attempt.failure["failure_class"] not in NEURON_ONLY_CLASSES)
         if rerun and self.device != "cpu":
 
             def stuck_on_cpu(frame: FrameType | None) -> None:

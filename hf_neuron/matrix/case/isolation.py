@@ -37,13 +37,14 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
-from hf_neuron.matrix.case.fingerprint import FailureInfo, frame_name, relative_paths
+from hf_neuron.matrix.case.capture import frame_name, relative_paths
 
 __all__ = [
     "STUCK_EXIT_CODE",
     "CaseTimeout",
+    "FatalError",
     "TimeLimit",
     "describe_exit",
     "grace_seconds",
@@ -157,8 +158,16 @@ def harden_worker(crash_log: Path) -> IO[str]:
     return stream
 
 
-def read_fatal_error(crash_log: Path) -> FailureInfo | None:
-    """The fatal error :mod:`faulthandler` wrote to ``crash_log`` (message, crashing frame, dump), if any."""
+class FatalError(NamedTuple):
+    """What :mod:`faulthandler` wrote of a worker's death: the message, the crashing frame, the dump."""
+
+    message: str
+    frame: str
+    dump: str
+
+
+def read_fatal_error(crash_log: Path) -> FatalError | None:
+    """The fatal error :mod:`faulthandler` wrote to ``crash_log``, if any."""
     try:
         dump = crash_log.read_text(errors="replace").strip()
     except FileNotFoundError:
@@ -174,7 +183,7 @@ def read_fatal_error(crash_log: Path) -> FailureInfo | None:
     )
     message = relative_paths(message)
     dump_text = relative_paths("\n".join([message, *current]))
-    return FailureInfo(type="WorkerCrash", message=message, frame=frame, traceback=dump_text)
+    return FatalError(message, frame, dump_text)
 
 
 def describe_exit(returncode: int | None) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 from hf_neuron import backends, settings
 from hf_neuron.matrix.case.verdict import Observations
-from hf_neuron.matrix.records import CompileFacts
+from hf_neuron.vocabulary.records import CompileFacts
 
 __all__ = ["BACKEND_FOR_NEURON", "Observer", "not_the_device", "watch_torch_compile", "wrong_backend"]
 

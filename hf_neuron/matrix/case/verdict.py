@@ -1,42 +1,28 @@
-"""From what happened to the record: failure class, the CPU's verdict, harness gaps, known failures.
+"""From what happened to the record: the CPU's verdict, harness gaps, known failures.
 
 The worker (after running a case) and the controller (after a worker died running one) both end here, so a
 ``crashed`` record is built by the same rules as every other.
 
-A failure on the device is excused only by the *same* failure on the CPU (:func:`compare_with_cpu`): the same
-fingerprint (device names normalised), or the same failure class when that class is specific
-(:data:`~hf_neuron.matrix.records.EXCUSING_CLASSES`). A timeout or a crash never excuses anything. When the CPU fails
-the same way and the reviewed data says the architecture has a harness gap (its tiny model needs an input the
-harness cannot build), the case is ``untested``, not a failure.
+A failure on the device is excused only by the *same* failure on the CPU: the vocabulary's one rule
+(:func:`hf_neuron.vocabulary.failures.cpu_verdict`). When the CPU fails the same way and the reviewed data says the
+architecture has a harness gap (its tiny model needs an input the harness cannot build), the case is ``untested``, not
+a failure.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from hf_neuron.compat.known_failures import KnownFailures
-from hf_neuron.matrix.case.classify import FailureClass, classify
-from hf_neuron.matrix.case.fingerprint import FailureInfo
-from hf_neuron.matrix.records import (
-    DID_NOT_WORK,
-    EXCUSING_CLASSES,
-    SCHEMA_VERSION,
-    CompileFacts,
-    CpuFailure,
-    CpuVerdict,
-    Failure,
-    Gap,
-    Parity,
-    Record,
-)
 from hf_neuron.matrix.selection import Case
+from hf_neuron.vocabulary.failures import Failure, cpu_verdict, failure_text
+from hf_neuron.vocabulary.gaps import Gap
+from hf_neuron.vocabulary.outcomes import DID_NOT_WORK, FAILS_ON_CPU_TOO, AttemptOutcome, CpuVerdict, Outcome
+from hf_neuron.vocabulary.records import SCHEMA_VERSION, CompileFacts, Env, Parity, Record
 
-__all__ = ["Attempt", "AttemptOutcome", "Observations", "compare_with_cpu", "failure_class", "to_record"]
-
-#: What one run of a scenario on one device can come to, before known failures are applied.
-AttemptOutcome = Literal["passed", "failed", "skipped", "untested", "error", "timeout", "crashed"]
+__all__ = ["Attempt", "Observations", "compare_with_cpu", "to_record"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +33,7 @@ class Attempt:
     outcome: AttemptOutcome
     reason: str | None = None
     parity: Parity | None = None
-    parity_missed: bool = False
-    failure: FailureInfo | None = None
+    failure: Failure | None = None
     gap: Gap | None = None
     details: Mapping[str, Any] | None = None
 
@@ -62,33 +47,10 @@ class Observations:
     fallback_ops: dict[str, int] | None = None
 
 
-def failure_class(attempt: Attempt) -> FailureClass | None:
-    """The class of ``attempt``'s failure (None when it did not fail)."""
-    if attempt.failure is None:
-        return None
-    return classify(attempt.outcome, attempt.failure.text, parity_missed=attempt.parity_missed)
-
-
-def compare_with_cpu(device: Attempt, cpu: Attempt | None) -> CpuVerdict:
-    """How the CPU re-run ``cpu`` of a case that failed on the device as ``device`` came out."""
-    if cpu is None:
-        return "not-rerun"
-    if cpu.outcome not in DID_NOT_WORK or cpu.failure is None or device.failure is None:
-        return "passes"
-    if {"timeout", "crashed"} & {device.outcome, cpu.outcome}:
-        return "different-failure"
-    if device.failure.fingerprint == cpu.failure.fingerprint:
-        return "same-failure"
-    same_class = failure_class(device) == failure_class(cpu)
-    return "same-failure" if same_class and failure_class(device) in EXCUSING_CLASSES else "different-failure"
-
-
-def _cpu_failure(cpu: Attempt | None) -> CpuFailure | None:
-    if cpu is None or cpu.failure is None:
-        return None
-    info = cpu.failure
-    return CpuFailure(type=info.type, message=info.message, frame=info.frame, fingerprint=info.fingerprint,
-                      failure_class=str(failure_class(cpu)))
+def compare_with_cpu(device: Attempt, cpu: Attempt | None) -> CpuVerdict | None:
+    """How the CPU re-run ``cpu`` of a case compares with the device's attempt (None when that did not fail)."""
+    return cpu_verdict(device.outcome, device.failure, None if cpu is None else cpu.outcome,
+                       None if cpu is None else cpu.failure)
 
 
 def to_record(
@@ -98,35 +60,31 @@ def to_record(
     cpu: Attempt | None,
     known: KnownFailures,
     run_id: str,
-    env: dict[str, Any],
+    env: Env,
     started_at: str,
     finished_at: str,
     duration_s: float,
     observed: Observations | None = None,
 ) -> Record:
-    """The record of ``case``: classifies the failure, compares it with the CPU's, applies reviewed harness gaps and
-    the known-failures list.
+    """The record of ``case``: compares its failure with the CPU's, applies reviewed harness gaps and the
+    known-failures list.
 
     ``cpu`` is the same scenario's re-run on the CPU, made when the device's run failed (else None).
     """
     observed = observed or Observations()
-    outcome: Any = attempt.outcome
+    outcome: Outcome = attempt.outcome
     reason = attempt.reason if outcome in ("skipped", "untested") else None
     gap = attempt.gap if outcome == "untested" else None
-    verdict = compare_with_cpu(attempt, cpu) if outcome in DID_NOT_WORK else None
-    if verdict == "same-failure" and case.reviewed_gap is not None:
+    verdict = compare_with_cpu(attempt, cpu)
+    if verdict == FAILS_ON_CPU_TOO and case.reviewed_gap is not None:
         outcome, (gap, reason) = "untested", case.reviewed_gap
-    failure: Failure | None = None
     entry = None
-    if attempt.failure is not None:
-        info = attempt.failure
-        failure = Failure(type=info.type, message=info.message, frame=info.frame, fingerprint=info.fingerprint,
-                          failure_class=str(failure_class(attempt)), traceback=info.traceback)
-        entry = known.match(case.model_type, case.scenario, info.text) if outcome in DID_NOT_WORK else None
+    if attempt.failure is not None and outcome in DID_NOT_WORK:
+        entry = known.match(failure_text(attempt.failure), model_type=case.model_type, scenario=case.scenario)
         if entry is not None:
             outcome, reason = "known-failure", entry.reason
     elif outcome == "passed":  # a listed case that passes keeps its entry, so it can be taken off the list
-        entry = known.match(case.model_type, case.scenario, None)
+        entry = known.match(None, model_type=case.model_type, scenario=case.scenario)
     return Record(
         schema=SCHEMA_VERSION,
         run_id=run_id,
@@ -134,6 +92,7 @@ def to_record(
         model_type=case.model_type,
         group=case.group,
         scenario=case.scenario,
+        scenario_facts=case.facts,
         outcome=outcome,
         reason=reason,
         gap=gap,
@@ -141,9 +100,9 @@ def to_record(
         peak_memory_bytes=observed.peak_memory_bytes,
         parity=attempt.parity,
         cpu_outcome=None if cpu is None else cpu.outcome,
-        cpu_failure=_cpu_failure(cpu),
+        cpu_failure=None if cpu is None else cpu.failure,
         cpu_verdict=verdict,
-        failure=failure,
+        failure=attempt.failure,
         known_failure=None if entry is None else entry.as_dict(),
         compile=observed.compile,
         fallback_ops=observed.fallback_ops,

@@ -12,14 +12,16 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 import subprocess
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
+from typing import cast
 
 from hf_neuron import backends
 from hf_neuron._version import __version__
 from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.errors import InputError
 from hf_neuron.settings import read
+from hf_neuron.vocabulary.backends import BackendKind
+from hf_neuron.vocabulary.records import Env, NamedScenario
 
 __all__ = ["LIBRARIES", "NO_NEURON_DEVICE", "collect", "require_backend"]
 
@@ -53,11 +55,14 @@ def _commit() -> str | None:
     return result.stdout.strip() or None if result.returncode == 0 else None
 
 
-def collect(profile: str | None = None) -> dict[str, Any]:
+def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ()) -> Env:
     """The ``env`` block: backend, backend_version, device_count, the matrix profile, the hf-neuron patches that
     apply (none with ``HF_NEURON_PATCHES=0``: the run measures the libraries unmodified) and those among them that
-    work around a gap of the reference device itself, python, library versions, hf_neuron and its commit, host."""
+    work around a gap of the reference device itself, python, library versions, hf_neuron and its commit, host, and
+    the run's ``scenarios`` (its scenario set in run order, so the report knows every core scenario, run or not)."""
     from hf_neuron.patches import applicable
+
+    backend: BackendKind
     if backends.real_backend_installed():
         backend, backend_version, device_count = "real", _version(backends.REAL_PACKAGE.replace("_", "-")), None
     elif read("HF_NEURON_EMULATOR"):
@@ -65,7 +70,7 @@ def collect(profile: str | None = None) -> dict[str, Any]:
     else:
         backend, backend_version, device_count = "none", None, 0
     patches = applicable() if read("HF_NEURON_PATCHES") else []
-    return {
+    return cast(Env, {  # the version keys are spelled by LIBRARIES
         "backend": backend,
         "backend_version": backend_version,
         "device_count": device_count,
@@ -77,10 +82,11 @@ def collect(profile: str | None = None) -> dict[str, Any]:
         "hf_neuron": __version__,
         "hf_neuron_commit": _commit(),
         "host": platform.node(),
-    }
+        "scenarios": list(scenarios),
+    })
 
 
-def require_backend(device: str, env: Mapping[str, Any]) -> None:
+def require_backend(device: str, env: Env) -> None:
     """Raise :class:`InputError` when ``device`` is a neuron device and ``env`` (from :func:`collect`) has no
     neuron backend."""
     if device.split(":")[0] == "neuron" and env["backend"] == "none":

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import ConflictPolicy, Record, result_key
 from hf_neuron.matrix.results.store import (
     Manifest,
     read_manifest,
     read_records,
     write_manifest,
 )
+from hf_neuron.vocabulary.records import ConflictPolicy, Record, one_each
 
 __all__ = ["Merged", "merge", "write_merged"]
 
@@ -86,18 +86,11 @@ def merge(dirs: Sequence[Path], on_conflict: ConflictPolicy = "error") -> Merged
         raise InputError("give at least one results directory to merge")
     manifests = _manifests(dirs)
     selection, device, missing = _common(manifests)
-    by_case: dict[str, list[Record]] = {}
-    for directory in dirs:
-        for record in read_records(directory):
-            by_case.setdefault(record["case_id"], []).append(record)
-    kept, duplicates, conflicts = [], 0, []
-    for case_id in sorted(by_case):
-        records = sorted(by_case[case_id], key=lambda r: r["finished_at"])
-        if len({result_key(r) for r in records}) > 1:
-            conflicts.append(f"{case_id}: {_describe(records)}")
-        else:
-            duplicates += len(records) - 1
-        kept.append(records[-1])
+    each = one_each((record for directory in dirs for record in read_records(directory)),
+                    key=lambda record: record["case_id"])
+    kept = [each.kept[case_id] for case_id in sorted(each.kept, key=str)]
+    conflicts = [f"{case_id}: {_describe(each.conflicts[case_id])}" for case_id in sorted(each.conflicts, key=str)]
+    duplicates = each.duplicates
     if conflicts and on_conflict == "error":
         shown = "\n  ".join(conflicts[:20])
         raise InputError(

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import Record, validate_record
+from hf_neuron.vocabulary.jsonl import Lines, read_jsonl
+from hf_neuron.vocabulary.records import Record, upgrade, validate_record
 
 __all__ = [
     "MANIFEST_NAME",
@@ -95,35 +96,14 @@ class RecordWriter:
                 self._fd = None
 
 
-def _check_record(path: Path, number: int, value: Any) -> Record:
-    problems = validate_record(value)
-    if problems:
-        raise InputError(f"{path}:{number}: not a matrix record: {'; '.join(problems)}")
-    return value
-
-
-def _read_file(path: Path) -> list[Record]:
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            if number == len(lines):  # the last line, without its newline: its writer was killed mid-write
-                break
-            raise InputError(f"{path}:{number}: corrupt record line (not JSON); the file was edited?") from None
-        records.append(_check_record(path, number, value))
-    return records
-
-
 def read_records(directory: Path) -> list[Record]:
-    """Every complete record in ``directory``, file by file (a truncated last line is skipped)."""
+    """Every complete record in ``directory`` (its own ``*.jsonl`` files, read strictly: a truncated last line is
+    skipped, any other bad line raises :class:`InputError`), in the current shape."""
     if not directory.is_dir():
         return []
-    return [record for path in sorted(directory.glob("*" + _RECORD_SUFFIX)) for record in _read_file(path)]
+    found: Lines[dict[str, Any]] = read_jsonl([directory], validate_record, strict=True, what="matrix record",
+                                               recursive=False)
+    return [upgrade(record) for record in found.records]
 
 
 @dataclasses.dataclass(frozen=True)

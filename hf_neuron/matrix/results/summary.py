@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
-from hf_neuron.compat.known_failures import ANY_MODEL_TYPE
-from hf_neuron.matrix.records import OUTCOMES, Record, case_verdict
+from hf_neuron.compat.known_failures import names_every_type
+from hf_neuron.vocabulary.outcomes import OUTCOMES
+from hf_neuron.vocabulary.records import Record, case_verdict, latest
 
 __all__ = ["Summary", "summarize"]
 
@@ -49,20 +49,11 @@ class Summary:
         return lines
 
 
-def _names_it(entry: Mapping[str, Any] | None) -> bool:
-    """Whether a known-failures entry names the case's architecture (one that names every architecture, ``"*"``,
-    stays on the list when some of them pass)."""
-    if not entry:
-        return False
-    named = entry["model_type"]
-    return ANY_MODEL_TYPE not in (named if isinstance(named, list) else [named])
-
-
 def summarize(records: Iterable[Record], case_ids: Sequence[str]) -> Summary:
     """Summarise the records of the selected ``case_ids`` (records of other cases are ignored). A known failure is
     expected: it does not count among the device's failures."""
     selected = set(case_ids)
-    by_case = {r["case_id"]: r for r in records if r["case_id"] in selected}
+    by_case = latest((r for r in records if r["case_id"] in selected), key=lambda r: r["case_id"])
     mine = [by_case[c] for c in case_ids if c in by_case]
     device = [r for r in mine if case_verdict(r) == "fails-on-neuron" and r["outcome"] != "known-failure"]
     return Summary(
@@ -72,7 +63,7 @@ def summarize(records: Iterable[Record], case_ids: Sequence[str]) -> Summary:
         device_failures=tuple(r["case_id"] for r in device),
         cpu_also_fails=tuple(r["case_id"] for r in mine if case_verdict(r) == "fails-on-cpu-too"),
         untested=Counter(str(r.get("gap")) for r in mine if r["outcome"] == "untested"),
-        known_now_passing=tuple(r["case_id"] for r in mine
-                                if r["outcome"] == "passed" and _names_it(r["known_failure"])),
+        known_now_passing=tuple(r["case_id"] for r in mine if r["outcome"] == "passed" and r["known_failure"]
+                                and not names_every_type(r["known_failure"])),
         missing=tuple(c for c in case_ids if c not in by_case),
     )

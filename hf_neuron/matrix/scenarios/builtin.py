@@ -1,41 +1,73 @@
-"""The scenario set the matrix runs by default (``SCENARIOS``, in run order), for every catalog group it covers.
+"""The scenario set the matrix runs by default (``SCENARIOS``, in run order), each declared once.
 
 Each scenario follows :mod:`hf_neuron.matrix.scenarios.contract`: one job, the device compared with the CPU, torch
-and the Hugging Face libraries imported inside the functions. Transformers models — text (groups ``decoder`` and
-``encoder-decoder``) and vision-language (``image-text``) — run every scenario with the same bodies
+and the Hugging Face libraries imported inside the functions. Every group that shares the transformers library's
+bodies (the text groups, image-text) runs the transformers scenarios with the same functions
 (:mod:`~hf_neuron.matrix.scenarios.text`, :mod:`~hf_neuron.matrix.scenarios.training`,
-:mod:`~hf_neuron.matrix.scenarios.ddp`), their differences routed through the shared helpers of
-:mod:`~hf_neuron.matrix.scenarios.text_models` (auto class, inputs, LoRA targets); diffusion backbones run
-``forward`` and ``generate`` (:mod:`~hf_neuron.matrix.scenarios.diffusion`). Add a scenario by writing its function
-and listing it here under its name from :data:`~hf_neuron.matrix.records.SCENARIO_NAMES`.
+:mod:`~hf_neuron.matrix.scenarios.ddp`), their differences asked of the group's package through
+:mod:`~hf_neuron.matrix.scenarios.text_models`; diffusion backbones run their own
+(:mod:`~hf_neuron.matrix.scenarios.diffusion`). Add a scenario by writing its function and declaring it here (or in a
+scenario module of your own, ``--scenario-module``).
 """
 
 from __future__ import annotations
 
-from hf_neuron.compat.catalog import TRANSFORMERS_GROUPS
 from hf_neuron.matrix.scenarios import ddp, diffusion, text, training
-from hf_neuron.matrix.scenarios.contract import PerGroup, Scenario
+from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration
 
 __all__ = ["SCENARIOS"]
 
-
-def _text(scenario: Scenario, requires: str | None = None) -> PerGroup:
-    return PerGroup(dict.fromkeys(TRANSFORMERS_GROUPS, scenario), requires)
-
-
-SCENARIOS: dict[str, Scenario] = {
-    "load": _text(text.load),
-    "forward": PerGroup({**_text(text.forward).implementations, "diffusion": diffusion.forward}),
-    "generate": PerGroup({**_text(text.generate).implementations,
-                          "diffusion": diffusion.generate}),
-    "train": _text(training.train),
-    "lora": _text(training.lora),
-    "bf16": _text(text.bf16),
-    "compile": _text(text.compile_forward),
-    "save": _text(text.save),
-    "ddp": _text(ddp.ddp),
-    "sdpa": _text(text.sdpa, requires="sdpa"),
-    "flex_attention": _text(text.flex_attention, requires="flex-attention"),
-    "generate_compiled": _text(text.generate_compiled),
-    "train_aux_loss": _text(training.train_aux_loss, requires="router-logits"),
-}
+SCENARIOS: tuple[ScenarioDeclaration, ...] = (
+    ScenarioDeclaration(
+        "load", "core", False, {"transformers": text.load},
+        '`from_pretrained(checkpoint, device_map="neuron")` puts every parameter and buffer on neuron, with exactly '
+        "the values a CPU load holds"),
+    ScenarioDeclaration(
+        "forward", "core", False, {"transformers": text.forward, "diffusers": diffusion.forward},
+        "the logits (diffusion: one denoiser call's prediction) are within tolerance of the CPU's"),
+    ScenarioDeclaration(
+        "generate", "core", False, {"transformers": text.generate, "diffusers": diffusion.generate},
+        "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, with the default cache "
+        "and with a static cache (which transformers compiles with the `neuron` backend; the record says how many "
+        "graphs and recompilations that took); diffusion: a two-step pipeline (tiny VAE, text encoders, scheduler, "
+        "built locally) makes the CPU's images"),
+    ScenarioDeclaration(
+        "train", "core", True, {"transformers": training.train},
+        "one AdamW step (`foreach` pinned) gives the CPU's loss, gradients and updated weights; three more steps "
+        "lower the loss"),
+    ScenarioDeclaration(
+        "lora", "extra", True, {"transformers": training.lora},
+        "a PEFT LoRA adapter on all linear layers (image-text: the language model's) trains like the CPU's; only "
+        "adapter weights change; the loss goes down"),
+    ScenarioDeclaration(
+        "bf16", "extra", False, {"transformers": text.bf16},
+        "bfloat16 logits within the bfloat16 tolerance, greedy tokens agree"),
+    ScenarioDeclaration(
+        "compile", "extra", False, {"transformers": text.compile_forward},
+        '`torch.compile(model, backend="neuron")` computes the eager logits with the `neuron` backend (any other '
+        "backend on a neuron device is a failure, never a silent substitute); the record keeps the graphs, graph "
+        "breaks and their first reasons"),
+    ScenarioDeclaration(
+        "save", "extra", False, {"transformers": text.save},
+        "`save_pretrained` from neuron, `from_pretrained` back onto neuron: the same logits, exactly"),
+    ScenarioDeclaration(
+        "ddp", "extra", True, {"transformers": ddp.ddp},
+        "a 2-process DDP step's gradients equal one process's on the whole batch; each rank reports its device and "
+        "peak memory; one visible device makes it untested"),
+    ScenarioDeclaration(
+        "sdpa", "variant", False, {"transformers": text.sdpa},
+        '`forward` with `attn_implementation="sdpa"` (eager is `forward` itself)', requires="sdpa"),
+    ScenarioDeclaration(
+        "flex_attention", "variant", False, {"transformers": text.flex_attention},
+        '`forward` with `attn_implementation="flex_attention"`; it compiles through Inductor, which has no neuron '
+        "lowering, so it fails with class `needs-inductor` and a message saying to use `sdpa` or `eager`",
+        requires="flex-attention"),
+    ScenarioDeclaration(
+        "generate_compiled", "variant", False, {"transformers": text.generate_compiled},
+        "`generate(compile_config=CompileConfig())`, whose default backend is Inductor: class `needs-inductor`, and "
+        "hf-neuron's patch makes the error say to pass `CompileConfig(backend=\"neuron\")`"),
+    ScenarioDeclaration(
+        "train_aux_loss", "variant", True, {"transformers": training.train_aux_loss},
+        "`train` with `output_router_logits=True`, the router's auxiliary loss included (mixture-of-experts models)",
+        requires="router-logits"),
+)

@@ -1,4 +1,4 @@
-"""The scenario contract: what a scenario receives, what it returns, and how scenario sets are loaded.
+"""The scenario contract: what a scenario receives, what it returns, and how it compares with the CPU.
 
 A scenario is a function ``def forward(ctx: CaseContext) -> ScenarioResult`` with one job. It runs its computation
 on ``ctx.device`` and compares it with the same computation on the CPU, with the tolerance of
@@ -9,50 +9,35 @@ crashes, and, when it does not pass on the device, calls it again with ``ctx.dev
 the architecture fails on the CPU alone (``cpu_outcome``): a scenario must therefore also work when ``ctx.device`` is
 ``"cpu"``.
 
-A scenario that is implemented differently for different catalog groups (text models, diffusion models) is a
-:class:`PerGroup`: it names one function per group, and a group it does not name has no case of that scenario
-(:func:`scenario_for`). A plain function applies to every group.
-
-A *scenario set* is a module with a ``SCENARIOS`` mapping, scenario name -> scenario, in run order; the default
-is :mod:`hf_neuron.matrix.scenarios.builtin`, and ``--scenario-module`` names another (dotted name or ``.py``
-file). Scenario modules are imported by the pytest controller too, to list the cases: import torch and
-transformers inside the functions, not at module level.
+Which groups run a scenario, and with which function, is its declaration's
+(:mod:`hf_neuron.matrix.scenarios.registry`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
-import sys
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from hf_neuron.errors import InputError
-from hf_neuron.matrix.records import SCENARIO_NAMES, Gap, Parity
+from hf_neuron.vocabulary.gaps import Gap
+from hf_neuron.vocabulary.outcomes import ResultOutcome
+from hf_neuron.vocabulary.records import Parity
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "DEFAULT_SCENARIO_MODULE",
     "EXACT",
     "TOLERANCES",
     "CaseContext",
-    "PerGroup",
     "Scenario",
     "ScenarioResult",
     "Tolerance",
     "compare",
     "compare_named",
-    "load_scenarios",
-    "scenario_for",
     "tolerance_for",
 ]
-
-
-DEFAULT_SCENARIO_MODULE = "hf_neuron.matrix.scenarios.builtin"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,9 +112,6 @@ class CaseContext:
         return dataclasses.replace(self, device=device)
 
 
-ResultOutcome = Literal["passed", "failed", "skipped", "untested"]
-
-
 @dataclasses.dataclass(frozen=True)
 class ScenarioResult:
     """What a scenario returns: its outcome, a parity measurement if it made one, a message saying why, the harness
@@ -157,7 +139,7 @@ class ScenarioResult:
 
     @classmethod
     def untested(cls, reason: str, gap: Gap) -> ScenarioResult:
-        """The harness cannot test this case (``gap``, one of :data:`~hf_neuron.matrix.records.GAPS`)."""
+        """The harness cannot test this case (``gap``, one of :data:`~hf_neuron.vocabulary.gaps.GAPS`)."""
         return cls("untested", reason, None, gap=gap)
 
     def with_details(self, details: Mapping[str, Any]) -> ScenarioResult:
@@ -178,31 +160,6 @@ def tolerance_for(dtype: str) -> Tolerance:
 
 
 Scenario = Callable[[CaseContext], ScenarioResult]
-
-
-@dataclasses.dataclass(frozen=True)
-class PerGroup:
-    """One scenario implemented per catalog group: ``PerGroup({"decoder": text_forward, "diffusion": ...})``.
-
-    ``requires`` names a catalog feature (e.g. ``"router-logits"``): architectures without it have no case of the
-    scenario (it does not apply to them).
-    """
-
-    implementations: Mapping[str, Scenario]
-    requires: str | None = None
-
-    def __call__(self, ctx: CaseContext) -> ScenarioResult:
-        return self.implementations[ctx.group](ctx)
-
-
-def scenario_for(scenario: Scenario, group: str, features: Collection[str] | None = None) -> Scenario | None:
-    """The function that runs ``scenario`` for an architecture of ``group`` (with catalog ``features``, when given),
-    or None when it has no such case."""
-    if isinstance(scenario, PerGroup):
-        if features is not None and scenario.requires is not None and scenario.requires not in features:
-            return None
-        return scenario.implementations.get(group)
-    return scenario
 
 
 def _measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Parity | int:
@@ -292,45 +249,3 @@ def compare_named(
         return value / bound if bound > 0 else (0.0 if value == 0 else float("inf"))
 
     return max(results.values(), key=badness)
-
-
-def _import(spec: str) -> Any:
-    if spec.endswith(".py"):
-        path = Path(spec).resolve()
-        if not path.is_file():
-            raise InputError(f"scenario module {spec!r}: no such file")
-        name = f"hf_neuron_matrix_scenarios_{path.stem}"
-        loader_spec = importlib.util.spec_from_file_location(name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise InputError(f"scenario module {spec!r}: cannot be imported as a Python file")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[name] = module
-        loader_spec.loader.exec_module(module)
-        return module
-    try:
-        return importlib.import_module(spec)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and spec.startswith(exc.name):
-            raise InputError(
-                f"scenario module {spec!r} not found: give a dotted module name or a path ending in .py"
-            ) from exc
-        raise
-
-
-def load_scenarios(spec: str = DEFAULT_SCENARIO_MODULE) -> dict[str, Scenario]:
-    """Import the scenario set ``spec`` (dotted module name or ``.py`` path) and return its ``SCENARIOS``."""
-    module = _import(spec)
-    scenarios = getattr(module, "SCENARIOS", None)
-    if not isinstance(scenarios, Mapping) or not scenarios:
-        raise InputError(
-            f"scenario module {spec!r} must define SCENARIOS, a non-empty mapping of scenario name -> function"
-        )
-    for name, scenario in scenarios.items():
-        if name not in SCENARIO_NAMES:
-            raise InputError(
-                f"scenario module {spec!r} defines {name!r}, which is not a scenario name; "
-                f"use one of: {', '.join(SCENARIO_NAMES)}"
-            )
-        if not callable(scenario):
-            raise InputError(f"scenario module {spec!r}: SCENARIOS[{name!r}] is not a function")
-    return dict(scenarios)

@@ -15,7 +15,6 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.matrix.case.observe import not_the_device
-from hf_neuron.matrix.records import Parity
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
     CaseContext,
@@ -31,6 +30,7 @@ from hf_neuron.matrix.scenarios.text_models import (
     model_inputs,
     sample_ids,
 )
+from hf_neuron.vocabulary.records import Parity
 
 if TYPE_CHECKING:
     import torch

@@ -19,7 +19,7 @@ from hf_neuron.matrix.scenarios.contract import (
     compare_named,
 )
 from hf_neuron.matrix.scenarios.text_models import load_model, lora_targets, model_inputs, sample_ids
-from hf_neuron.tiny.image_text.inputs import prompt_of
+from hf_neuron.tiny.transformers.inputs import prompt_of
 
 if TYPE_CHECKING:
     import torch

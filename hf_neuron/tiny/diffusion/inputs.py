@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_diffusion import recipe
+from hf_neuron.compat.tiny_diffusion import Layout, recipe
 from hf_neuron.tiny import UnbuildableInputError
 from hf_neuron.tiny.diffusion.backbones import (
     BATCH,
@@ -34,7 +34,7 @@ class _Shape:
     """What the inputs of one backbone are built from."""
 
     config: Mapping[str, Any]
-    layout: str
+    layout: Layout
 
     def get(self, *names: str, default: Any = None) -> Any:
         """The first of ``names`` the config sets (not None)."""
@@ -80,14 +80,14 @@ class _Shape:
 def _latents(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     import torch
 
-    sizes = {
+    sizes: dict[Layout, tuple[int, ...]] = {  # one shape per layout of compat.tiny_diffusion.LAYOUTS
         "image": (BATCH, shape.channels, shape.size, shape.size),
         "video": (BATCH, shape.channels, FRAMES, shape.size, shape.size),
         "video-frames-first": (BATCH, FRAMES, shape.channels, shape.size, shape.size),
         "sequence": (BATCH, shape.channels, shape.size * shape.size),
         "tokens": (BATCH, shape.tokens, shape.channels),
-    }[shape.layout]
-    return torch.randn(sizes, generator=generator)
+    }
+    return torch.randn(sizes[shape.layout], generator=generator)
 
 
 def _ids(count: int, *, grid: bool, axes: int = 3) -> torch.Tensor:
@@ -267,7 +267,7 @@ def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
     return inputs
 
 
-def _layout(name: str, parameters: Mapping[str, inspect.Parameter]) -> str:
+def _layout(name: str, parameters: Mapping[str, inspect.Parameter]) -> Layout:
     """Latent layout: packed tokens when ``forward`` takes their positions or grid (``img_ids``, ``img_shapes``), else
     from the class name's dimensionality (``3D`` video, frames after channels; ``1D`` sequence), else an image. A
     backbone that differs says so in ``compat/tiny_diffusion.toml`` (``layout``)."""

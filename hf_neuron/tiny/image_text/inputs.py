@@ -26,6 +26,7 @@ from hf_neuron.tiny.image_text.image_processor import processor_side
 from hf_neuron.tiny.image_text.images import synthetic_images
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
 from hf_neuron.tiny.transformers.config import DIMS
+from hf_neuron.tiny.transformers.inputs import reads_text
 
 if TYPE_CHECKING:
     import torch
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "generation_inputs", "image_sizes",
-           "image_tokens", "pixel_inputs", "prompt_ids", "prompt_of", "reads_text", "sample_rows"]
+__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "image_sizes", "image_tokens",
+           "pixel_inputs", "prompt_ids", "sample_rows"]
 
 #: The user's question of each row (row ``i`` asks ``QUESTIONS[i % len(QUESTIONS)]``).
 QUESTIONS = ("What is in the picture?", "Describe the colours of this image.")
@@ -221,24 +222,6 @@ def _image_attention_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor,
         return attention_mask[:, :, None]
     seen = (input_ids == tokens.image).long().cumsum(1).clamp(max=1)
     return (attention_mask * seen)[:, :, None]
-
-
-def reads_text(forward: Callable[..., Any]) -> bool:
-    """Whether ``forward`` takes ``input_ids``; an encoder-decoder's that does not has an encoder that reads only
-    pixels (pix2struct, a vision encoder-decoder), and its decoder reads the prompt."""
-    return "input_ids" in inspect.signature(forward).parameters
-
-
-def prompt_of(inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """The prompt's token ids among the inputs of :func:`batch_inputs`: ``input_ids``, or ``decoder_input_ids`` when
-    the model's encoder reads no text (the labels a training step compares the logits with)."""
-    return inputs["input_ids"] if "input_ids" in inputs else inputs["decoder_input_ids"]
-
-
-def generation_inputs(inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """What ``generate`` starts from: the forward ``inputs`` without ``decoder_input_ids`` (generation starts the
-    decoder itself), unless they hold the prompt (:func:`prompt_of`: the encoder reads no text)."""
-    return {key: value for key, value in inputs.items() if key != "decoder_input_ids" or "input_ids" not in inputs}
 
 
 def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | None,

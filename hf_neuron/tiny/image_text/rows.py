@@ -1,9 +1,9 @@
-"""The image-text rows of a case: what :mod:`~.text_models` hands to vision-language models.
+"""The image-text rows of a case: the inputs the transformers scenarios hand to vision-language models.
 
 The scenarios pass token ids around (``sample_ids`` -> ``model_inputs``, or a DDP rank's share of them); a
 vision-language model also needs the images behind those ids. :func:`sample_ids` builds the case's rows (a question
 and a synthetic image each, the image processor's pixel inputs, each image placeholder expanded to the model's feature
-count, :func:`hf_neuron.tiny.image_text.inputs.batch_inputs`) and remembers, for each row's token ids, the prompt and
+count, :func:`~.inputs.batch_inputs`) and remembers, for each row's token ids, the prompt and
 image that made them. :func:`inputs_for` rebuilds the full inputs of any of those rows, alone or together (a rank's
 share), padded to the length they were given with, and checks that they give back exactly the given ids. Ids that
 :func:`sample_ids` did not make are refused: a vision-language case never silently runs on text alone.
@@ -16,22 +16,17 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hf_neuron.compat.catalog import IMAGE_TEXT_GROUP
-from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.tiny.image_text.checkpoint import load_image_processor
-from hf_neuron.tiny.image_text.inputs import Row, batch_inputs, features_per_image, image_tokens, prompt_of, sample_rows
+from hf_neuron.tiny.image_text.inputs import Row, batch_inputs, features_per_image, image_tokens, sample_rows
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
-from hf_neuron.tiny.transformers.model_types import generative_types
+from hf_neuron.tiny.transformers.inputs import prompt_of
 
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["GROUP", "inputs_for", "is_image_text", "sample_ids"]
-
-#: The catalog group whose models read images and text.
-GROUP = IMAGE_TEXT_GROUP
+__all__ = ["inputs_for", "sample_ids"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,11 +41,6 @@ class _Made:
 
 #: Rows made in this process, by their token ids without the left padding.
 _MADE: dict[tuple[int, ...], _Made] = {}
-
-
-def is_image_text(model: PreTrainedModel) -> bool:
-    """Whether ``model`` belongs to the image-text group (by its config's ``model_type``)."""
-    return generative_types().get(model.config.model_type, ("",))[0] == GROUP
 
 
 @functools.cache
@@ -68,17 +58,17 @@ def _unpadded(ids: torch.Tensor) -> tuple[int, ...]:
     return tuple(values[start:])
 
 
-def sample_ids(ctx: CaseContext, model: PreTrainedModel, rows: int) -> torch.Tensor:
+def sample_ids(model_type: str, checkpoint: Path, model: PreTrainedModel, rows: int, seed: int) -> torch.Tensor:
     """``(rows, length)`` token ids of the case's image-text prompts on the CPU (left-padded), remembered for
     :func:`inputs_for`."""
-    image_processor, tokenizer = _parts(ctx.model_type, ctx.checkpoint)
-    prompts = sample_rows(ctx.model_type, image_processor, rows, seed=ctx.seed)
+    image_processor, tokenizer = _parts(model_type, checkpoint)
+    prompts = sample_rows(model_type, image_processor, rows, seed=seed)
     has_tokens = image_processor is not None and image_tokens(model.config).image is not None
     features = [features_per_image(model, image_processor, row.image) if has_tokens else 0  # type: ignore[arg-type]
                 for row in prompts]
     input_ids = prompt_of(batch_inputs(model, image_processor, tokenizer, prompts, features=features))
     for ids, row, count in zip(input_ids, prompts, features, strict=True):
-        _MADE[_unpadded(ids)] = _Made(ctx.model_type, ctx.checkpoint, row, count)
+        _MADE[_unpadded(ids)] = _Made(model_type, checkpoint, row, count)
     return input_ids
 
 

@@ -1,0 +1,56 @@
+"""The ``image-text`` group's package: what :class:`hf_neuron.tiny.groups.TransformersModels` asks of a group, for
+vision-language models (token ids with the images behind them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hf_neuron.compat.tiny_image_text import image_text_recipe
+from hf_neuron.compat.tiny_overrides import load_overrides
+from hf_neuron.tiny.groups import CpuCheck, Reviewed
+from hf_neuron.tiny.image_text.rows import inputs_for as model_inputs
+from hf_neuron.tiny.image_text.rows import sample_ids
+from hf_neuron.tiny.transformers.inputs import catalog_types, features
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+__all__ = ["catalog_types", "cpu_check", "features", "lora_targets", "materialize", "model_inputs", "reviewed",
+           "sample_ids"]
+
+
+def materialize(name: str, out_dir: Path, /, *, seed: int = 0) -> Path:
+    """The tiny checkpoint of ``name`` with its image processor (:mod:`hf_neuron.tiny.image_text.checkpoint`)."""
+    from hf_neuron.tiny.image_text.checkpoint import materialize as build
+
+    return build(name, out_dir, seed=seed)
+
+
+def cpu_check(name: str) -> CpuCheck:
+    """Build the tiny model and its image processor, run a forward pass and greedy decoding on image-text prompts."""
+    from hf_neuron.tiny.image_text.cpu_check import check_image_text_model
+
+    return check_image_text_model(name)
+
+
+def reviewed(name: str) -> Reviewed | None:
+    """``runs = false`` for ``name`` in ``compat/tiny_image_text.toml``, else in ``compat/tiny_overrides.toml``."""
+    recipe = image_text_recipe(name)
+    if not recipe.runs:
+        return Reviewed(recipe.reason, recipe.gap)
+    override = load_overrides().get(name)
+    return None if override is None or override.runs else Reviewed(override.reason, override.gap)
+
+
+def lora_targets(model: PreTrainedModel) -> list[str]:
+    """The linear layers of the language model (``get_decoder()``); the vision tower and projector stay as they
+    are."""
+    import torch
+
+    decoder = model.get_decoder()
+    prefix = next((name for name, module in model.named_modules() if module is decoder), None)
+    if prefix is None:
+        raise LookupError(f"{type(model).__name__}.get_decoder() is none of its modules")
+    return [f"{prefix}.{name}" if prefix else name for name, module in decoder.named_modules()
+            if isinstance(module, torch.nn.Linear)]

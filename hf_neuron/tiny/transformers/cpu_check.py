@@ -1,0 +1,97 @@
+"""The catalog's CPU check of a transformers model: does its tiny model build, run a forward pass with finite
+logits, and decode greedily? :func:`check_text_model` is the text groups'; :mod:`hf_neuron.tiny.image_text.cpu_check`
+does the same with images, through the helpers here. None raises: the result names the first stage that failed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
+
+from hf_neuron.tiny.groups import CpuCheck
+from hf_neuron.tiny.transformers.config import tiny_config
+from hf_neuron.tiny.transformers.inputs import generation_inputs, prompt_of
+from hf_neuron.tiny.transformers.models import build_model
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
+
+__all__ = ["Stage", "check_logits", "check_text_model", "describe", "generates"]
+
+#: The steps of a check, in order, up to which it runs.
+Stage = Literal["build", "forward", "generate"]
+
+
+def _inputs(model: PreTrainedModel, batch: int, length: int) -> dict[str, torch.Tensor]:
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(8, 512, (batch, length), generator=generator)
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    if model.config.is_encoder_decoder:
+        inputs["decoder_input_ids"] = input_ids
+    return inputs
+
+
+def check_logits(logits: torch.Tensor, batch: int, length: int, vocab_size: int) -> None:
+    import torch
+
+    if tuple(logits.shape) != (batch, length, vocab_size):
+        raise AssertionError(f"logits shape {tuple(logits.shape)} != {(batch, length, vocab_size)}")
+    if not torch.isfinite(logits).all():
+        raise AssertionError("logits are not finite")
+
+
+def describe(error: BaseException) -> str:
+    """``Type: first line`` of the error, and of its cause (validation errors wrap the real message)."""
+    parts: list[str] = []
+    link: BaseException | None = error
+    while link is not None and len(parts) < 2:
+        lines = str(link).strip().splitlines()
+        parts.append(f"{type(link).__name__}: {lines[0].strip() if lines else ''}".rstrip(": "))
+        link = link.__cause__
+    return " <- ".join(parts)[:300]
+
+
+def check_text_model(model_type: str, *, until: Stage = "generate", batch: int = 2, length: int = 8) -> CpuCheck:
+    """Build the tiny ``model_type``, then (``until`` allowing) run a forward pass with finite logits of shape
+    ``(batch, length, vocab)`` and greedily generate 4 tokens. Never raises: the result tells the failing stage."""
+    import torch
+
+    start = time.perf_counter()
+    stage, parameters = "config", 0
+    try:
+        config = tiny_config(model_type)
+        stage = "build"
+        model = build_model(model_type, config=config)
+        parameters = sum(p.numel() for p in model.parameters())
+        if until in ("forward", "generate"):
+            stage = "forward"
+            inputs = _inputs(model, batch, length)
+            with torch.no_grad():
+                logits = model(**inputs).logits
+            check_logits(logits, batch, length, config.get_text_config(decoder=True).vocab_size)
+        if until == "generate":
+            stage = "generate"
+            with torch.no_grad():
+                out = model.generate(**generation_inputs(inputs), max_new_tokens=4, min_new_tokens=4, do_sample=False)  # type: ignore[operator]
+            expected = (batch, (1 if model.config.is_encoder_decoder else length) + 4)
+            if tuple(out.shape) != expected:
+                raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {expected}")
+    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
+        return CpuCheck(model_type, stage, describe(error), parameters, time.perf_counter() - start)
+    return CpuCheck(model_type, "ok", None, parameters, time.perf_counter() - start)
+
+
+def generates(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int) -> None:
+    import torch
+
+    with torch.no_grad():
+        out = model.generate(**generation_inputs(inputs), max_new_tokens=new_tokens, min_new_tokens=new_tokens,  # type: ignore[operator]
+                             do_sample=False)
+    batch = prompt_of(inputs).shape[0]
+    if out.shape[0] != batch or out.shape[1] < new_tokens:  # some return the prompt, some only what they decoded
+        raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {batch} rows of at least "
+                             f"{new_tokens} tokens")
