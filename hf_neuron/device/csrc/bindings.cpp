@@ -75,6 +75,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("fallback_ops", &hf_neuron::fallback_ops);
   m.def("own_kernels", &hf_neuron::own_kernels);
   m.def("clear_op_log", &hf_neuron::clear_op_log);
+  // For scripts/bench_device.py: the op log on or off in a running process (what it costs).
+  m.def("set_op_log", [](bool on) { hf_neuron::settings().op_log = on; });
   m.def("in_bad_fork", &hf_neuron::in_bad_fork);
   m.def("initialized", &hf_neuron::initialized);
 }
