@@ -122,14 +122,26 @@ SWITCHES: tuple[Switch, ...] = (
            "Capacity of each reference device in GiB (24 is one trn2 logical core at LNC=2); allocations beyond it "
            "raise a device out-of-memory error. Unlimited when empty."),
     Switch("HF_NEURON_EMULATOR_OP_LOG", _flag, "0",
-           "Record every operator that runs on the device (`torch.neuron.get_executed_ops()`)."),
+           "Record every operator that runs on the device, with its calls (`torch.neuron.get_executed_ops()`), and "
+           "those that would fall back to the CPU on Trainium (`torch.neuron.get_fallback_ops()`: not native by "
+           "`hf_neuron/device/trainium_ops.toml`)."),
     Switch("HF_NEURON_EMULATOR_WARN_FALLBACK", _flag, "0",
-           "Warn once per operator that the real backend is expected to run on the CPU (\"would fall back on "
+           "Warn once per operator that would fall back to the CPU on Trainium (\"would fall back to CPU on "
            "Trainium\"); implies the op log."),
     Switch("HF_NEURON_EMULATOR_COMPILE_CONTRACT", _choice("trainium", "lenient"), "trainium",
            "`trainium`: `torch.compile(backend=\"neuron\")` also refuses what the Neuron compiler rejects by default, "
            "integer scatter-with-compute (`scatter_add`, `index_add`, `scatter_reduce`, accumulating `index_put` on "
-           "integers: NCC_EVRF060); `lenient` compiles them as the CPU does. `dynamic=True` is refused either way."),
+           "integers: NCC_EVRF060) and complex data types (NCC_EVRF004); `lenient` compiles them as the CPU does. "
+           "`dynamic=True` is refused either way."),
+    Switch("HF_NEURON_EMULATOR_DISPATCH", _choice("cpu", "trainium"), "cpu",
+           "`trainium` takes the real backend's dispatch routes: an operator TorchNeuron does not implement "
+           "(`hf_neuron/device/trainium_ops.toml`) runs its composite kernel, whose parts are dispatched and logged "
+           "as on Trainium, and `scaled_dot_product_attention` on 4-D inputs runs the overrideable fused attention "
+           "TorchNeuron picks; `cpu` runs every operator that has a CPU kernel with it, attention as the CPU picks."),
+    Switch("HF_NEURON_EMULATOR_RNG", _choice("device", "cpu"), "device",
+           "`cpu`: random operators on the device draw from the CPU's default generator (`torch.manual_seed`), as "
+           "TorchNeuron's CPU fallback and its dropout do, and refuse an explicit neuron generator as the CPU kernels "
+           "do; `device` draws from the device's own generator (`torch.neuron.manual_seed`)."),
     Switch("HF_NEURON_EMULATOR_ALIASING", _choice("zero-copy", "copy"), "zero-copy",
            "Debug mode `copy`: CPU kernels run on copies of device tensors, copied back after the call, instead of "
            "on aliases of device memory."),
@@ -191,6 +203,8 @@ class ReferenceDeviceSettings:
     op_log: bool
     warn_fallback: bool
     copy_aliasing: bool
+    trainium_dispatch: bool
+    rng_on_cpu: bool
 
 
 def reference_device_settings(environ: Mapping[str, str] | None = None) -> ReferenceDeviceSettings:
@@ -206,4 +220,6 @@ def reference_device_settings(environ: Mapping[str, str] | None = None) -> Refer
         op_log=read("HF_NEURON_EMULATOR_OP_LOG", environ) or warn_fallback,
         warn_fallback=warn_fallback,
         copy_aliasing=read("HF_NEURON_EMULATOR_ALIASING", environ) == "copy",
+        trainium_dispatch=read("HF_NEURON_EMULATOR_DISPATCH", environ) == "trainium",
+        rng_on_cpu=read("HF_NEURON_EMULATOR_RNG", environ) == "cpu",
     )

@@ -5,7 +5,11 @@ seq 256), a tiny Llama train step (forward, backward, AdamW), and the cost that 
 ``import torch`` with the device off and on (built). Targets from the issue: <= 1.10x compute-bound,
 <= 1.5x tiny forward, <= 30 ms import cost when off.
 
-    HF_NEURON_EMULATOR=1 python scripts/bench_device.py [--repeats N]
+``--op-log`` measures instead what the operator log costs: the same three cases on the device, the log turned off
+and on alternately in one process (run it with the switches of the profile to measure, e.g. the ``trainium``
+profile's ``HF_NEURON_EMULATOR_DISPATCH=trainium``); it prints the median time of each and their ratio (on / off).
+
+    HF_NEURON_EMULATOR=1 python scripts/bench_device.py [--repeats N] [--op-log]
 """
 
 from __future__ import annotations
@@ -76,13 +80,64 @@ def _train_ratio(model: torch.nn.Module, seq: int, repeats: int) -> tuple[float,
     return _paired_medians(stepper(model, ids), stepper(on_device, ids.to("neuron")), repeats)
 
 
+_OP_LOG_CASES = ("tiny Llama forward (1 thread)", "tiny Llama train step (1 thread)", "compute-bound forward")
+
+
+def _op_log_cost(repeats: int) -> int:
+    """The three cases on the device with the operator log off and on, alternately in this process; medians, ratio."""
+    from hf_neuron.device import runtime
+
+    def paired(fn: Callable[[], object], count: int) -> tuple[float, float]:
+        samples: dict[bool, list[float]] = {False: [], True: []}
+        for i in range(max(3, count // 5) + count):
+            for log in (False, True) if i % 2 == 0 else (True, False):
+                runtime.extension().set_op_log(log)
+                start = time.perf_counter()
+                fn()
+                if i >= max(3, count // 5):  # the first rounds warm up
+                    samples[log].append(time.perf_counter() - start)
+        runtime.extension().set_op_log(False)
+        return statistics.median(samples[False]), statistics.median(samples[True])
+
+    torch.set_num_threads(1)
+    tiny = _llama(64, 2, 4).to("neuron").eval()
+    ids = torch.randint(0, 1000, (1, 16), device="neuron")
+    with torch.no_grad():
+        rows = [paired(lambda: tiny(ids).logits.cpu(), repeats * 5)]
+    model = _llama(64, 2, 4).to("neuron").train()
+    batch = torch.randint(0, 1000, (2, 32), device="neuron")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+
+    def step() -> object:
+        loss = model(batch, labels=batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.item()
+
+    rows.append(paired(step, repeats * 2))
+    torch.set_num_threads(os.cpu_count() or 1)
+    big = _llama(1024, 4, 16).to("neuron").eval()
+    big_ids = torch.randint(0, 1000, (1, 256), device="neuron")
+    with torch.no_grad():
+        rows.append(paired(lambda: big(big_ids).logits.cpu(), repeats))
+    print("operator log off / on, alternating in one process (median of each)")
+    print(f"{'case':40} {'off ms':>9} {'on ms':>9} {'on/off':>7}")
+    for name, (off, on) in zip(_OP_LOG_CASES, rows, strict=True):
+        print(f"{name:40} {off * 1e3:9.2f} {on * 1e3:9.2f} {on / off:7.3f}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--op-log", action="store_true", help="what the operator log costs (log off and on)")
     args = parser.parse_args()
     if not (hasattr(torch, "neuron") and torch.neuron.is_available()):
         print("no neuron device: run with HF_NEURON_EMULATOR=1", file=sys.stderr)
         return 2
+    if args.op_log:
+        return _op_log_cost(args.repeats)
     rows: list[tuple[str, float, float, str]] = []
     # Tiny models measure per-operator overhead: one thread, so that thread-pool wake-ups under load on a
     # shared machine do not swamp it.

@@ -1,9 +1,11 @@
-"""Rewrite ``hf_neuron/device/trainium_fallback_ops.txt`` from a Trainium run: the operators TorchNeuron ran on the CPU.
+"""Make ``hf_neuron/device/trainium_ops.toml`` say what a Trainium run measured: the operators run on the CPU.
 
-On the real backend every matrix record's ``fallback_ops`` is measured (``torch.neuron.get_fallback_ops()``); this
-collects them over a run and prints the data file with its provenance (the run, its dates, TorchNeuron's version),
-or writes it with ``--write``. Records of the reference device are refused: their fallback operators are the
-inferred list itself. Usage::
+On the real backend every matrix record's ``fallback_ops`` is measured (the backend's ``get_fallback_ops()``); this
+collects them over one run and prints the data file with a ``[measured]`` table (the run, its dates, TorchNeuron's
+version, the cases, each operator with its calls) and ``kind = "measured"``, or writes it with ``--write``. From then on
+the reference device predicts exactly those fallbacks; the file's native list, read from TorchNeuron's source, still
+says which operators the device takes the real backend's routes for. Records of the reference device are refused:
+their fallback operators are the prediction itself. Usage::
 
     python scripts/fallback_ops_from_run.py trainium/20261201/merged [--write]
 """
@@ -11,18 +13,19 @@ inferred list itself. Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections import Counter
 from pathlib import Path
 
-from hf_neuron.device.fallback_ops import TRAINIUM_FALLBACK_OPS_FILE
+from hf_neuron.device import trainium_ops
 from hf_neuron.errors import InputError
 from hf_neuron.report.load import load_records
 from hf_neuron.report.tables import run_info
 
 
-def fallback_ops_file(results: list[Path]) -> str:
-    """The text of the data file from the records in ``results`` (one run of the real backend)."""
+def measured(results: list[Path], current: trainium_ops.TrainiumOps) -> trainium_ops.TrainiumOps:
+    """``current`` with the fallbacks measured by the records in ``results`` (one run of the real backend)."""
     records = load_records(results).records
     if not records:
         raise InputError(f"no valid record in {', '.join(map(str, results))}")
@@ -35,33 +38,31 @@ def fallback_ops_file(results: list[Path]) -> str:
     run = run_info(records)
     calls: Counter[str] = Counter()
     for record in records:
-        calls.update(record.get("fallback_ops") or {})
-    version = run.env.get("backend_version") or "unknown"
-    header = [
-        "# Operators the real TorchNeuron backend runs on the CPU (\"Operator 'aten::NAME' fell back to CPU\").",
-        "# Used by HF_NEURON_EMULATOR_WARN_FALLBACK=1 and torch.neuron.get_fallback_ops() on the reference device.",
-        "#",
-        f"# Provenance: MEASURED by torch.neuron.get_fallback_ops() in matrix run {run.run_id}",
-        f"# ({run.started_at} to {run.finished_at}, torch-neuronx {version}, {len(records)} cases);",
-        "# regenerate with scripts/fallback_ops_from_run.py. Calls in that run after each name.",
-        "",
-    ]
-    return "\n".join(header + [f"{name}  # {count} calls" for name, count in sorted(calls.items())]) + "\n"
+        for name, count in (record.get("fallback_ops") or {}).items():
+            calls[name] += count  # a backend that reports names without calls counts 0
+    run_table: dict[str, str | int] = {
+        "run_id": run.run_id, "started_at": str(run.started_at), "finished_at": str(run.finished_at),
+        "torch_neuronx": str(run.env.get("backend_version") or "unknown"), "cases": len(records),
+    }
+    return dataclasses.replace(current, provenance={**current.provenance, "kind": "measured"}, measured=run_table,
+                               measured_fallback=dict(sorted(calls.items())))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path, help="the run's records (directories or files)")
-    parser.add_argument("--write", action="store_true", help=f"replace {TRAINIUM_FALLBACK_OPS_FILE.name}")
+    parser.add_argument("--write", action="store_true", help=f"replace {trainium_ops.TRAINIUM_OPS_FILE.name}")
     args = parser.parse_args(argv)
     try:
-        text = fallback_ops_file(args.results)
+        ops = measured(args.results, trainium_ops.load())
     except InputError as exc:
         print(f"fallback_ops_from_run: {exc}", file=sys.stderr)
         return 1
+    text = trainium_ops.render(ops)
+    trainium_ops.parse(trainium_ops.TRAINIUM_OPS_FILE, text)  # the file it writes keeps the file's rules
     if args.write:
-        TRAINIUM_FALLBACK_OPS_FILE.write_text(text)
-        print(f"wrote {TRAINIUM_FALLBACK_OPS_FILE}")
+        trainium_ops.TRAINIUM_OPS_FILE.write_text(text, encoding="utf-8")
+        print(f"wrote {trainium_ops.TRAINIUM_OPS_FILE}")
     else:
         print(text, end="")
     return 0

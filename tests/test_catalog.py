@@ -14,13 +14,13 @@ import pytest
 from hf_neuron.cli.matrix import catalog_generate as main_generate
 from hf_neuron.cli.matrix import ranking_refresh as main_refresh
 from hf_neuron.compat.catalog import Catalog, CatalogEntry, diff_catalogs, load_catalog, write_catalog
-from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.ranking import RankEntry, load_ranking, write_ranking
 from hf_neuron.compat.tiny_image_text import load_image_text
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.matrix.catalog.generate import generate_catalog
 from hf_neuron.matrix.catalog.hub_ranking import HubUnreachableError, refresh_ranking
 from hf_neuron.tiny.transformers.model_types import generative_types
+from hf_neuron.vocabulary.datafiles import DataFileError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ranking" / "hub_list_models.json"
 TODAY = datetime.date(2026, 1, 2)
@@ -171,7 +171,7 @@ def test_the_tiny_summary_is_written_only_where_known_and_read_back(tmp_path: Pa
 def test_malformed_catalog_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "catalog.json"
     path.write_text(text)
-    with pytest.raises(CompatFileError) as error:
+    with pytest.raises(DataFileError) as error:
         load_catalog(path)
     assert str(error.value) == f"{path}: {problem}"
 
@@ -186,7 +186,7 @@ def test_main_generate_checks_then_writes(tmp_path: Path, capsys: pytest.Capture
     assert main_generate(path, run_models=False) == 0
     assert main_generate(path, check=True, run_models=False) == 0
     path.write_text("[")
-    with pytest.raises(CompatFileError, match=f"^{path}: not valid JSON"):
+    with pytest.raises(DataFileError, match=f"^{path}: not valid JSON"):
         main_generate(path, check=True, run_models=False)
 
 
@@ -210,7 +210,7 @@ def test_committed_ranking_loads_and_names_known_types() -> None:
 def test_malformed_ranking_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "ranking.csv"
     path.write_text(text)
-    with pytest.raises(CompatFileError) as error:
+    with pytest.raises(DataFileError) as error:
         load_ranking(path)
     assert str(error.value) == f"{path}: {problem}"
 

@@ -10,16 +10,17 @@ import pytest
 from _helpers import ROOT
 from _helpers_matrix import FAKE, cli
 
-from hf_neuron.compat.files import CompatFileError, check_sorted, read_toml
+from hf_neuron.compat.files import read_toml
 from hf_neuron.compat.reviewed_tables import check_table, load_tables
 from hf_neuron.compat.tiny_image_text import IMAGE_TEXT_PATH
 from hf_neuron.compat.tiny_overrides import OVERRIDES_PATH
+from hf_neuron.vocabulary.datafiles import DataFileError, check_sorted
 
 
 def test_a_toml_syntax_error_names_the_file_and_the_line(tmp_path: Path) -> None:
     path = tmp_path / "x.toml"
     path.write_text('[a]\nreason = "fine"\n\n[b\nreason = "x"\n', encoding="utf-8")
-    with pytest.raises(CompatFileError, match=rf"^{path}:4: not valid TOML") as error:
+    with pytest.raises(DataFileError, match=rf"^{path}:4: not valid TOML") as error:
         read_toml(path)
     assert error.value.line == 4
 
@@ -27,14 +28,14 @@ def test_a_toml_syntax_error_names_the_file_and_the_line(tmp_path: Path) -> None
 def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "x.toml"
     path.write_bytes('reason = "caf\xe9"\n'.encode("latin-1"))
-    with pytest.raises(CompatFileError, match="not UTF-8 text"):
+    with pytest.raises(DataFileError, match="not UTF-8 text"):
         read_toml(path)
 
 
 def test_an_error_in_a_table_names_its_line_table_and_key(tmp_path: Path) -> None:
     path = tmp_path / "tiny_overrides.toml"
     path.write_text('# header\n\n[aria]\nreason = "r"\n\n[mamba]\nreason = "r"\nruns = false\ngap = "audio"\n')
-    with pytest.raises(CompatFileError) as error:
+    with pytest.raises(DataFileError) as error:
         load_tables(path, lambda p, name, table: check_table(p, name, table, ()))
     assert str(error.value) == (f"{path}:6: [mamba] gap: 'audio' is not a gap; gaps are inputs, pipeline-recipe, "
                                 "lora-targets, tiny-build, devices, checks")
@@ -43,7 +44,7 @@ def test_an_error_in_a_table_names_its_line_table_and_key(tmp_path: Path) -> Non
 def test_tables_out_of_order_are_refused_as_the_headers_say(tmp_path: Path) -> None:
     path = tmp_path / "t.toml"
     path.write_text('[zamba]\nreason = "r"\n\n[aria]\nreason = "r"\n')
-    with pytest.raises(CompatFileError, match=r":4: \[aria\]: the tables .* must be sorted: 'aria' comes after"):
+    with pytest.raises(DataFileError, match=r":4: \[aria\]: the tables .* must be sorted: 'aria' comes after"):
         load_tables(path, lambda p, name, table: check_table(p, name, table, ()))
     check_sorted(path, ["aria", "mamba"], "tables")  # sorted: nothing to say
 
@@ -81,7 +82,7 @@ def test_every_reviewed_file_is_read_before_a_run_even_one_it_would_not_need(
                                        "matrix_scenario_module": str(ROOT / "tests" / "fixtures" / "matrix" /
                                                                      "fake_scenarios.py")})
     assert [case.model_type for case in config.cases()][:1] == ["alpha"], "the fake catalog needs no override"
-    with pytest.raises(CompatFileError, match=rf"^{broken}:1: \[zamba\] runs: must be true or false"):
+    with pytest.raises(DataFileError, match=rf"^{broken}:1: \[zamba\] runs: must be true or false"):
         config.read_data_files()
 
 
@@ -91,5 +92,5 @@ def test_the_diffusion_recipes_keep_their_backbones_sorted(tmp_path: Path) -> No
     assert "sorted by name" in RECIPES_FILE.read_text() and load_recipes(RECIPES_FILE)
     path = tmp_path / "tiny_diffusion.toml"
     path.write_text('[backbones.ZModel]\nreason = "r"\n\n[backbones.AModel]\nreason = "r"\n')
-    with pytest.raises(CompatFileError, match=r":4: \[backbones.AModel\]: the \[backbones.\*\] tables must be sorted"):
+    with pytest.raises(DataFileError, match=r":4: \[backbones.AModel\]: the \[backbones.\*\] tables must be sorted"):
         load_recipes(path)

@@ -1,10 +1,13 @@
-"""scripts/fallback_ops_from_run.py: the fallback list from a Trainium run's records, never the reference device's."""
+"""scripts/fallback_ops_from_run.py: a Trainium run's measured fallbacks replace the prediction in trainium_ops.toml,
+never the reference device's."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+from hf_neuron.device import trainium_ops
 
 ROOT = Path(__file__).parents[1]
 SCRIPT = ROOT / "scripts" / "fallback_ops_from_run.py"
@@ -19,11 +22,16 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_operators_a_trainium_run_measured_make_the_file() -> None:
     result = _run(str(RECORDS / "trainium"))
     assert result.returncode == 0, result.stderr
-    operators = [line.split("#")[0].strip() for line in result.stdout.splitlines() if line.split("#")[0].strip()]
-    assert operators == ["aten::_unique2", "aten::nonzero"]
-    assert "MEASURED by torch.neuron.get_fallback_ops() in matrix run trainium-2026-11-29" in result.stdout
-    assert "torch-neuronx 2.13.0.1.0" in result.stdout
-    assert "aten::nonzero  # 4 calls" in result.stdout
+    ops = trainium_ops.parse(Path("printed.toml"), result.stdout)
+    assert ops.kind == "measured"
+    assert ops.measured_fallback == {"aten::_unique2": 2, "aten::nonzero": 4}
+    assert ops.measured is not None and ops.measured["run_id"] == "trainium-2026-11-29"
+    assert ops.measured["torch_neuronx"] == "2.13.0.1.0"
+    assert ops.falls_back("aten::nonzero") and not ops.falls_back("aten::argmax.out"), "measured, not predicted"
+    source = trainium_ops.load()
+    assert ops.native == source.native and ops.provenance["commit"] == source.provenance["commit"], \
+        "the native list (the device's routes) stays the source's"
+    assert source.kind == "source", "without --write the package's file is unchanged"
 
 
 def test_records_of_the_reference_device_are_refused() -> None:

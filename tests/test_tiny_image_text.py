@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.tiny_image_text import image_text_recipe, load_image_text
 from hf_neuron.tiny.image_text.checkpoint import load_image_processor, materialize, verified_processor
 from hf_neuron.tiny.image_text.config import tiny_image_text_config, tiny_image_text_config_kwargs
@@ -20,6 +19,7 @@ from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, tiny_tokenizer
 from hf_neuron.tiny.transformers.inputs import prompt_of
 from hf_neuron.tiny.transformers.models import build_model
+from hf_neuron.vocabulary.datafiles import DataFileError
 
 torch = pytest.importorskip("torch")
 
@@ -245,6 +245,6 @@ def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
 def test_malformed_reviewed_data_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "tiny_image_text.toml"
     path.write_text(text)
-    with pytest.raises(CompatFileError) as error:
+    with pytest.raises(DataFileError) as error:
         load_image_text(path)
     assert str(path) in str(error.value) and problem in str(error.value)

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.tiny.dataset import examples, tiny_dataset
 from hf_neuron.tiny.dataset import materialize as materialize_dataset
@@ -25,6 +24,7 @@ from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.transformers.cpu_check import check_text_model as probe
 from hf_neuron.tiny.transformers.model_types import generative_types
 from hf_neuron.tiny.transformers.models import build_model
+from hf_neuron.vocabulary.datafiles import DataFileError
 
 #: Families the fast suite covers: dense rotary decoders, learned positions, GQA/MQA, MoE, sliding/hybrid
 #: attention, MLA, state-space models and an attention/mamba hybrid.
@@ -134,7 +134,7 @@ def test_reviewed_and_explicit_overrides_apply() -> None:
 def test_malformed_overrides_name_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "tiny_overrides.toml"
     path.write_text(text)
-    with pytest.raises(CompatFileError) as error:
+    with pytest.raises(DataFileError) as error:
         load_overrides(path)
     assert str(error.value).startswith(f"{path}:{problem}")
 

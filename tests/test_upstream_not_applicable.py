@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.compat.files import CompatFileError
 from hf_neuron.compat.upstream_not_applicable import NOT_APPLICABLE_PATH, NotApplicableList, load_not_applicable
+from hf_neuron.vocabulary.datafiles import DataFileError
 
 ENTRY_TEMPLATE = """
 [[not_applicable]]
@@ -78,6 +78,6 @@ def test_without_model_type_an_entry_applies_to_every_architecture(tmp_path: Pat
 )
 def test_a_malformed_file_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     path = _write(tmp_path, text)
-    with pytest.raises(CompatFileError, match=problem) as error:
+    with pytest.raises(DataFileError, match=problem) as error:
         load_not_applicable(path)
     assert str(error.value).startswith(f"{path}"), "it names the file (and, where it can, the line)"

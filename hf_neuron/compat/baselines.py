@@ -2,7 +2,7 @@
 
 A baseline file (e.g. ``optimum-neuron-0.4.5.json``) says what "supported" means on its side (``supported_means``)
 and, for each catalog group, which architectures it supports for inference and for training, each row naming its
-source. A malformed file raises :class:`~hf_neuron.compat.files.CompatFileError` naming the file and the problem.
+source. A malformed file raises :class:`~hf_neuron.vocabulary.datafiles.DataFileError` naming the file and the problem.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
+from hf_neuron.compat.files import COMPAT_DIR, missing_file
+from hf_neuron.vocabulary.datafiles import DataFileError
 from hf_neuron.vocabulary.groups import group_name
 
 __all__ = ["BASELINE_PATH", "Baseline", "Mode", "Support", "load_baseline"]
@@ -69,14 +70,14 @@ def _read_json(path: Path) -> Any:
     except FileNotFoundError:
         raise missing_file(path) from None
     except json.JSONDecodeError as exc:
-        raise CompatFileError(path, f"line {exc.lineno}: not valid JSON: {exc.msg}") from None
+        raise DataFileError(path, f"line {exc.lineno}: not valid JSON: {exc.msg}") from None
 
 
 def _support(path: Path, where: str, row: Any) -> Support:
     if not isinstance(row, dict) or not all(isinstance(row.get(mode), bool) for mode in _MODES):
-        raise CompatFileError(path, f"'{where}' needs boolean 'inference' and 'training'")
+        raise DataFileError(path, f"'{where}' needs boolean 'inference' and 'training'")
     if not isinstance(row.get("source"), str) or not row["source"].strip():
-        raise CompatFileError(path, f"'{where}' needs a 'source' saying where the support is written")
+        raise DataFileError(path, f"'{where}' needs a 'source' saying where the support is written")
     return Support(row["inference"], row["training"], row["source"])
 
 
@@ -84,12 +85,12 @@ def load_baseline(path: Path = BASELINE_PATH) -> Baseline:
     """Read a baseline file such as ``compat/baselines/optimum-neuron-0.4.5.json``."""
     data = _read_json(path)
     if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("baseline", "version")):
-        raise CompatFileError(path, "a baseline needs 'baseline' and 'version' strings")
+        raise DataFileError(path, "a baseline needs 'baseline' and 'version' strings")
     if not isinstance(data.get("supported_means"), str) or not data["supported_means"].strip():
-        raise CompatFileError(path, "a baseline needs 'supported_means': what \"supported\" means on its side")
+        raise DataFileError(path, "a baseline needs 'supported_means': what \"supported\" means on its side")
     support = data.get("support")
     if not isinstance(support, dict) or not all(isinstance(table, dict) for table in support.values()):
-        raise CompatFileError(path, "a baseline needs a 'support' object of catalog group -> architecture -> support")
+        raise DataFileError(path, "a baseline needs a 'support' object of catalog group -> architecture -> support")
     groups = {group_name(group) or group: {model_type: _support(path, f"support.{group}.{model_type}", row)
                                            for model_type, row in table.items()}
               for group, table in support.items()}  # a group's old name (multimodal) is read as its name now

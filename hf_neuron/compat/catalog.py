@@ -17,7 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
+from hf_neuron.compat.files import COMPAT_DIR, missing_file
+from hf_neuron.vocabulary.datafiles import DataFileError
 from hf_neuron.vocabulary.gaps import GAPS, Gap
 from hf_neuron.vocabulary.groups import GROUPS, Group, group_name
 
@@ -110,60 +111,60 @@ def write_catalog(catalog: Catalog, path: Path | None = None) -> Path:
 def _entry(path: Path, index: int, row: Any) -> CatalogEntry:
     where = f"architectures[{index}]"
     if not isinstance(row, dict):
-        raise CompatFileError(path, f"{where} must be an object, got {type(row).__name__}")
+        raise DataFileError(path, f"{where} must be an object, got {type(row).__name__}")
     fields = {field.name: field for field in dataclasses.fields(CatalogEntry)}
     missing = [name for name in fields if name not in row and name not in _OPTIONAL_FIELDS]
     if missing:
-        raise CompatFileError(path, f"{where} misses {missing}")
+        raise DataFileError(path, f"{where} misses {missing}")
     unknown = sorted(set(row) - set(fields))
     if unknown:
-        raise CompatFileError(path, f"{where} has unknown keys {unknown}")
+        raise DataFileError(path, f"{where} has unknown keys {unknown}")
     for name in ("model_type", "group", "model_class", "config_class"):
         if not isinstance(row[name], str) or not row[name]:
-            raise CompatFileError(path, f"{where}.{name} must be a non-empty string")
+            raise DataFileError(path, f"{where}.{name} must be a non-empty string")
     for name in ("builds", "runs"):
         if row[name] is not None and not isinstance(row[name], bool):
-            raise CompatFileError(path, f"{where}.{name} must be true, false or null, got {row[name]!r}")
+            raise DataFileError(path, f"{where}.{name} must be true, false or null, got {row[name]!r}")
     for name in ("reason", "gap", "tiny", "load_class"):
         if row.get(name) is not None and not isinstance(row[name], str):
-            raise CompatFileError(path, f"{where}.{name} must be a string or null")
+            raise DataFileError(path, f"{where}.{name} must be a string or null")
     if row.get("gap") is not None and row["gap"] not in GAPS:
-        raise CompatFileError(path, f"{where} ({row['model_type']}) has gap {row['gap']!r}; gaps are "
+        raise DataFileError(path, f"{where} ({row['model_type']}) has gap {row['gap']!r}; gaps are "
                                     f"{', '.join(GAPS)}")
     features = row.get("features", [])
     if not isinstance(features, list) or not all(isinstance(f, str) and f for f in features):
-        raise CompatFileError(path, f"{where}.features must be a list of names")
+        raise DataFileError(path, f"{where}.features must be a list of names")
     group = group_name(row["group"])
     if group is None:
-        raise CompatFileError(path, f"{where} ({row['model_type']}) has unknown group {row['group']!r}; "
+        raise DataFileError(path, f"{where} ({row['model_type']}) has unknown group {row['group']!r}; "
                                     f"groups are {', '.join(GROUPS)}")
     return CatalogEntry(**{**row, "group": group, "features": tuple(features)})
 
 
 def load_catalog(path: Path | None = None) -> Catalog:
-    """Read and validate the catalog; a malformed file raises :class:`CompatFileError` naming file and problem."""
+    """Read and validate the catalog; a malformed file raises :class:`DataFileError` naming file and problem."""
     path = CATALOG_PATH if path is None else Path(path)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise missing_file(path, "generate it with `hf-neuron matrix catalog --generate`") from None
     except json.JSONDecodeError as error:
-        raise CompatFileError(path, f"not valid JSON: {error}") from None
+        raise DataFileError(path, f"not valid JSON: {error}") from None
     if not isinstance(document, dict):
-        raise CompatFileError(path, "the top level must be an object")
+        raise DataFileError(path, "the top level must be an object")
     if document.get("schema") != SCHEMA_VERSION:
-        raise CompatFileError(path, f"schema must be {SCHEMA_VERSION}, got {document.get('schema')!r}")
+        raise DataFileError(path, f"schema must be {SCHEMA_VERSION}, got {document.get('schema')!r}")
     for key in (*_LIBRARIES, "generated"):
         if not isinstance(document.get(key), str):
-            raise CompatFileError(path, f"the header needs a string {key!r}")
+            raise DataFileError(path, f"the header needs a string {key!r}")
     rows = document.get("architectures")
     if not isinstance(rows, list):
-        raise CompatFileError(path, "'architectures' must be a list")
+        raise DataFileError(path, "'architectures' must be a list")
     entries = [_entry(path, index, row) for index, row in enumerate(rows)]
     seen: dict[str, int] = {}
     for index, entry in enumerate(entries):
         if entry.model_type in seen:
-            raise CompatFileError(path, f"duplicate model_type {entry.model_type!r} "
+            raise DataFileError(path, f"duplicate model_type {entry.model_type!r} "
                                         f"(architectures[{seen[entry.model_type]}] and [{index}])")
         seen[entry.model_type] = index
     return Catalog(document["transformers"], document["diffusers"], document["generated"], tuple(entries))

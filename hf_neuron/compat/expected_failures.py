@@ -6,7 +6,7 @@ or a list of distinct strings, ``fnmatch`` patterns where the list allows them, 
 and a ``message``: a regular expression searched in the failure's ``"Type: message"``, so that an entry excuses one
 failure and the same case failing another way is still a failure. A :class:`ListSchema` says what a file's entries
 hold; :func:`load_expected` reads and checks one (a malformed file raises
-:class:`~hf_neuron.compat.files.CompatFileError` naming the file, the line, the entry and the key).
+:class:`~hf_neuron.vocabulary.datafiles.DataFileError` naming the file, the line, the entry and the key).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.compat.files import CompatFileError, read_toml
+from hf_neuron.compat.files import read_toml
+from hf_neuron.vocabulary.datafiles import DataFileError
 
 __all__ = ["EVERY", "ExpectedFailure", "ExpectedFailures", "ListSchema", "Selector", "load_expected"]
 
@@ -110,30 +111,30 @@ def _strings(path: Path, where: str, key: str, value: Any) -> tuple[str, ...]:
     values = [value] if isinstance(value, str) else value
     if (not isinstance(values, list) or not values or len(set(values)) != len(values)
             or not all(isinstance(v, str) and v.strip() for v in values)):
-        raise CompatFileError(path, "must be a non-empty string or a list of distinct ones", table=where, key=key)
+        raise DataFileError(path, "must be a non-empty string or a list of distinct ones", table=where, key=key)
     return tuple(values)
 
 
 def _entry(path: Path, schema: ListSchema, index: int, raw: Any) -> ExpectedFailure:
     where = f"[[{schema.table}]] #{index + 1}"
     if not isinstance(raw, dict):
-        raise CompatFileError(path, "is not a table", table=where)
+        raise DataFileError(path, "is not a table", table=where)
     if unknown := sorted(set(raw) - set(schema.keys)):
-        raise CompatFileError(path, f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(schema.keys)}",
+        raise DataFileError(path, f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(schema.keys)}",
                               table=where)
     needed = [*(key for key, s in schema.selectors.items() if s.required), "reason", *schema.required,
               *(("message",) if schema.message_required else ())]
     if missing := [key for key in needed if key not in raw]:
-        raise CompatFileError(path, f"missing {', '.join(missing)} (every entry needs {', '.join(needed)})",
+        raise DataFileError(path, f"missing {', '.join(missing)} (every entry needs {', '.join(needed)})",
                               table=where)
     for key in ("reason", "message", *schema.required, *schema.optional):
         if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
-            raise CompatFileError(path, "must be a non-empty string", table=where, key=key)
+            raise DataFileError(path, "must be a non-empty string", table=where, key=key)
     names: dict[str, tuple[str, ...]] = {}
     for key, selector in schema.selectors.items():
         values = _strings(path, where, key, raw[key]) if key in raw else (EVERY,)
         if selector.allowed is not None and (bad := [v for v in values if v not in (*selector.allowed, EVERY)]):
-            raise CompatFileError(path, f"{', '.join(map(repr, bad))} is not one of {', '.join(selector.allowed)} "
+            raise DataFileError(path, f"{', '.join(map(repr, bad))} is not one of {', '.join(selector.allowed)} "
                                         f"or {EVERY!r}", table=where, key=key)
         names[key] = values
     message = None
@@ -141,12 +142,12 @@ def _entry(path: Path, schema: ListSchema, index: int, raw: Any) -> ExpectedFail
         try:
             message = re.compile(raw["message"])
         except re.error as exc:
-            raise CompatFileError(path, f"not a valid regular expression: {exc}", table=where, key="message") from exc
+            raise DataFileError(path, f"not a valid regular expression: {exc}", table=where, key="message") from exc
     entry = ExpectedFailure(names, raw["reason"], message,
                             {key: raw[key] for key in (*schema.required, *schema.optional) if key in raw},
                             frozenset(key for key, s in schema.selectors.items() if s.patterns))
     if schema.check is not None and (problem := schema.check(entry)):
-        raise CompatFileError(path, problem, table=where)
+        raise DataFileError(path, problem, table=where)
     return entry
 
 
@@ -155,11 +156,11 @@ def load_expected(path: Path, schema: ListSchema, *, required: bool = False) -> 
     name the same case with the same message are refused (merge them)."""
     document = read_toml(path, required=required)
     if extra := sorted(set(document) - {schema.table}):
-        raise CompatFileError(path, f"unknown top-level key(s) {', '.join(extra)}; entries are [[{schema.table}]] "
+        raise DataFileError(path, f"unknown top-level key(s) {', '.join(extra)}; entries are [[{schema.table}]] "
                                     "tables")
     raw_entries = document.get(schema.table, [])
     if not isinstance(raw_entries, list):
-        raise CompatFileError(path, f"{schema.table} must be an array of tables: write each entry as "
+        raise DataFileError(path, f"{schema.table} must be an array of tables: write each entry as "
                                     f"[[{schema.table}]]")
     entries = tuple(_entry(path, schema, index, raw) for index, raw in enumerate(raw_entries))
     seen: dict[tuple[Any, ...], int] = {}
@@ -167,7 +168,7 @@ def load_expected(path: Path, schema: ListSchema, *, required: bool = False) -> 
         for combination in _combinations(entry.names):
             key = (*combination, None if entry.message is None else entry.message.pattern)
             if key in seen:
-                raise CompatFileError(path, f"names {dict(zip(entry.names, combination, strict=True))} with the same "
+                raise DataFileError(path, f"names {dict(zip(entry.names, combination, strict=True))} with the same "
                                             f"message as #{seen[key] + 1}: merge them",
                                       table=f"[[{schema.table}]] #{index + 1}")
             seen[key] = index

@@ -24,7 +24,7 @@ def check_reviewed_data(*, catalog: Path | None, known_failures: Path, known_fai
                         scenario_names: Collection[str]) -> KnownFailures:
     """Read and check every file of ``compat/`` (the ``catalog`` and ``known_failures`` the run was given, whose
     scenarios must be among ``scenario_names``); the first malformed one raises its
-    :class:`~hf_neuron.compat.files.CompatFileError`. Returns the known failures."""
+    :class:`~hf_neuron.vocabulary.datafiles.DataFileError`. Returns the known failures."""
     load_catalog(catalog)
     known = load_known_failures(known_failures, scenario_names, required=known_failures_required)
     load_overrides()

@@ -12,7 +12,8 @@ import io
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, missing_file
+from hf_neuron.compat.files import COMPAT_DIR, missing_file
+from hf_neuron.vocabulary.datafiles import DataFileError
 
 __all__ = ["COLUMNS", "RANKING_PATH", "RankEntry", "Ranking", "load_ranking", "ranking", "write_ranking"]
 
@@ -29,7 +30,7 @@ class RankEntry:
 
 
 def load_ranking(path: Path | None = None) -> list[RankEntry]:
-    """Read and validate the ranking, by rank; a malformed file raises :class:`CompatFileError`."""
+    """Read and validate the ranking, by rank; a malformed file raises :class:`DataFileError`."""
     path = RANKING_PATH if path is None else Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -38,19 +39,19 @@ def load_ranking(path: Path | None = None) -> list[RankEntry]:
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None or tuple(header) != COLUMNS:
-        raise CompatFileError(path, f"the header must be {','.join(COLUMNS)}, got {','.join(header or [])!r}")
+        raise DataFileError(path, f"the header must be {','.join(COLUMNS)}, got {','.join(header or [])!r}")
     entries: list[RankEntry] = []
     seen: set[str] = set()
     for line, row in enumerate(reader, start=2):
         if len(row) != len(COLUMNS):
-            raise CompatFileError(path, f"line {line}: expected {len(COLUMNS)} fields, got {len(row)}")
+            raise DataFileError(path, f"line {line}: expected {len(COLUMNS)} fields, got {len(row)}")
         model_type, rank, source = row
         if not rank.strip().isdigit() or int(rank) < 1:
-            raise CompatFileError(path, f"line {line}: rank must be a positive integer, got {rank!r}")
+            raise DataFileError(path, f"line {line}: rank must be a positive integer, got {rank!r}")
         if not model_type or model_type in seen:
-            raise CompatFileError(path, f"line {line}: model_type {model_type!r} is empty or listed twice")
+            raise DataFileError(path, f"line {line}: model_type {model_type!r} is empty or listed twice")
         if not source.strip():
-            raise CompatFileError(path, f"line {line}: source must say where the rank comes from")
+            raise DataFileError(path, f"line {line}: source must say where the rank comes from")
         seen.add(model_type)
         entries.append(RankEntry(model_type, int(rank), source))
     return sorted(entries, key=lambda entry: entry.rank)

@@ -16,7 +16,8 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hf_neuron.compat.files import CompatFileError, check_sorted, read_toml
+from hf_neuron.compat.files import read_toml
+from hf_neuron.vocabulary.datafiles import DataFileError, check_sorted
 from hf_neuron.vocabulary.gaps import GAPS, Gap
 
 __all__ = ["SHARED_KEYS", "Reviewed", "check_table", "load_tables"]
@@ -39,24 +40,24 @@ class Reviewed:
 def check_table(path: Path, model_type: str, table: Any, keys: Collection[str]) -> Reviewed:
     """``table``'s shared part, after checking that it is a table with only :data:`SHARED_KEYS` and ``keys``, a
     non-empty reason, a boolean ``runs`` (default true) and a ``gap`` name only with ``runs = false``; raises
-    :class:`CompatFileError` naming the file and the table."""
+    :class:`DataFileError` naming the file and the table."""
     if not isinstance(table, dict):
-        raise CompatFileError(path, f"must be a table, got {type(table).__name__}", table=model_type)
+        raise DataFileError(path, f"must be a table, got {type(table).__name__}", table=model_type)
     allowed = SHARED_KEYS | set(keys)
     unknown = sorted(set(table) - allowed)
     if unknown:
-        raise CompatFileError(path, f"unknown keys {unknown}; allowed: {sorted(allowed)}", table=model_type)
+        raise DataFileError(path, f"unknown keys {unknown}; allowed: {sorted(allowed)}", table=model_type)
     reason = table.get("reason")
     if not isinstance(reason, str) or not reason.strip():
-        raise CompatFileError(path, "needs a non-empty string: why", table=model_type, key="reason")
+        raise DataFileError(path, "needs a non-empty string: why", table=model_type, key="reason")
     runs = table.get("runs", True)
     if not isinstance(runs, bool):
-        raise CompatFileError(path, "must be true or false", table=model_type, key="runs")
+        raise DataFileError(path, "must be true or false", table=model_type, key="runs")
     gap = table.get("gap")
     if gap is not None and runs:
-        raise CompatFileError(path, "goes with runs = false", table=model_type, key="gap")
+        raise DataFileError(path, "goes with runs = false", table=model_type, key="gap")
     if gap is not None and gap not in GAPS:
-        raise CompatFileError(path, f"{gap!r} is not a gap; gaps are {', '.join(GAPS)}", table=model_type, key="gap")
+        raise DataFileError(path, f"{gap!r} is not a gap; gaps are {', '.join(GAPS)}", table=model_type, key="gap")
     return Reviewed(reason.strip(), runs, gap)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, read_toml
+from hf_neuron.compat.files import COMPAT_DIR, read_toml
+from hf_neuron.vocabulary.datafiles import DataFileError
 
 __all__ = ["SLICES_PATH", "Slice", "load_slices"]
 
@@ -30,16 +31,16 @@ class Slice:
 
 def _slice(path: Path, name: str, raw: object) -> Slice:
     if not isinstance(raw, dict):
-        raise CompatFileError(path, f"must be a table with {', '.join(_KEYS)}", table=name)
+        raise DataFileError(path, f"must be a table with {', '.join(_KEYS)}", table=name)
     if set(raw) != set(_KEYS):
-        raise CompatFileError(path, f"must have exactly the keys {', '.join(_KEYS)}; it has {', '.join(raw)}",
+        raise DataFileError(path, f"must have exactly the keys {', '.join(_KEYS)}; it has {', '.join(raw)}",
                               table=name)
     archs = raw["architectures"]
     if not isinstance(raw["description"], str):
-        raise CompatFileError(path, "must be a string", table=name, key="description")
+        raise DataFileError(path, "must be a string", table=name, key="description")
     if (not isinstance(archs, list) or not archs or not all(isinstance(a, str) and a for a in archs)
             or len(set(archs)) != len(archs)):
-        raise CompatFileError(path, "must be a non-empty list of distinct model types", table=name,
+        raise DataFileError(path, "must be a non-empty list of distinct model types", table=name,
                               key="architectures")
     return Slice(name, raw["description"], tuple(archs))
 

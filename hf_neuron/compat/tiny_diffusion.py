@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError, check_sorted, read_toml
+from hf_neuron.compat.files import COMPAT_DIR, read_toml
+from hf_neuron.vocabulary.datafiles import DataFileError, check_sorted
 
 __all__ = ["LAYOUTS", "RECIPES_FILE", "Component", "Layout", "Recipe", "load_recipes", "recipe"]
 
@@ -53,14 +54,14 @@ class Recipe:
 
 def _table(path: Path, where: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise CompatFileError(path, "must be a table", table=where.strip("[]"))
+        raise DataFileError(path, "must be a table", table=where.strip("[]"))
     return value
 
 
 def _component(path: Path, name: str, raw: Any) -> Component:
     table = _table(path, f"[components.{name}]", raw)
     if set(table) - _COMPONENT_KEYS or not isinstance(table.get("class"), str):
-        raise CompatFileError(path, "holds a 'class' string and an optional 'config' table", table=f"components.{name}")
+        raise DataFileError(path, "holds a 'class' string and an optional 'config' table", table=f"components.{name}")
     return Component(name, table["class"], _table(path, f"[components.{name}].config", table.get("config", {})))
 
 
@@ -69,21 +70,21 @@ def _recipe(path: Path, name: str, raw: Any, presets: Mapping[str, Component]) -
     table = _table(path, where, raw)
     unknown = sorted(set(table) - _BACKBONE_KEYS)
     if unknown:
-        raise CompatFileError(path, f"unknown keys {unknown}; allowed: {sorted(_BACKBONE_KEYS)}",
+        raise DataFileError(path, f"unknown keys {unknown}; allowed: {sorted(_BACKBONE_KEYS)}",
                               table=f"backbones.{name}")
     if ("config" in table or "layout" in table) and not str(table.get("reason", "")).strip():
-        raise CompatFileError(path, "changes the config or layout: say why", table=f"backbones.{name}", key="reason")
+        raise DataFileError(path, "changes the config or layout: say why", table=f"backbones.{name}", key="reason")
     if table.get("layout", LAYOUTS[0]) not in LAYOUTS:
-        raise CompatFileError(path, f"must be one of {', '.join(LAYOUTS)}", table=f"backbones.{name}", key="layout")
+        raise DataFileError(path, f"must be one of {', '.join(LAYOUTS)}", table=f"backbones.{name}", key="layout")
     components: dict[str, Component | None] = {}
     for argument, preset in _table(path, f"{where}.components", table.get("components", {})).items():
         if preset != NONE and preset not in presets:
-            raise CompatFileError(path, f"= {preset!r} names no [components.*] preset; known: "
+            raise DataFileError(path, f"= {preset!r} names no [components.*] preset; known: "
                                         f"{', '.join(sorted(presets))}, or {NONE!r}", table=f"backbones.{name}",
                                   key=f"components.{argument}")
         components[argument] = None if preset == NONE else presets[preset]
     if components and not isinstance(table.get("pipeline"), str):
-        raise CompatFileError(path, "has components but no 'pipeline' class", table=f"backbones.{name}")
+        raise DataFileError(path, "has components but no 'pipeline' class", table=f"backbones.{name}")
     return Recipe(
         config=_table(path, f"{where}.config", table.get("config", {})),
         layout=table.get("layout"),
@@ -98,7 +99,7 @@ def load_recipes(path: Path = RECIPES_FILE) -> dict[str, Recipe]:
     document = read_toml(path)
     extra = sorted(set(document) - {"components", "backbones"})
     if extra:
-        raise CompatFileError(path, f"unknown top-level tables {extra}; use [components.*] and [backbones.*]")
+        raise DataFileError(path, f"unknown top-level tables {extra}; use [components.*] and [backbones.*]")
     presets = {name: _component(path, name, raw)
                for name, raw in _table(path, "[components]", document.get("components", {})).items()}
     backbones = _table(path, "[backbones]", document.get("backbones", {}))

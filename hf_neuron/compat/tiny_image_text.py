@@ -29,8 +29,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+from hf_neuron.compat.files import COMPAT_DIR
 from hf_neuron.compat.reviewed_tables import check_table, load_tables
+from hf_neuron.vocabulary.datafiles import DataFileError
 from hf_neuron.vocabulary.gaps import Gap
 
 __all__ = ["IMAGE_TEXT_PATH", "ImageTextRecipe", "image_text_recipe", "load_image_text"]
@@ -62,7 +63,7 @@ def _images(path: Path, model_type: str, value: Any) -> tuple[tuple[int, int], .
                                                           for n in pair)
         for pair in pairs
     ):
-        raise CompatFileError(path, f"[{model_type}] 'images' must be a non-empty list of [height, width] pairs of "
+        raise DataFileError(path, f"[{model_type}] 'images' must be a non-empty list of [height, width] pairs of "
                                     "positive integers")
     return tuple((height, width) for height, width in pairs)
 
@@ -71,16 +72,16 @@ def _parse(path: Path, model_type: str, table: Any) -> ImageTextRecipe:
     reviewed = check_table(path, model_type, table, _KEYS)
     image_processor = table.get("image_processor")
     if image_processor is not None and (not isinstance(image_processor, str) or not image_processor):
-        raise CompatFileError(path, f"[{model_type}] 'image_processor' must be a transformers class name")
+        raise DataFileError(path, f"[{model_type}] 'image_processor' must be a transformers class name")
     tables = {}
     for key in ("image_processor_config", "processor_config"):
         tables[key] = table.get(key, {})
         if not isinstance(tables[key], dict):
-            raise CompatFileError(path, f"[{model_type}] '{key}' must be a table")
+            raise DataFileError(path, f"[{model_type}] '{key}' must be a table")
     images = _images(path, model_type, table["images"]) if "images" in table else None
     image_axis = table.get("image_axis", False)
     if not isinstance(image_axis, bool):
-        raise CompatFileError(path, f"[{model_type}] 'image_axis' must be true or false")
+        raise DataFileError(path, f"[{model_type}] 'image_axis' must be true or false")
     return ImageTextRecipe(model_type, reviewed.reason, image_processor, tables["image_processor_config"],
                             tables["processor_config"], images, image_axis, reviewed.runs, reviewed.gap)
 

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_neuron.compat.files import COMPAT_DIR, CompatFileError
+from hf_neuron.compat.files import COMPAT_DIR
 from hf_neuron.compat.reviewed_tables import check_table, load_tables
+from hf_neuron.vocabulary.datafiles import DataFileError
 from hf_neuron.vocabulary.gaps import Gap
 
 __all__ = ["OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
@@ -44,7 +45,7 @@ def _parse(path: Path, model_type: str, table: Any) -> Override:
     reviewed = check_table(path, model_type, table, _KEYS)
     config = table.get("config", {})
     if not isinstance(config, dict):
-        raise CompatFileError(path, f"[{model_type}] 'config' must be a table")
+        raise DataFileError(path, f"[{model_type}] 'config' must be a table")
     return Override(model_type=model_type, reason=reviewed.reason, config=config, runs=reviewed.runs, gap=reviewed.gap)
 
 

@@ -18,14 +18,15 @@ def activate(settings: ReferenceDeviceSettings) -> None:
     """Build (first use) or load the runtime and register it as the ``neuron`` device."""
     import torch
 
-    from hf_neuron.device import distributed, dynamo_backend, neuron, runtime, topology
-    from hf_neuron.device.fallback_ops import trainium_fallback_ops
+    from hf_neuron.device import distributed, dynamo_backend, neuron, runtime, topology, trainium_ops
 
     devices = topology.topology(settings.devices)
+    ops = trainium_ops.load()
     runtime.load().configure(
         devices.count, devices.current, settings.narrow_64bit, settings.strict_memory_formats,
         -1 if settings.capacity_bytes is None else settings.capacity_bytes, settings.op_log,
-        settings.warn_fallback, settings.copy_aliasing, trainium_fallback_ops(),
+        settings.warn_fallback, settings.copy_aliasing, settings.trainium_dispatch, settings.rng_on_cpu,
+        sorted(ops.native), sorted(ops.unlogged), sorted(ops.measured_fallback or {}), ops.kind == "measured",
     )
     torch.utils.rename_privateuse1_backend("neuron")
     neuron.bind()

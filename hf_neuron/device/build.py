@@ -25,7 +25,7 @@ __all__ = ["EXTENSION_NAME", "SOURCES", "build_dir", "cache_root", "load"]
 
 EXTENSION_NAME = "hf_neuron_reference_device"
 CSRC = Path(__file__).parent / "csrc"
-SOURCES = ("runtime.cpp", "kernels.cpp", "autocast.cpp", "bindings.cpp")
+SOURCES = ("runtime.cpp", "kernels.cpp", "attention.cpp", "autocast.cpp", "bindings.cpp")
 _HEADERS = ("neuron.h",)
 
 

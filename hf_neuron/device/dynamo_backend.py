@@ -4,8 +4,8 @@ The pipeline the real backend documents, minus the Neuron compiler: Dynamo -> AO
 forward and backward graphs, run eagerly on the device (no Inductor, which cannot lower for a PrivateUse1
 device). Its documented rules hold: ``dynamic=True`` is rejected, modes other than ``"default"`` warn and are
 ignored, failures raise (there is no silent fallback to eager), and, with the compile contract ``trainium``
-(``HF_NEURON_EMULATOR_COMPILE_CONTRACT``, the default), a graph that scatters with compute into integers is
-rejected as the Neuron compiler rejects it (NCC_EVRF060).
+(``HF_NEURON_EMULATOR_COMPILE_CONTRACT``, the default), a graph the Neuron compiler rejects by default is rejected
+with its documented error code: integer scatter-with-compute (NCC_EVRF060), complex data types (NCC_EVRF004).
 
 Registered only while the reference device is active, when Dynamo is first imported, so that the real
 backend's own ``neuron`` entry point is never shadowed and ``import torch`` does not pay for Dynamo.
@@ -65,17 +65,34 @@ def _integer_scatter(graph: torch.fx.GraphModule) -> str | None:
     return None
 
 
+def _complex_value(graph: torch.fx.GraphModule) -> str | None:
+    """The first value of ``graph`` with a complex dtype (``"view_as_complex: torch.complex64"``), if any."""
+    for node in graph.graph.nodes:
+        values = node.meta.get("val")
+        for value in values if isinstance(values, (list, tuple)) else (values,):
+            if isinstance(value, torch.Tensor) and value.is_complex():
+                return f"{getattr(node.target, '__name__', node.name)}: {value.dtype}"
+    return None
+
+
 def _run_eagerly(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     from torch._functorch.aot_autograd import make_boxed_func
 
     from hf_neuron import settings
 
-    if settings.read("HF_NEURON_EMULATOR_COMPILE_CONTRACT") == "trainium" and (found := _integer_scatter(graph)):
-        raise NeuronCompilerRejectionError(
-            f"the Neuron compiler rejects integer scatter-with-compute ({found}) [NCC_EVRF060]: it is emulated in "
-            "float32 and imprecise above 2**24. Compute it in float32, or outside the compiled region "
-            "(HF_NEURON_EMULATOR_COMPILE_CONTRACT=lenient compiles it as the CPU does)"
-        )
+    if settings.read("HF_NEURON_EMULATOR_COMPILE_CONTRACT") == "trainium":
+        if found := _integer_scatter(graph):
+            raise NeuronCompilerRejectionError(
+                f"the Neuron compiler rejects integer scatter-with-compute ({found}) [NCC_EVRF060]: it is emulated "
+                "in float32 and imprecise above 2**24. Compute it in float32, or outside the compiled region "
+                "(HF_NEURON_EMULATOR_COMPILE_CONTRACT=lenient compiles it as the CPU does)"
+            )
+        if found := _complex_value(graph):
+            raise NeuronCompilerRejectionError(
+                f"the Neuron compiler rejects complex data types ({found}) [NCC_EVRF004]: complex tensors are not "
+                "supported on the Neuron device. Compute with their real and imaginary parts, or outside the "
+                "compiled region (HF_NEURON_EMULATOR_COMPILE_CONTRACT=lenient compiles it as the CPU does)"
+            )
     return make_boxed_func(graph.forward)
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 
-from hf_neuron.device.fallback_ops import trainium_fallback_ops
 from hf_neuron.device.runtime import extension as _runtime
 
 __all__ = [
@@ -316,14 +315,15 @@ def empty_cache() -> None:
 
 # ---- operator log -------------------------------------------------------------------------------------
 def get_executed_ops() -> dict[str, int]:
-    """Operators that ran through the device's CPU kernels, with counts (needs HF_NEURON_EMULATOR_OP_LOG=1)."""
+    """Operators the model dispatched on the device that ran through its CPU kernels, by dispatcher name
+    (``aten::name[.overload]``), with their calls (needs HF_NEURON_EMULATOR_OP_LOG=1)."""
     return dict(sorted(_runtime().executed_ops().items()))
 
 
 def get_fallback_ops() -> dict[str, int]:
-    """The executed operators that the real backend is expected to run on the CPU."""
-    expected = set(trainium_fallback_ops())
-    return {name: count for name, count in get_executed_ops().items() if name in expected}
+    """The executed operators that would run on the CPU on Trainium (``hf_neuron/device/trainium_ops.toml``: not
+    native there, or measured falling back), with their calls."""
+    return dict(sorted(_runtime().fallback_ops().items()))
 
 
 def reset_op_log() -> None:

@@ -2,11 +2,12 @@
 
 On the reference device a profile is a set of its fidelity switches (``HF_NEURON_EMULATOR_*``), set for the run's
 workers before they import torch. ``trainium`` (the default of every run) turns on the real backend's documented
-behaviours that a CPU-kernel device would otherwise hide: 64-bit computed in 32 bits, only contiguous memory
-formats, the Neuron compiler's rejections in ``torch.compile(backend="neuron")``, and the operator log that says
-which operators would fall back to the CPU. ``cpu-parity`` is the plain parity run: CPU semantics, the lenient compile
-contract, the operator log still on. On the real backend a profile changes nothing: the hardware is what it is, and
-the records only say which profile the run asked for.
+behaviours that a CPU-kernel device would otherwise hide: the rules of :mod:`hf_neuron.device.trainium_rules` (64-bit
+computed in 32 bits, only contiguous memory formats, the Neuron compiler's rejections in
+``torch.compile(backend="neuron")``, the real backend's dispatch routes) and the operator log that says which
+operators would fall back to the CPU (``hf_neuron/device/trainium_ops.toml``). ``cpu-parity`` is the plain parity run:
+CPU semantics and kernel choices, the lenient compile contract, the operator log still on. On the real backend a
+profile changes nothing: the hardware is what it is, and the records only say which profile the run asked for.
 """
 
 from __future__ import annotations
@@ -36,12 +37,16 @@ PROFILES: dict[str, Profile] = {
             "HF_NEURON_EMULATOR_64BIT": "narrow",
             "HF_NEURON_EMULATOR_MEMORY_FORMATS": "strict",
             "HF_NEURON_EMULATOR_COMPILE_CONTRACT": "trainium",
+            "HF_NEURON_EMULATOR_DISPATCH": "trainium",
+            "HF_NEURON_EMULATOR_RNG": "cpu",
             "HF_NEURON_EMULATOR_OP_LOG": "1",
         }),
         Profile("cpu-parity", "the reference device as the CPU computes: plain parity", {
             "HF_NEURON_EMULATOR_64BIT": "exact",
             "HF_NEURON_EMULATOR_MEMORY_FORMATS": "any",
             "HF_NEURON_EMULATOR_COMPILE_CONTRACT": "lenient",
+            "HF_NEURON_EMULATOR_DISPATCH": "cpu",
+            "HF_NEURON_EMULATOR_RNG": "device",
             "HF_NEURON_EMULATOR_OP_LOG": "1",
         }),
     )

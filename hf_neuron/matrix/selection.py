@@ -124,7 +124,7 @@ def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
     """The architectures of the catalog ``path`` (default ``compat/catalog.json``), in catalog order."""
     from hf_neuron.compat.catalog import load_catalog
 
-    catalog = load_catalog(path)  # a malformed file raises CompatFileError, an InputError naming the file
+    catalog = load_catalog(path)  # a malformed file raises DataFileError, an InputError naming the file
     architectures = []
     for entry in catalog.entries:
         untested: GapReason | None = None

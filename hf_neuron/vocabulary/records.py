@@ -44,6 +44,8 @@ __all__ = [
     "CompileFacts",
     "ConflictPolicy",
     "Env",
+    "FallbackList",
+    "FallbackListKind",
     "NamedScenario",
     "OneEach",
     "Parity",
@@ -88,6 +90,28 @@ class NamedScenario(ScenarioFacts):
     name: str
 
 
+#: Where a run's list of the operators the real backend runs on the CPU comes from: TorchNeuron's source, a Trainium
+#: run's measurement of it (both kept in ``hf_neuron/device/trainium_ops.toml``), or the real backend's own report.
+FallbackListKind = Literal["source", "measured", "backend"]
+
+
+class FallbackList(TypedDict):
+    """The provenance of a run's ``fallback_ops`` (``env.fallback_list``): the ``source`` repository (or the
+    backend's package) and its ``commit``, the TorchNeuron version it describes, its ``kind``; for the reference
+    device also the ``file`` it was read from, the source's ``date``, the count of ``native`` overloads and, when
+    measured, the measuring run and its TorchNeuron version."""
+
+    source: str
+    commit: str | None
+    torch_neuronx: str | None
+    kind: FallbackListKind
+    file: NotRequired[str]
+    date: NotRequired[str]
+    native: NotRequired[int]
+    measured_run: NotRequired[str]
+    measured_torch_neuronx: NotRequired[str]
+
+
 class Env(TypedDict):
     """The run's environment, the same in all its records: the backend under test and its version and devices, the
     matrix profile, the hf-neuron patches that applied (and those that work around a gap of the reference device),
@@ -111,8 +135,9 @@ class Env(TypedDict):
     host: NotRequired[str]
     #: the run's scenario set, in run order, each with what its records say of it (schema 3)
     scenarios: NotRequired[list[NamedScenario]]
-    #: where the list of operators the real backend runs on the CPU came from: source, commit, kind
-    fallback_list: NotRequired[dict[str, str]]
+    #: where the list of operators the real backend runs on the CPU came from (absent before schema 3's
+    #: trainium_ops.toml; None for a CPU-only run)
+    fallback_list: NotRequired[FallbackList | None]
 
 
 class Record(TypedDict):
@@ -120,7 +145,8 @@ class Record(TypedDict):
     of an ``untested`` case; ``parity`` the scenario's comparison; ``cpu_*`` the CPU re-run of a case that failed on the
     device; ``known_failure`` the matching entry of ``compat/known_failures.toml``; ``compile`` what Dynamo did (null
     when nothing was compiled); ``fallback_ops`` the operators that ran on the device which the real backend runs on the
-    CPU, with counts (null when the backend cannot tell); ``details`` scenario-specific facts (e.g. ``ddp``'s ranks)."""
+    CPU, with counts (null when the backend cannot tell; on the real backend a count of 0 means the operator fell back
+    and its calls were not counted); ``details`` scenario-specific facts (e.g. ``ddp``'s ranks)."""
 
     schema: int
     run_id: str

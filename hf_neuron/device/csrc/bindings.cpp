@@ -10,7 +10,9 @@ namespace {
 
 void configure(
     int device_count, int default_device, bool narrow_64bit, bool strict_memory_formats, int64_t capacity_bytes,
-    bool op_log, bool warn_fallback, bool copy_aliasing, const std::vector<std::string>& trainium_fallback_ops) {
+    bool op_log, bool warn_fallback, bool copy_aliasing, bool trainium_dispatch, bool rng_on_cpu,
+    const std::vector<std::string>& native, const std::vector<std::string>& unlogged,
+    const std::vector<std::string>& measured_fallback, bool measured) {
   hf_neuron::Settings s;
   s.device_count = static_cast<c10::DeviceIndex>(device_count);
   s.narrow_64bit = narrow_64bit;
@@ -19,7 +21,9 @@ void configure(
   s.op_log = op_log;
   s.warn_fallback = warn_fallback;
   s.copy_aliasing = copy_aliasing;
-  hf_neuron::configure(s, trainium_fallback_ops);
+  s.trainium_dispatch = trainium_dispatch;
+  s.rng_on_cpu = rng_on_cpu;
+  hf_neuron::configure(s, hf_neuron::TrainiumOps{native, unlogged, measured_fallback, measured});
   hf_neuron::set_default_device(static_cast<c10::DeviceIndex>(default_device));
   hf_neuron::route_cpu_kernels();
 }
@@ -68,7 +72,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("default_generator", &default_generator);
   m.def("cpu_alias", &cpu_alias);
   m.def("executed_ops", &hf_neuron::executed_ops);
+  m.def("fallback_ops", &hf_neuron::fallback_ops);
+  m.def("own_kernels", &hf_neuron::own_kernels);
   m.def("clear_op_log", &hf_neuron::clear_op_log);
+  // For scripts/bench_device.py: the op log on or off in a running process (what it costs).
+  m.def("set_op_log", [](bool on) { hf_neuron::settings().op_log = on; });
   m.def("in_bad_fork", &hf_neuron::in_bad_fork);
   m.def("initialized", &hf_neuron::initialized);
 }

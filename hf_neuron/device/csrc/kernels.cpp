@@ -7,8 +7,6 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
-#include <ATen/native/transformers/attention.h>
-#include <ATen/ops/_fused_sdp_choice_cpu_dispatch.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
@@ -210,6 +208,7 @@ void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {
 // Dropout as CUDA runs it, so that its mask draws from the device's generator. The CPU kernel would draw from
 // the CPU's default generator internally, where torch.neuron.manual_seed and get_rng_state cannot reach it.
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+  DeviceKernelScope scope("aten::native_dropout");  // native on Trainium too: what it dispatches is not logged
   if (input.numel() == 0 || (train.has_value() && !*train)) {
     return {input.clone(), at::ones_like(input, input.options().dtype(c10::kBool))};
   }
@@ -235,6 +234,8 @@ at::Tensor efficient_zero_tensor(
     c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
     std::optional<c10::Device> device, std::optional<bool> /*pin_memory*/) {
   check_dense(layout);
+  // TorchNeuron registers no kernel of its own for it: on Trainium it runs through the CPU fallback.
+  record_named("aten::_efficientzerotensor");
   NoMemoryAllocator allocator(c10::Device(kNeuron, check_index(device.has_value() ? device->index() : -1)));
   const auto keys = c10::DispatchKeySet(kNeuronKey) | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
   return at::detail::empty_generic(size, &allocator, keys, c10::dtype_or_default(dtype), std::nullopt);
@@ -265,12 +266,16 @@ class FallbackCall {
     }
     check_cpu_tensors();
     device_ = check_index(device_);
-    for (size_t position : generator_slots_) {
-      (*stack_)[position] = cpu_generator_of(default_generator(device_));
+    if (!settings().rng_on_cpu) {  // else the CPU kernel draws from the CPU's default generator, as on Trainium
+      for (size_t position : generator_slots_) {
+        (*stack_)[position] = cpu_generator_of(default_generator(device_));
+      }
     }
     if (settings().op_log) {
-      record_op(op_);
+      record_op(op_, complex_inputs_ && !returns_view());
     }
+    // What the conversions and the CPU kernel dispatch is this call's own work, not the model's.
+    DeviceKernelScope own_work;
     if (settings().narrow_64bit && !is_view_op()) {
       narrow_inputs(first, arguments);
     }
@@ -296,6 +301,16 @@ class FallbackCall {
     c10::Storage device;
     c10::Storage cpu;
   };
+
+  // A view operator (a return aliases an input without writing it), as opposed to an in-place or out= one.
+  bool returns_view() const {
+    for (const auto& ret : op_.schema().returns()) {
+      if (ret.alias_info() != nullptr && !ret.alias_info()->isWrite()) {
+        return true;
+      }
+    }
+    return false;
+  }
 
   bool is_view_op() const {
     for (const auto& ret : op_.schema().returns()) {
@@ -331,6 +346,7 @@ class FallbackCall {
       return t;
     }
     note_device(t, argument);
+    complex_inputs_ = complex_inputs_ || (!mutated && t.is_complex());
     // The same tensor passed twice (`logical_and_` calls `logical_and_out(self, self, other)`) is one CPU
     // tensor, so that a kernel sees what it would see on the CPU: TensorIterator then treats the output as
     // read-write and refuses to broadcast it, instead of resizing the caller's tensor.
@@ -381,8 +397,10 @@ class FallbackCall {
       }
       value = c10::Device(c10::kCPU);
     } else if (value.isGenerator()) {
+      // A neuron generator is the CPU generator it draws from; with rng_on_cpu the CPU kernel gets it as it is, and
+      // refuses it, as the CPU kernels of the real backend's fallback do.
       const auto& generator = value.toGenerator();
-      if (generator.device().type() == kNeuron) {
+      if (generator.device().type() == kNeuron && !settings().rng_on_cpu) {
         value = cpu_generator_of(generator);
       }
     } else if (value.isNone() && argument.type()->kind() == c10::TypeKind::OptionalType &&
@@ -517,6 +535,7 @@ class FallbackCall {
   c10::SmallVector<StoragePair, 2> adopted_;  // results: their device storage over the CPU storage
   c10::SmallVector<std::pair<at::Tensor, const char*>, 2> cpu_tensors_;
   c10::SmallVector<size_t, 1> generator_slots_;
+  bool complex_inputs_ = false;
 };
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -533,12 +552,12 @@ void refuse_layout(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) 
 
 } // namespace
 
-// scaled_dot_product_attention asks a per-device stub which kernel to use and falls back to the math
-// decomposition for a device without one. Make the CPU's choice, so attention runs the CPU's fused kernels.
-int64_t fused_sdp_choice(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const std::optional<at::Tensor>& mask,
-    double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa) {
-  return at::cpu::_fused_sdp_choice(query, key, value, mask, dropout_p, is_causal, scale, enable_gqa);
+at::Tensor cpu_alias_of(const at::Tensor& t) {
+  return cpu_view(t);
+}
+
+at::Tensor adopt_cpu_tensor(const at::Tensor& cpu, c10::DeviceIndex index) {
+  return tensor_over(adopt_cpu_storage(cpu.storage(), index), cpu, kNeuronKey);
 }
 
 int route_cpu_kernels() {
@@ -559,31 +578,51 @@ int route_cpu_kernels() {
         op->hasKernelForDispatchKey(kNeuronKey)) {
       continue;
     }
+    // With the real backend's routes, an op it does not implement takes its composite kernel, which dispatches
+    // its parts (a structured op's out= variant, a decomposition): what Trainium runs, and what its log shows.
+    if (settings().trainium_dispatch && !native_on_trainium(c10::toString(name))) {
+      continue;
+    }
     const std::string short_name = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
     library->impl(short_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+    ++routed;
+  }
+  if (settings().trainium_dispatch) {
+    // TorchNeuron implements argsort.stable in C++; its composite would dispatch sort.stable, which it does not.
+    // Its outputs are indices (no gradient), so a backend kernel in place of the composite loses nothing.
+    library->impl("argsort.stable", torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
     ++routed;
   }
   return routed;
 }
 
+std::vector<std::string>& own_kernel_names() {
+  static std::vector<std::string> names;
+  return names;
+}
+
+std::vector<std::string> own_kernels() {
+  return own_kernel_names();
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("empty.memory_format", empty_memory_format);
-  m.impl("empty_strided", empty_strided);
-  m.impl("as_strided", as_strided);
-  m.impl("view", view);
-  m.impl("_reshape_alias", reshape_alias);
-  m.impl("resize_", resize_);
-  m.impl("set_.source_Storage_storage_offset", set_storage);
-  m.impl("set_.source_Storage", set_source_storage);
-  m.impl("set_.source_Tensor", set_source_tensor);
-  m.impl("set_", set_empty);
-  m.impl("_copy_from", copy_from);
-  m.impl("_copy_from_and_resize", copy_from_and_resize);
-  m.impl("_local_scalar_dense", local_scalar_dense);
-  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
-  m.impl("_efficientzerotensor", efficient_zero_tensor);
-  m.impl("record_stream", record_stream);
-  m.impl("native_dropout", native_dropout);
+  own(m, "empty.memory_format", empty_memory_format);
+  own(m, "empty_strided", empty_strided);
+  own(m, "as_strided", as_strided);
+  own(m, "view", view);
+  own(m, "_reshape_alias", reshape_alias);
+  own(m, "resize_", resize_);
+  own(m, "set_.source_Storage_storage_offset", set_storage);
+  own(m, "set_.source_Storage", set_source_storage);
+  own(m, "set_.source_Tensor", set_source_tensor);
+  own(m, "set_", set_empty);
+  own(m, "_copy_from", copy_from);
+  own(m, "_copy_from_and_resize", copy_from_and_resize);
+  own(m, "_local_scalar_dense", local_scalar_dense);
+  own(m, "_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+  own(m, "_efficientzerotensor", efficient_zero_tensor);
+  own(m, "record_stream", record_stream);
+  own(m, "native_dropout", native_dropout);
 }
 
 // Our copies honour the conjugate and negative bits themselves (the CPU copy resolves them); the generic
@@ -630,7 +669,3 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 
 } // namespace hf_neuron
-
-namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &hf_neuron::fused_sdp_choice)
-} // namespace at::native

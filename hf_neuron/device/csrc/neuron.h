@@ -3,6 +3,7 @@
 // Declarations shared by the translation units:
 //   runtime.cpp   device state, allocators, device guard, generators, hooks
 //   kernels.cpp   the few native kernels a backend must own, and the zero-copy CPU fallback
+//   attention.cpp the fused attention kernel the real backend picks for scaled_dot_product_attention
 //   autocast.cpp  AutocastPrivateUse1 registrations (CUDA's op policies)
 //   bindings.cpp  the Python module (`_C`) that hf_neuron.device.module wraps
 #pragma once
@@ -11,6 +12,7 @@
 #include <ATen/core/Generator.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/Storage.h>
+#include <torch/library.h>
 
 #include <cstdint>
 #include <string>
@@ -28,11 +30,24 @@ struct Settings {
   bool strict_memory_formats = false; // refuse channels-last and other formats
   int64_t capacity_bytes = -1;        // per device; -1 = unlimited
   bool op_log = false;                // count every operator that runs on the device
-  bool warn_fallback = false;         // warn once per op listed in trainium_fallback_ops
+  bool warn_fallback = false;         // warn once per operator that would fall back on Trainium
   bool copy_aliasing = false;         // debug: run CPU kernels on copies, not aliases
+  bool trainium_dispatch = false;     // take the real backend's dispatch routes (composites, attention)
+  bool rng_on_cpu = false;            // random operators draw from the CPU's default generator
 };
 Settings& settings();
-void configure(const Settings& s, const std::vector<std::string>& trainium_fallback_ops);
+
+// Which operators the real backend runs natively (hf_neuron/device/trainium_ops.toml), by dispatcher name
+// (`aten::name` or `aten::name.overload`): an operator the device dispatches is a fallback on Trainium when it is
+// in `measured_fallback` (a Trainium run measured it) or, without a measurement, in neither `native` nor `unlogged`.
+struct TrainiumOps {
+  std::vector<std::string> native;
+  std::vector<std::string> unlogged;
+  std::vector<std::string> measured_fallback;
+  bool measured = false;
+};
+void configure(const Settings& s, const TrainiumOps& ops);
+bool native_on_trainium(const std::string& name);
 
 // ---- devices ---------------------------------------------------------------------------------
 c10::DeviceIndex device_count();
@@ -71,18 +86,47 @@ const at::Generator& default_generator(c10::DeviceIndex index);
 at::Generator new_generator(c10::DeviceIndex index);
 // The CPU generator that a device generator draws from (CPU kernels accept only CPU generators).
 at::Generator cpu_generator_of(const at::Generator& generator);
+// The generator a random operator on device `index` draws from when none is given: the device's (its CPU
+// generator), or with rng_on_cpu the CPU's default generator, as on Trainium.
+at::Generator generator_for(c10::DeviceIndex index);
 
 // ---- kernels ------------------------------------------------------------------------------------
-// Makes every aten op that has both a CPU kernel and a composite kernel run the CPU kernel; returns how many.
+// Makes aten ops that have both a CPU kernel and a composite kernel run the CPU kernel (with trainium_dispatch,
+// only those the real backend implements: the others take their composite, as on Trainium); returns how many.
 int route_cpu_kernels();
-// scaled_dot_product_attention's kernel choice for the device: the CPU's.
-int64_t fused_sdp_choice(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const std::optional<at::Tensor>& mask,
-    double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa);
+// The ops this library registers with a kernel of its own (not the CPU fallback) for PrivateUse1.
+std::vector<std::string> own_kernels();
+std::vector<std::string>& own_kernel_names();
+// Registers `kernel`, a kernel of this library, for `name` (e.g. "view") on PrivateUse1, and notes it.
+template <typename Kernel>
+void own(torch::Library& m, const char* name, Kernel&& kernel) {
+  own_kernel_names().push_back(std::string("aten::") + name);
+  m.impl(name, std::forward<Kernel>(kernel));
+}
+// A CPU tensor over the memory of device tensor `t` (a copy in copy-aliasing mode).
+at::Tensor cpu_alias_of(const at::Tensor& t);
+// A device tensor of `index` over the memory of CPU tensor `cpu` (the device adopts it, no copy).
+at::Tensor adopt_cpu_tensor(const at::Tensor& cpu, c10::DeviceIndex index);
 
 // ---- operator log ----------------------------------------------------------------------------
-void record_op(const c10::OperatorHandle& op);
+// Counts one call of `op` (the boxed CPU fallback) or of the operator named `name` (a kernel of our own, a string
+// literal), unless the call comes from inside one of the device's own kernels (a DeviceKernelScope).
+// `complex_inputs`: the call has complex tensor inputs, which a native kernel of the real backend cannot take (the
+// Neuron compiler refuses complex types, NCC_EVRF004): it runs on the CPU and reports itself as a fallback.
+void record_op(const c10::OperatorHandle& op, bool complex_inputs = false);
+void record_named(const char* name);
 std::unordered_map<std::string, int64_t> executed_ops();
+std::unordered_map<std::string, int64_t> fallback_ops();
 void clear_op_log();
+
+// While alive, the operators this thread dispatches are the device kernel's own work, not the model's: they are not
+// logged (the real backend's kernels do their work below the dispatcher). Records `name` first when given.
+class DeviceKernelScope {
+ public:
+  explicit DeviceKernelScope(const char* name = nullptr);
+  ~DeviceKernelScope();
+  DeviceKernelScope(const DeviceKernelScope&) = delete;
+  DeviceKernelScope& operator=(const DeviceKernelScope&) = delete;
+};
 
 } // namespace hf_neuron

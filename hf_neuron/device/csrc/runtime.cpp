@@ -336,10 +336,46 @@ struct Hooks final : at::PrivateUse1HooksInterface {
 };
 
 // ---- operator log ------------------------------------------------------------------------------
+// One entry per operator (keyed by the address of its name, stable while it is registered, or of a string literal):
+// its dispatcher name, whether it falls back on Trainium, and its calls since the log was cleared.
+struct OpEntry {
+  std::string name;
+  bool fallback = false;
+  int64_t calls = 0;
+};
 std::mutex g_op_mutex;
-std::unordered_map<std::string, int64_t> g_executed;
-std::unordered_set<std::string> g_trainium_fallback_ops;
-std::unordered_set<std::string> g_warned;
+std::unordered_map<const void*, OpEntry> g_ops;
+std::unordered_set<std::string> g_native;
+std::unordered_set<std::string> g_unlogged;
+std::unordered_set<std::string> g_measured_fallback;
+bool g_measured = false;
+thread_local int tls_kernel_depth = 0;
+
+bool falls_back_on_trainium(const std::string& name) {
+  if (g_measured) {
+    return g_measured_fallback.count(name) > 0;
+  }
+  return g_native.count(name) == 0 && g_unlogged.count(name) == 0;
+}
+
+template <typename NameOf>
+void count_call(const void* key, const NameOf& name_of, bool always_fallback = false) {
+  std::lock_guard<std::mutex> lock(g_op_mutex);
+  auto found = g_ops.find(key);
+  if (found == g_ops.end()) {
+    std::string name = name_of();
+    const bool fallback = always_fallback ? g_unlogged.count(name) == 0 : falls_back_on_trainium(name);
+    found = g_ops.emplace(key, OpEntry{std::move(name), fallback, 0}).first;
+  }
+  OpEntry& entry = found->second;
+  entry.calls += 1;
+  if (entry.calls == 1 && entry.fallback && g_settings.warn_fallback) {
+    c10::warn(c10::Warning(
+        c10::UserWarning(), {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+        "Operator '" + entry.name + "' would fall back to CPU on Trainium (hf-neuron reference device)",
+        /*verbatim=*/true));
+  }
+}
 
 struct Registration {
   Registration() {
@@ -358,11 +394,20 @@ Settings& settings() {
   return g_settings;
 }
 
-void configure(const Settings& s, const std::vector<std::string>& trainium_fallback_ops) {
+void configure(const Settings& s, const TrainiumOps& ops) {
   TORCH_CHECK(s.device_count >= 1 && s.device_count <= kMaxDevices, "device count must be 1..", kMaxDevices);
   g_settings = s;
   std::lock_guard<std::mutex> lock(g_op_mutex);
-  g_trainium_fallback_ops = {trainium_fallback_ops.begin(), trainium_fallback_ops.end()};
+  g_native = {ops.native.begin(), ops.native.end()};
+  g_unlogged = {ops.unlogged.begin(), ops.unlogged.end()};
+  g_measured_fallback = {ops.measured_fallback.begin(), ops.measured_fallback.end()};
+  g_measured = ops.measured;
+  g_ops.clear();
+}
+
+bool native_on_trainium(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_op_mutex);
+  return g_native.count(name) > 0;
 }
 
 void set_default_device(c10::DeviceIndex index) {
@@ -479,27 +524,65 @@ at::Generator cpu_generator_of(const at::Generator& generator) {
   return static_cast<NeuronGenerator*>(generator.unsafeGetGeneratorImpl())->cpu;
 }
 
-void record_op(const c10::OperatorHandle& op) {
-  const std::string& name = op.schema().name();
-  std::lock_guard<std::mutex> lock(g_op_mutex);
-  g_executed[name] += 1;
-  if (g_settings.warn_fallback && g_trainium_fallback_ops.count(name) && g_warned.insert(name).second) {
-    c10::warn(c10::Warning(
-        c10::UserWarning(), {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
-        "Operator '" + name + "' would fall back to CPU on Trainium (hf-neuron reference device)",
-        /*verbatim=*/true));
-  }
+at::Generator generator_for(c10::DeviceIndex index) {
+  return g_settings.rng_on_cpu ? at::detail::getDefaultCPUGenerator() : cpu_generator_of(default_generator(index));
 }
 
-std::unordered_map<std::string, int64_t> executed_ops() {
+void record_op(const c10::OperatorHandle& op, bool complex_inputs) {
+  if (tls_kernel_depth > 0) {
+    return;
+  }
+  const c10::OperatorName& name = op.operator_name();
+  if (complex_inputs) {
+    // A second entry for the operator's complex calls, keyed one byte past its name (names are aligned).
+    count_call(reinterpret_cast<const char*>(&name) + 1, [&name] { return c10::toString(name); }, true);
+    return;
+  }
+  count_call(&name, [&name] { return c10::toString(name); });
+}
+
+void record_named(const char* name) {
+  if (!g_settings.op_log || tls_kernel_depth > 0) {
+    return;
+  }
+  count_call(name, [name] { return std::string(name); });
+}
+
+DeviceKernelScope::DeviceKernelScope(const char* name) {
+  if (name != nullptr) {
+    record_named(name);
+  }
+  ++tls_kernel_depth;
+}
+
+DeviceKernelScope::~DeviceKernelScope() {
+  --tls_kernel_depth;
+}
+
+namespace {
+std::unordered_map<std::string, int64_t> calls_where(bool only_fallbacks) {
   std::lock_guard<std::mutex> lock(g_op_mutex);
-  return g_executed;
+  std::unordered_map<std::string, int64_t> out;
+  for (const auto& [key, entry] : g_ops) {
+    if (entry.calls > 0 && (!only_fallbacks || entry.fallback)) {
+      out[entry.name] += entry.calls;
+    }
+  }
+  return out;
+}
+} // namespace
+
+std::unordered_map<std::string, int64_t> executed_ops() {
+  return calls_where(false);
+}
+
+std::unordered_map<std::string, int64_t> fallback_ops() {
+  return calls_where(true);
 }
 
 void clear_op_log() {
   std::lock_guard<std::mutex> lock(g_op_mutex);
-  g_executed.clear();
-  g_warned.clear();
+  g_ops.clear();
 }
 
 } // namespace hf_neuron

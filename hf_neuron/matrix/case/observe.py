@@ -12,8 +12,12 @@ compiled nothing, and observing it costs nothing.
   was not, and the case fails for it, never silently substituted. A scenario's reference computation on the CPU
   that compiles too (a neuron case's CPU decoding, compiled with the device's settings) runs inside
   :func:`not_the_device`, so that its backend and graphs are not counted as the device's.
-- **Fallback operators**: ``torch.neuron.get_fallback_ops()`` (on the reference device from its op log, against the
-  list inferred from the documentation; on the real backend, the backend's own) counted over the case.
+- **Fallback operators**: ``get_fallback_ops()`` counted over the case. On the reference device, from its op log: the
+  operators the case dispatched on the device that are not native on Trainium by ``hf_neuron/device/trainium_ops.toml``
+  (read from TorchNeuron's source, or measured by a Trainium run), with their calls. On the real backend, the
+  backend's own report (``torch.neuron.get_fallback_ops()``, else ``torch_neuronx.get_fallback_ops()``), cleared at
+  the start of the case when the backend can clear it; a backend that reports names without calls gives each the
+  count 0 ("fell back, calls not counted").
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import contextlib
 import copy
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -143,11 +147,18 @@ class Observer:
         self._on_neuron = device.split(":")[0] == "neuron"
         self._fallbacks_before: dict[str, int] = {}
 
-    def _neuron(self) -> Any | None:
+    def _fallback_reporter(self) -> Any | None:
+        """The module whose ``get_fallback_ops()`` reports this case's fallbacks (None when nothing reports them)."""
         if not self._on_neuron or "torch" not in sys.modules:
             return None
-        module = getattr(sys.modules["torch"], "neuron", None)
-        return module if hasattr(module, "get_fallback_ops") else None
+        if backends.reference_device_active():
+            if not (settings.read("HF_NEURON_EMULATOR_OP_LOG") or settings.read("HF_NEURON_EMULATOR_WARN_FALLBACK")):
+                return None  # the reference device logs operators only when asked to
+            return getattr(sys.modules["torch"], "neuron", None)
+        for module in (getattr(sys.modules["torch"], "neuron", None), sys.modules.get(backends.REAL_PACKAGE)):
+            if callable(getattr(module, "get_fallback_ops", None)):
+                return module
+        return None
 
     def _device_module(self) -> Any | None:
         torch = sys.modules.get("torch")  # a case that never imported torch allocated no device memory
@@ -157,13 +168,13 @@ class Observer:
         return module
 
     def _fallbacks(self) -> dict[str, int] | None:
-        neuron = self._neuron()
-        if neuron is None:
+        reporter = self._fallback_reporter()
+        if reporter is None:
             return None
-        if backends.reference_device_active() and not (
-                settings.read("HF_NEURON_EMULATOR_OP_LOG") or settings.read("HF_NEURON_EMULATOR_WARN_FALLBACK")):
-            return None  # the reference device logs operators only when asked to
-        return {str(name): int(count) for name, count in neuron.get_fallback_ops().items()}
+        reported = reporter.get_fallback_ops()
+        if isinstance(reported, Mapping):
+            return {str(name): int(count) for name, count in reported.items()}
+        return dict.fromkeys(map(str, reported), 0)  # names without calls
 
     def start(self) -> None:
         """Start observing: peak memory, compile notes and Dynamo's counters afresh; fallback counts from now."""
@@ -176,6 +187,11 @@ class Observer:
         counters = _dynamo_counters()
         if counters is not None:
             counters.clear()
+        reporter = self._fallback_reporter()
+        if reporter is not None and not backends.reference_device_active():
+            clear = getattr(reporter, "clear_op_tracking", None)
+            if callable(clear):
+                clear()  # the real backend reports each operator once per process unless cleared
         self._fallbacks_before = self._fallbacks() or {}
 
     def finish(self) -> Observations:
@@ -191,5 +207,5 @@ class Observer:
         if fallbacks is not None:
             before = self._fallbacks_before
             fallbacks = {name: count - before.get(name, 0) for name, count in fallbacks.items()
-                         if count > before.get(name, 0)}
+                         if count > before.get(name, 0) or (count == 0 and name not in before)}
         return Observations(peak_memory_bytes=peak, compile=_compile_facts(), fallback_ops=fallbacks)

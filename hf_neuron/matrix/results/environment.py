@@ -21,9 +21,9 @@ from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.errors import InputError
 from hf_neuron.settings import read
 from hf_neuron.vocabulary.backends import BackendKind
-from hf_neuron.vocabulary.records import Env, NamedScenario
+from hf_neuron.vocabulary.records import Env, FallbackList, NamedScenario
 
-__all__ = ["LIBRARIES", "NO_NEURON_DEVICE", "collect", "require_backend"]
+__all__ = ["LIBRARIES", "NO_NEURON_DEVICE", "collect", "fallback_list", "require_backend"]
 
 #: Why a neuron run does not start without a backend, and what to do.
 NO_NEURON_DEVICE = f"{backends.NO_NEURON_DEVICE} (--device cpu runs a CPU-only baseline)"
@@ -56,10 +56,11 @@ def _commit() -> str | None:
 
 
 def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ()) -> Env:
-    """The ``env`` block: backend, backend_version, device_count, the matrix profile, the hf-neuron patches that
-    apply (none with ``HF_NEURON_PATCHES=0``: the run measures the libraries unmodified) and those among them that
-    work around a gap of the reference device itself, python, library versions, hf_neuron and its commit, host, and
-    the run's ``scenarios`` (its scenario set in run order, so the report knows every core scenario, run or not)."""
+    """The ``env`` block: backend, backend_version, device_count, the matrix profile, where the fallback operators
+    come from (:func:`fallback_list`), the hf-neuron patches that apply (none with ``HF_NEURON_PATCHES=0``: the run
+    measures the libraries unmodified) and those among them that work around a gap of the reference device itself,
+    python, library versions, hf_neuron and its commit, host, and the run's ``scenarios`` (its scenario set in run
+    order, so the report knows every core scenario, run or not)."""
     from hf_neuron.patches import applicable
 
     backend: BackendKind
@@ -75,6 +76,7 @@ def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ())
         "backend_version": backend_version,
         "device_count": device_count,
         "profile": profile,
+        "fallback_list": fallback_list(backend, backend_version),
         "patches": [patch.id for patch in patches],
         "reference_gap_patches": [patch.id for patch in patches if patch.reference_device_gap],
         "python": platform.python_version(),
@@ -84,6 +86,20 @@ def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ())
         "host": platform.node(),
         "scenarios": list(scenarios),
     })
+
+
+def fallback_list(backend: str, backend_version: str | None) -> FallbackList | None:
+    """Where the run's ``fallback_ops`` come from: on the reference device, the list of operators native on Trainium
+    (``hf_neuron/device/trainium_ops.toml``: its source repository and commit, kind ``source`` or ``measured``); on the
+    real backend, the backend's own report (kind ``backend``); None for a CPU-only run."""
+    if backend == "reference":
+        from hf_neuron.device import trainium_ops
+
+        return {"file": "hf_neuron/device/trainium_ops.toml", **trainium_ops.provenance()}
+    if backend == "real":
+        return {"source": backends.REAL_PACKAGE.replace("_", "-"), "commit": None, "kind": "backend",
+                "torch_neuronx": backend_version}
+    return None
 
 
 def require_backend(device: str, env: Env) -> None:

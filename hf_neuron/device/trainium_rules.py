@@ -1,0 +1,110 @@
+"""The real backend's behaviours the reference device emulates, each a declared rule: what it does, where the fact comes
+from, and the switch that turns it on (the ``trainium`` matrix profile turns on every one).
+
+Sources are TorchNeuron's own (pre-release) source at the commit of ``hf_neuron/device/trainium_ops.toml``'s
+provenance, and the AWS Neuron release documentation; where the two disagree, the documentation wins and the rule says
+so (``disagreement``). Each rule has a test with an input that makes it fire and one that does not
+(``tests/test_trainium_rules.py`` fails for a rule without them). ``docs/trainium-prediction.md`` shows
+:func:`markdown_table`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["TRAINIUM_RULES", "Rule", "markdown_table"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One emulated behaviour of the real backend."""
+
+    name: str
+    behaviour: str
+    #: Paths in TorchNeuron's source tree (``torch_neuronx/...``) that show it, if any.
+    source: tuple[str, ...]
+    #: Release documentation that states it (a page of the AWS Neuron docs, or ``../shared/NEURON_FACTS.md``), if any.
+    docs: str
+    #: The environment switch and the value that turn it on.
+    switch: str
+    value: str
+    #: Where source and documentation disagree, what each says (the documentation wins).
+    disagreement: str = ""
+
+
+TRAINIUM_RULES: tuple[Rule, ...] = (
+    Rule("64bit-narrowing",
+         "float64 and int64 tensors keep their dtype on the device, but every operator computes them in 32 bits and "
+         "casts the result back (values round through float32 / int32)",
+         ("torch_neuronx/python_ops/base.py", "torch_neuronx/python_ops/dtype_autocast.py",
+          "torch_neuronx/python_ops/cast_policy.py"),
+         "NEURON_FACTS.md, Dtypes: computed in 32-bit and cast back (precision loss)",
+         "HF_NEURON_EMULATOR_64BIT", "narrow",
+         "at that commit a native operator casts float64 inputs to float32 and returns float32 unless given a "
+         "float64 out= tensor; the documentation says the dtype is kept: the device keeps it"),
+    Rule("memory-formats",
+         "only contiguous and preserve memory formats: any other (channels_last, ...) raises \"Neuron tensors only "
+         "support contiguous or preserve memory format\"",
+         ("torch_neuronx/python_ops/cast_policy.py",),
+         "NEURON_FACTS.md, Dtypes, ops, fallback",
+         "HF_NEURON_EMULATOR_MEMORY_FORMATS", "strict"),
+    Rule("compile-integer-scatter",
+         "torch.compile(backend=\"neuron\") rejects a graph that scatters with compute into integers (scatter_add, "
+         "index_add, scatter_reduce, accumulating index_put): NCC_EVRF060",
+         (),
+         "AWS Neuron compiler error codes: NCC_EVRF060",
+         "HF_NEURON_EMULATOR_COMPILE_CONTRACT", "trainium"),
+    Rule("compile-complex",
+         "torch.compile(backend=\"neuron\") rejects a graph with a complex dtype: NCC_EVRF004 \"Complex data types are "
+         "not supported on the Neuron device\"",
+         (),
+         "AWS Neuron compiler error codes: NCC_EVRF004",
+         "HF_NEURON_EMULATOR_COMPILE_CONTRACT", "trainium"),
+    Rule("fallback-log",
+         "an operator the device dispatches that TorchNeuron does not register for PrivateUse1 runs through its "
+         "catch-all CPU fallback and is reported by get_fallback_ops() (with its calls here), except the fallback's "
+         "whitelisted views; operators dispatched from inside a device kernel are not the model's and not counted",
+         ("torch_neuronx/csrc/core/NeuronBindings.cpp", "torch_neuronx/python_ops/__init__.py",
+          "torch_neuronx/python_ops/auto_registration.py"),
+         "NEURON_FACTS.md, Dtypes, ops, fallback: one warning per operator that fell back",
+         "HF_NEURON_EMULATOR_OP_LOG", "1"),
+    Rule("complex-falls-back",
+         "a native operator called with complex tensors runs on the CPU and reports itself as a fallback (its "
+         "kernel is compiled by the Neuron compiler, which refuses complex types)",
+         ("torch_neuronx/python_ops/base.py",),
+         "AWS Neuron compiler error codes: NCC_EVRF004",
+         "HF_NEURON_EMULATOR_OP_LOG", "1"),
+    Rule("composite-routes",
+         "an operator TorchNeuron does not implement runs its composite kernel when it has one (a structured "
+         "operator's out= variant, a decomposition), whose parts are dispatched and reported as on Trainium; "
+         "without the switch every operator with a CPU kernel runs it directly",
+         ("torch_neuronx/python_ops/__init__.py", "torch_neuronx/csrc/core/NeuronBindings.cpp"),
+         "",
+         "HF_NEURON_EMULATOR_DISPATCH", "trainium"),
+    Rule("fused-attention",
+         "scaled_dot_product_attention with 4-D query, key and value on the device picks the overrideable fused "
+         "kernel (_scaled_dot_product_fused_attention_overrideable, native), any other the math decomposition; "
+         "without the switch the CPU's choice (its flash kernel, not native)",
+         ("torch_neuronx/csrc/aten/SdpBackendSelection.cpp", "torch_neuronx/python_ops/__init__.py"),
+         "",
+         "HF_NEURON_EMULATOR_DISPATCH", "trainium"),
+    Rule("rng-on-cpu",
+         "random operators on the device (randn, dropout, bernoulli, ...) draw from the CPU's default generator, so "
+         "torch.manual_seed governs them and a neuron generator passed explicitly is refused",
+         ("torch_neuronx/csrc/core/NeuronBindings.cpp", "torch_neuronx/csrc/core/NeuronGenerator.h",
+          "torch_neuronx/python_ops/torch_mlir/ops/dropout.py"),
+         "",
+         "HF_NEURON_EMULATOR_RNG", "cpu"),
+)
+
+
+def markdown_table() -> str:
+    """The rules as the documentation shows them."""
+    rows = ["| rule | what the device does | source (TorchNeuron tree) | release docs | switch |",
+            "|---|---|---|---|---|"]
+    for rule in TRAINIUM_RULES:
+        behaviour = rule.behaviour + (f" (docs win: {rule.disagreement})" if rule.disagreement else "")
+        source = ", ".join(f"`{path}`" for path in rule.source) or "-"
+        rows.append(f"| `{rule.name}` | {behaviour} | {source} | {rule.docs or '-'} | "
+                    f"`{rule.switch}={rule.value}` |")
+    return "\n".join(rows) + "\n"
