@@ -34,11 +34,53 @@ def test_compare_uses_the_dtype_tolerance() -> None:
     assert compare(expected + 1e-5, expected, "logits").outcome == "passed"
     missed = compare(expected + 1e-2, expected, "logits")
     assert missed.outcome == "failed" and missed.parity_missed
-    assert missed.parity["tolerance"] == pytest.approx(TOLERANCES["float32"].bound(3.0))
-    assert missed.message.startswith("logits differ from the CPU's: max abs diff 0.01 > tolerance")
+    assert missed.parity["metric"] == "max_abs_diff_over_bound"
+    assert missed.parity["tolerance"] == pytest.approx(TOLERANCES["float32"].bound(1.0))  # the worst: the smallest
+    assert (missed.parity["compared"], missed.parity["positions"]) == (3, 3)
+    assert missed.message.startswith("logits differ from the CPU's: 3 of 3 values beyond |a - e| <= 0.0001 + "
+                                     "0.0001·|e| (float32); the worst 0.01")
     halves = expected.to(torch.bfloat16)
-    assert compare(halves + 0.0078125, halves, "logits").outcome == "passed"  # within one bfloat16 ulp at 3.0
-    assert compare(halves * 1.01, halves, "logits").outcome == "failed"  # 1% off: rtol-dominant, 5e-3
+    assert compare(halves + 0.0078125, halves, "logits").outcome == "passed"  # one bfloat16 ulp at 1.0
+    assert compare(halves * 1.03, halves, "logits").outcome == "failed"  # 3% off: rtol-dominant, 1.6e-2
+
+
+def test_each_element_is_held_to_its_own_bound() -> None:
+    # the old rule scaled the bound by the largest expected value: 1e6 let the small logit be off by 100
+    expected = torch.tensor([1e6, 1.0, -0.5])
+    result = compare(expected + torch.tensor([0.0, 0.01, 0.0]), expected, "logits")
+    assert result.outcome == "failed", result
+    assert "1 of 3 values beyond" in result.message and "(expected 1)" in result.message
+    assert compare(expected + torch.tensor([50.0, 0.0, 0.0]), expected, "logits").outcome == "passed"  # 5e-5 of 1e6
+
+
+def test_masked_logits_must_equal_and_the_rest_is_compared() -> None:
+    low = torch.finfo(torch.float32).min  # chameleon masks its image tokens' logits with the float32 minimum
+    expected = torch.tensor([[low, 2.0, low, -1.0]])
+    assert compare(expected.clone(), expected, "logits").parity["compared"] == 2
+    off = compare(expected + torch.tensor([[0.0, 0.01, 0.0, 0.0]]), expected, "logits")
+    assert off.outcome == "failed", "one masked value used to make the bound 3.4e34: nothing was compared"
+    assert off.parity["tolerance"] < 1e-3
+    unmasked = expected.clone()
+    unmasked[0, 0] = -1e30
+    moved = compare(unmasked, expected, "logits")
+    assert moved.outcome == "failed" and moved.message.startswith("logits: 1 of the 2 masked, infinite or NaN values")
+    all_masked = torch.full((2, 3), low)
+    nothing = compare(all_masked.clone(), all_masked, "logits")
+    assert (nothing.outcome, nothing.gap) == ("untested", "checks"), "a comparison of masks alone checks nothing"
+    assert "no value to hold to the tolerance" in nothing.message
+    assert compare(all_masked.clone(), all_masked, "buffer", EXACT).outcome == "passed", "exact: equality is the check"
+
+
+def test_a_large_gradient_loosens_no_other_tensor() -> None:
+    expected = {"embed": torch.full((4,), 1e17), "head": torch.ones(4)}  # blip-2's tiny gradients reach 1e17
+    close = {"embed": expected["embed"] * (1 + 1e-6), "head": torch.ones(4) + 1e-6}
+    assert compare_named(close, expected, "gradient of").outcome == "passed"
+    off = {"embed": expected["embed"].clone(), "head": torch.ones(4) + 0.05}
+    failed = compare_named(off, expected, "gradient of")
+    assert failed.outcome == "failed" and failed.message.startswith("gradient of head differ from the CPU's")
+    inside = {"embed": torch.full((4,), 1e17), "head": torch.tensor([1.0, 1.0, 1.0, 1e17])}
+    mixed = compare_named(inside, {"embed": inside["embed"], "head": torch.ones(4)}, "gradient of")
+    assert mixed.outcome == "failed", "within one tensor, a large value loosens no other element either"
 
 
 def test_compare_named_reports_the_worst_tensor_by_name() -> None:
@@ -55,6 +97,11 @@ def test_compare_named_reports_the_worst_tensor_by_name() -> None:
     assert extra.outcome == "failed" and "1 on the device only, e.g. c" in extra.message
     shape = compare(torch.ones(2), torch.ones(3), "logits")
     assert shape.outcome == "failed" and shape.message == "logits have shape (2,), the CPU's (3,)"
+    low = torch.finfo(torch.float32).min
+    masked = {"mask": torch.full((2,), low), "a": torch.ones(2)}
+    assert compare_named(dict(masked), masked, "buffer").outcome == "passed", "one tensor compared is a check"
+    only_masks = compare_named({"mask": masked["mask"]}, {"mask": masked["mask"]}, "buffer")
+    assert only_masks.outcome == "untested"
 
 
 def test_exact_tolerates_nothing_and_names_its_reference() -> None:
@@ -62,7 +109,8 @@ def test_exact_tolerates_nothing_and_names_its_reference() -> None:
     assert compare(expected.clone(), expected, "logits", EXACT).outcome == "passed"
     result = compare(expected + 1e-7, expected, "logits", EXACT, reference="the saved model's")
     assert result.outcome == "failed"
-    assert result.message.startswith("logits differ from the saved model's: max abs diff")
+    assert result.message.startswith("logits differ from the saved model's: 1 of 2 values differ (exact); the largest "
+                                     "difference 1.19e-07 (expected 1)")
     assert "(exact)" in result.message
 
 
@@ -70,17 +118,39 @@ def test_infinities_and_nans_compare_as_values_and_records_stay_finite() -> None
     inf, nan = float("inf"), float("nan")
     expected = torch.tensor([-inf, 1.0, nan, 2.0])  # e.g. a causal mask buffer, a NaN both sides produce
     same = compare(expected.clone(), expected, "buffers", EXACT)
-    assert same.outcome == "passed" and same.parity == {"metric": "max_abs_diff", "value": 0.0, "tolerance": 0.0}
+    assert same.outcome == "passed" and same.parity == {"metric": "max_abs_diff_over_bound", "value": 0.0,
+                                                        "tolerance": 0.0, "compared": 2, "positions": 4}
     assert compare(expected + torch.tensor([0.0, 1e-5, 0.0, 0.0]), expected, "logits").parity["tolerance"] > 0
-    for device_value in (torch.tensor([0.0, 1.0, nan, 2.0]), torch.tensor([-inf, 1.0, 3.0, inf])):
+    for device_value in (torch.tensor([0.0, 1.0, nan, 2.0]), torch.tensor([-inf, 1.0, 3.0, 2.0])):
         differs = compare(device_value, expected, "buffers", EXACT)
         assert differs.outcome == "failed" and differs.parity is None  # a record holds no inf or NaN
-        assert differs.message.startswith("buffers: ") and "infinite or NaN where the CPU's are not the same" in \
-            differs.message
+        assert differs.message == "buffers: 1 of the 2 masked, infinite or NaN values of the CPU's differ on the device"
+    for device_value in (torch.tensor([-inf, inf, nan, 2.0]), torch.tensor([-inf, nan, nan, 2.0])):
+        blown = compare(device_value, expected, "logits")
+        assert blown.outcome == "failed" and blown.parity is None
+        assert blown.message == "logits: 1 values are infinite or NaN on the device where the CPU's are finite"
+
+
+def test_a_case_of_legs_passes_only_for_what_it_did() -> None:
+    passed = ScenarioResult.passed({"metric": "max_abs_diff_over_bound", "value": 1.0, "tolerance": 4.0})
+    worse = ScenarioResult.passed({"metric": "max_abs_diff_over_bound", "value": 3.0, "tolerance": 4.0})
+    skipped = ScenarioResult.skipped("no static-cache decoding")
+    both = ScenarioResult.of_legs([("default cache", passed), ("static cache", worse)])
+    assert both.outcome == "passed" and both.parity["value"] == 3.0
+    assert [(leg["name"], leg["outcome"]) for leg in both.legs] == [("default cache", "passed"),
+                                                                    ("static cache", "passed")]
+    one = ScenarioResult.of_legs([("default cache", passed), ("static cache", skipped)])
+    assert one.outcome == "passed" and one.legs[1]["reason"] == "no static-cache decoding"
+    none = ScenarioResult.of_legs([("static cache", skipped)])
+    assert none.outcome == "skipped" and none.message == "static cache: no static-cache decoding"
+    failed = ScenarioResult.of_legs([("default cache", ScenarioResult.failed("off")), ("static cache", passed)])
+    assert failed.outcome == "failed" and failed.message == "off" and len(failed.legs) == 2
+    untested = ScenarioResult.of_legs([("a", passed), ("b", ScenarioResult.untested("masks only", "checks"))])
+    assert untested.outcome == "untested" and untested.gap == "checks"
 
 
 def _greedy(tokens: list[list[int]], scores: list[list[list[float]]]) -> Greedy:
-    return Greedy(torch.tensor(tokens), torch.tensor(scores), "neuron:0")
+    return Greedy(torch.tensor(tokens), torch.tensor(scores), "neuron:0", "DynamicCache", False)
 
 
 def test_greedy_tokens_agree_unless_the_device_leaves_a_clear_choice() -> None:
@@ -103,7 +173,7 @@ def test_greedy_scores_are_compared_up_to_the_first_different_token() -> None:
     assert drifted.outcome == "failed" and drifted.message.startswith("tokens scores differ from the CPU's")
     unsuppressed = [[[5.0, 1.0, 0.0], [5.0, 1.0, float("-inf")]], scores[1]]
     wrong = _agree(_greedy([[0, 1], [0, 1]], unsuppressed), cpu, TOLERANCES["float32"], "tokens")
-    assert wrong.outcome == "failed" and "suppress other tokens" in wrong.message
+    assert wrong.outcome == "failed" and "masked, infinite or NaN values of the CPU's differ" in wrong.message
     after_the_tie = [scores[0], [[9.0, 3.0, 3.0], [0.0, 3.0, 1.0]]]  # step 1 follows row 0's tie: not compared
     assert _agree(_greedy([[0, 2], [0, 1]], after_the_tie), cpu, TOLERANCES["float32"], "tokens").outcome == "passed"
 

@@ -15,6 +15,7 @@ from hf_neuron.matrix.scenarios import ddp, diffusion, text, training
 from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult
 from hf_neuron.matrix.scenarios.registry import load_scenarios
 from hf_neuron.report.site import build_site
+from hf_neuron.vocabulary.records import SCHEMA_VERSION
 
 #: The modules that hold scenario functions.
 SCENARIO_MODULES = (text, training, ddp, diffusion)
@@ -80,7 +81,8 @@ def test_a_scenario_declared_in_a_module_of_its_own_reaches_the_list_the_records
     run = cli("run", *options, "--results", str(results), env={"PYTHONPATH": str(tmp_path)})
     assert run.returncode == 0, run.stderr
     warp = next(record for record in raw_records(results) if record["scenario"] == "warp")
-    assert (warp["outcome"], warp["scenario_facts"]) == ("passed", {"kind": "extra", "trains": True})
+    assert (warp["outcome"], warp["scenario_facts"]) == (
+        "passed", {"kind": "extra", "trains": True, "decodes": False})
     assert [s["name"] for s in warp["env"]["scenarios"]] == ["load", "forward", "warp"]
     site = tmp_path / "site"
     build_site([results], site, baseline=load_baseline(BASELINE_PATH))
@@ -88,4 +90,4 @@ def test_a_scenario_declared_in_a_module_of_its_own_reaches_the_list_the_records
     assert ">warp</th>" in index, "the report shows the scenario's column"
     matrix = (site / "downloads" / "matrix.csv").read_text().splitlines()[0].split(",")
     assert "warp" in matrix
-    assert json.loads((site / "downloads" / "records.jsonl").read_text().splitlines()[0])["schema"] == 3
+    assert json.loads((site / "downloads" / "records.jsonl").read_text().splitlines()[0])["schema"] == SCHEMA_VERSION

@@ -59,6 +59,7 @@ def test_a_schema_2_record_reads_in_todays_shape() -> None:
     assert upgraded["group"] == "image-text", "the group's old name reads as its name now"
     assert upgraded["cpu_verdict"] == "fails-on-cpu-too", "one name for the same failure"
     assert upgraded["scenario_facts"] == {"kind": "core", "trains": False}
+    assert upgraded["legs"] is None
     assert upgraded["failure"]["failure_class"] == "other", "a class of before the closed set is classified again"
     assert upgraded["cpu_failure"]["traceback"] == "", "the CPU's failure has the device's failure's shape"
     assert upgraded["schema"] == 2, "it still says what it was written in"
@@ -76,16 +77,31 @@ def test_a_schema_1_record_gets_its_cpu_verdict_by_todays_one_rule() -> None:
     assert upgrade(a_record("llama::train"))["cpu_verdict"] is None
 
 
-def test_a_schema_3_record_is_checked_against_the_closed_sets() -> None:
-    record = {**_schema_2(), "schema": SCHEMA_VERSION, "group": "image-text",
-              "scenario_facts": {"kind": "core", "trains": False}}
+def test_a_schema_4_record_is_checked_against_the_closed_sets() -> None:
+    record = {**_schema_2(), "schema": SCHEMA_VERSION, "group": "image-text", "legs": None,
+              "scenario_facts": {"kind": "core", "trains": False, "decodes": True}}
     assert validate_record(record) == []
+    assert validate_record({**record, "scenario_facts": {"kind": "core", "trains": False}}) == [
+        "missing field 'scenario_facts.decodes'"]
+    leg = {"name": "static cache", "outcome": "skipped", "reason": "no static cache", "parity": None, "details": None}
+    assert validate_record({**record, "legs": [leg]}) == []
+    problems = validate_record({**record, "legs": [{**leg, "outcome": "crashed"}]})
+    assert len(problems) == 1 and problems[0].startswith(
+        "'legs' must be a list of legs (name, outcome, reason, parity, details)"), "a leg is a scenario's result"
     assert validate_record({**record, "group": "multimodal"}) == [
         "'group' must be one of decoder, encoder-decoder, image-text, diffusion (got \"multimodal\")"]
-    assert validate_record({**record, "scenario_facts": {"kind": "main", "trains": False}}) == [
+    assert validate_record({**record, "scenario_facts": {"kind": "main", "trains": False, "decodes": False}}) == [
         "'scenario_facts.kind' must be one of core, extra, variant (got \"main\")"]
     bad_class = {**failure("E", "m", outcome="error"), "failure_class": "oops"}
     assert "'failure.failure_class' must be one of timeout" in validate_record({**record, "failure": bad_class})[0]
+
+
+def test_a_schema_3_record_reads_as_one_of_one_leg_whose_facts_say_if_it_decodes() -> None:
+    record = {**_schema_2(), "schema": 3, "group": "image-text", "scenario": "generate",
+              "case_id": "llava::generate", "scenario_facts": {"kind": "core", "trains": False}}
+    assert validate_record(record) == []
+    upgraded = upgrade(record)
+    assert upgraded["legs"] is None and upgraded["scenario_facts"]["decodes"] is True
 
 
 def _write(path: Path, lines: list[str]) -> Path:

@@ -6,10 +6,13 @@ line against the schema it says it has; :func:`upgrade` reads a record of any re
 (what every reader works with); :func:`case_verdict` says how a record counts; :func:`latest` is the one rule of which
 of two records of one case wins.
 
-What schema 3 changed: each record says what its scenario is (``scenario_facts``); the CPU's verdict for "the same
-failure" is ``fails-on-cpu-too``, the name it has everywhere; the CPU's failure has the device failure's shape (with a
-traceback); the vision-language group is ``image-text`` (schemas 1 and 2 said ``multimodal``). Schema 2 added ``gap``,
-``cpu_failure``'s class, ``cpu_verdict``, ``compile``, ``fallback_ops`` and ``details`` to schema 1.
+What schema 4 changed: a case made of parts that apply or not on their own (``generate``'s default and static
+caches) lists them as ``legs``, each with its outcome; parity is compared element by element
+(``max_abs_diff_over_bound``, with the positions compared). What schema 3 changed: each record says what its
+scenario is (``scenario_facts``); the CPU's verdict for "the same failure" is ``fails-on-cpu-too``, the name it has
+everywhere; the CPU's failure has the device failure's shape (with a traceback); the vision-language group is
+``image-text`` (schemas 1 and 2 said ``multimodal``). Schema 2 added ``gap``, ``cpu_failure``'s class,
+``cpu_verdict``, ``compile``, ``fallback_ops`` and ``details`` to schema 1.
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ from hf_neuron.vocabulary.outcomes import (
     DID_NOT_WORK,
     FAILS_ON_CPU_TOO,
     OUTCOMES,
+    RESULT_OUTCOMES,
     CaseVerdict,
     CpuVerdict,
     Outcome,
+    ResultOutcome,
 )
-from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, SCHEMA_2_SCENARIOS, ScenarioFacts
+from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, SCHEMA_2_SCENARIOS, ScenarioFacts, decodes
 
 __all__ = [
     "CONFLICT_POLICIES",
@@ -46,6 +51,7 @@ __all__ = [
     "Env",
     "FallbackList",
     "FallbackListKind",
+    "Leg",
     "NamedScenario",
     "OneEach",
     "Parity",
@@ -61,16 +67,34 @@ __all__ = [
     "validate_record",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: The record schemas this module reads (older ones through :func:`upgrade`).
-READABLE_SCHEMAS = (1, 2, SCHEMA_VERSION)
+READABLE_SCHEMAS = (1, 2, 3, SCHEMA_VERSION)
 
 class Parity(TypedDict):
-    """The scenario's comparison with the CPU: which ``metric``, its ``value`` and the ``tolerance`` it was held to."""
+    """The scenario's comparison with the CPU: which ``metric``, its ``value`` and the ``tolerance`` it was held to
+    (``value <= tolerance`` when it held). An element-by-element comparison (metric ``max_abs_diff_over_bound``,
+    schema 4) gives the difference and the bound of its worst element, and how many of its ``positions`` it
+    ``compared`` within the tolerance (the rest had to be equal: masks, infinities, NaN)."""
 
     metric: str
     value: float
     tolerance: float
+    compared: NotRequired[int]
+    positions: NotRequired[int]
+
+
+class Leg(TypedDict):
+    """One part of a case that applies or not on its own (``generate``: the default cache, a static cache): its
+    ``name``, its ``outcome``, the ``reason`` it does not apply or what did not hold, its ``parity``, and its facts
+    (``details``, e.g. the graphs its decoding compiled). A case passes when every leg that applies passed, and is
+    ``skipped`` only when none applies."""
+
+    name: str
+    outcome: ResultOutcome
+    reason: str | None
+    parity: Parity | None
+    details: dict[str, Any] | None
 
 
 class CompileFacts(TypedDict):
@@ -169,6 +193,7 @@ class Record(TypedDict):
     compile: CompileFacts | None
     fallback_ops: dict[str, int] | None
     details: dict[str, Any] | None
+    legs: list[Leg] | None
     env: Env
     started_at: str
     finished_at: str
@@ -316,6 +341,17 @@ def _strings(value: Any) -> str | None:
     return None if ok else "must be a list of strings"
 
 
+def _legs(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return "must be a list of legs"
+    for leg in value:
+        ok = (isinstance(leg, dict) and _text(leg.get("name")) is None and leg.get("outcome") in RESULT_OUTCOMES
+              and _optional(_string)(leg.get("reason")) is None)
+        if not ok:
+            return "must be a list of legs (name, outcome, reason, parity, details)"
+    return None
+
+
 @dataclass(frozen=True)
 class _Object:
     """A field holding a JSON object with ``fields`` (and possibly more); None is allowed when ``optional``."""
@@ -389,7 +425,7 @@ _SCHEMA_FIELDS: dict[int, dict[str, Check | _Object]] = {
         "fallback_ops": _optional(_counts),
         "details": _Object({}, optional=True),
     },
-    SCHEMA_VERSION: {
+    3: {
         "group": _one_of(GROUPS),
         "env": _Object({"backend": _one_of(BACKEND_KINDS)}),
         "scenario_facts": _Object({"kind": _one_of(SCENARIO_KINDS), "trains": _boolean}),
@@ -401,6 +437,10 @@ _SCHEMA_FIELDS: dict[int, dict[str, Check | _Object]] = {
         "fallback_ops": _optional(_counts),
         "details": _Object({}, optional=True),
     },
+}
+_SCHEMA_FIELDS[SCHEMA_VERSION] = {
+    **_SCHEMA_FIELDS[3], "legs": _optional(_legs),
+    "scenario_facts": _Object({"kind": _one_of(SCENARIO_KINDS), "trains": _boolean, "decodes": _boolean}),
 }
 
 
@@ -445,8 +485,11 @@ def upgrade(record: Mapping[str, Any]) -> Record:
     schema = record["schema"]
     if schema == SCHEMA_VERSION:
         return cast(Record, record)
+    if schema == 3:
+        facts = {**record["scenario_facts"], "decodes": decodes(scenario_facts(record["scenario"]))}
+        return cast(Record, {**record, "scenario_facts": facts, "legs": None})
     upgraded: dict[str, Any] = {"gap": None, "cpu_failure": None, "cpu_verdict": None, "compile": None,
-                                "fallback_ops": None, "details": None, **record}
+                                "fallback_ops": None, "details": None, "legs": None, **record}
     upgraded["group"] = GROUP_ALIASES.get(record["group"], record["group"])
     upgraded["scenario_facts"] = scenario_facts(record["scenario"])
     upgraded["failure"] = _full_failure(record.get("failure"), record["outcome"])

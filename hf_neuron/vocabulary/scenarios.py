@@ -10,9 +10,9 @@ training scenario from an inference one. Records of older schemas name only buil
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict, get_args
+from typing import Literal, NotRequired, TypedDict, get_args
 
-__all__ = ["SCENARIO_KINDS", "SCHEMA_2_SCENARIOS", "ScenarioFacts", "ScenarioKind"]
+__all__ = ["COMPILE_SCENARIO", "SCENARIO_KINDS", "SCHEMA_2_SCENARIOS", "ScenarioFacts", "ScenarioKind", "decodes"]
 
 ScenarioKind = Literal["core", "extra", "variant"]
 #: ``core``: an architecture must pass it (or it must not apply) to count as running unmodified; ``extra``: any other
@@ -23,26 +23,38 @@ SCENARIO_KINDS: tuple[ScenarioKind, ...] = get_args(ScenarioKind)
 
 
 class ScenarioFacts(TypedDict):
-    """What a record says of its scenario: its ``kind`` and whether it ``trains`` (then it is compared with a
-    baseline's training support, else with its inference support)."""
+    """What a record says of its scenario: its ``kind``, whether it ``trains`` (then it is compared with a
+    baseline's training support, else with its inference support), and whether it ``decodes`` (runs a decoding loop:
+    the report's "recompiles while decoding" and "a decoding step runs an operator on the CPU" read it; schema 4)."""
 
     kind: ScenarioKind
     trains: bool
+    decodes: NotRequired[bool]
 
 
-#: The built-in scenarios of record schemas 1 and 2, which did not carry their facts, in the order reports showed them.
+#: The scenario that compiles a model's forward pass (``torch.compile``) on its own: the report's compile figures (one
+#: graph, graph breaks) are its cases'.
+COMPILE_SCENARIO = "compile"
+
+#: The built-in scenarios of record schemas 1 and 2, which did not carry their facts, in the order reports showed them
+#: (and of schema 3, whose facts did not say which decode).
 SCHEMA_2_SCENARIOS: dict[str, ScenarioFacts] = {
     "load": {"kind": "core", "trains": False},
     "forward": {"kind": "core", "trains": False},
-    "generate": {"kind": "core", "trains": False},
+    "generate": {"kind": "core", "trains": False, "decodes": True},
     "train": {"kind": "core", "trains": True},
     "lora": {"kind": "extra", "trains": True},
-    "bf16": {"kind": "extra", "trains": False},
+    "bf16": {"kind": "extra", "trains": False, "decodes": True},
     "compile": {"kind": "extra", "trains": False},
     "save": {"kind": "extra", "trains": False},
     "ddp": {"kind": "extra", "trains": True},
     "sdpa": {"kind": "variant", "trains": False},
     "flex_attention": {"kind": "variant", "trains": False},
-    "generate_compiled": {"kind": "variant", "trains": False},
+    "generate_compiled": {"kind": "variant", "trains": False, "decodes": True},
     "train_aux_loss": {"kind": "variant", "trains": True},
 }
+
+
+def decodes(facts: ScenarioFacts) -> bool:
+    """Whether a scenario with ``facts`` runs a decoding loop (False where its records do not say)."""
+    return bool(facts.get("decodes", False))

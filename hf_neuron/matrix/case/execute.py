@@ -79,9 +79,9 @@ class CaseRunner:
         if result.outcome == "failed":
             found = failure("CheckFailed", result.message or "", _scenario_frame(scenario), outcome="failed",
                             parity_missed=result.parity_missed)
-            return Attempt("failed", parity=result.parity, failure=found, details=result.details)
+            return Attempt("failed", parity=result.parity, failure=found, details=result.details, legs=result.legs)
         return Attempt(result.outcome, reason=result.message, parity=result.parity, gap=result.gap,
-                       details=result.details)
+                       details=result.details, legs=result.legs)
 
     def _checked(self, attempt: Attempt, observed: Observations, scenario: Scenario) -> Attempt:
         """``attempt``, failed when it compiled with a backend the device must not use."""

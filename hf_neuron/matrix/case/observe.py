@@ -34,7 +34,8 @@ from hf_neuron import backends, settings
 from hf_neuron.matrix.case.verdict import Observations
 from hf_neuron.vocabulary.records import CompileFacts
 
-__all__ = ["BACKEND_FOR_NEURON", "Observer", "not_the_device", "watch_torch_compile", "wrong_backend"]
+__all__ = ["BACKEND_FOR_NEURON", "Observer", "device_graphs", "not_the_device", "watch_torch_compile",
+           "wrong_backend"]
 
 #: The ``torch.compile`` backend a case on a neuron device must use.
 BACKEND_FOR_NEURON = "neuron"
@@ -110,9 +111,16 @@ def _dynamo_counters() -> Any:
     return None if dynamo_utils is None else dynamo_utils.counters
 
 
+def device_graphs() -> int:
+    """The graphs Dynamo has compiled for the device so far in this case (what :func:`not_the_device` ran is not
+    counted): a scenario's part that must compile tells by the difference across it."""
+    counters = _dynamo_counters()
+    return 0 if counters is None else int(counters["stats"]["unique_graphs"])
+
+
 def _compile_facts() -> CompileFacts | None:
     counters = _dynamo_counters()
-    graphs = 0 if counters is None else int(counters["stats"]["unique_graphs"])
+    graphs = device_graphs()
     if not _backends_asked and not graphs:
         return None
     breaks = {} if counters is None else dict(counters["graph_break"])

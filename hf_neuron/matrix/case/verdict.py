@@ -20,7 +20,7 @@ from hf_neuron.matrix.selection import Case
 from hf_neuron.vocabulary.failures import Failure, cpu_verdict, failure_text
 from hf_neuron.vocabulary.gaps import Gap
 from hf_neuron.vocabulary.outcomes import DID_NOT_WORK, FAILS_ON_CPU_TOO, AttemptOutcome, CpuVerdict, Outcome
-from hf_neuron.vocabulary.records import SCHEMA_VERSION, CompileFacts, Env, Parity, Record
+from hf_neuron.vocabulary.records import SCHEMA_VERSION, CompileFacts, Env, Leg, Parity, Record
 
 __all__ = ["Attempt", "Observations", "compare_with_cpu", "to_record"]
 
@@ -36,6 +36,7 @@ class Attempt:
     failure: Failure | None = None
     gap: Gap | None = None
     details: Mapping[str, Any] | None = None
+    legs: tuple[Leg, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +108,7 @@ def to_record(
         compile=observed.compile,
         fallback_ops=observed.fallback_ops,
         details=None if attempt.details is None else dict(attempt.details),
+        legs=list(attempt.legs) or None,
         env=env,
         started_at=started_at,
         finished_at=finished_at,

@@ -27,10 +27,10 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "the logits (diffusion: one denoiser call's prediction) are within tolerance of the CPU's"),
     ScenarioDeclaration(
         "generate", "core", False, {"transformers": text.generate, "diffusers": diffusion.generate},
-        "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, with the default cache "
-        "and with a static cache (which transformers compiles with the `neuron` backend; the record says how many "
-        "graphs and recompilations that took); diffusion: a two-step pipeline (tiny VAE, text encoders, scheduler, "
-        "built locally) makes the CPU's images"),
+        "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, one leg with the default "
+        "cache and one with a static cache (which transformers compiles with the `neuron` backend; the leg says how "
+        "many graphs that took, and does not apply to a model without static-cache decoding); diffusion: a two-step "
+        "pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's images", decodes=True),
     ScenarioDeclaration(
         "train", "core", True, {"transformers": training.train},
         "one AdamW step (`foreach` pinned) gives the CPU's loss, gradients and updated weights; three more steps "
@@ -41,7 +41,7 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "adapter weights change; the loss goes down"),
     ScenarioDeclaration(
         "bf16", "extra", False, {"transformers": text.bf16},
-        "bfloat16 logits within the bfloat16 tolerance, greedy tokens agree"),
+        "bfloat16 logits within the bfloat16 tolerance, greedy tokens agree (two legs)", decodes=True),
     ScenarioDeclaration(
         "compile", "extra", False, {"transformers": text.compile_forward},
         '`torch.compile(model, backend="neuron")` computes the eager logits with the `neuron` backend (any other '
@@ -49,7 +49,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "breaks and their first reasons"),
     ScenarioDeclaration(
         "save", "extra", False, {"transformers": text.save},
-        "`save_pretrained` from neuron, `from_pretrained` back onto neuron: the same logits, exactly"),
+        "`save_pretrained` from neuron, `from_pretrained` back onto neuron: exactly the saved model's logits, and the "
+        "CPU's within tolerance"),
     ScenarioDeclaration(
         "ddp", "extra", True, {"transformers": ddp.ddp},
         "a 2-process DDP step's gradients equal one process's on the whole batch; each rank reports its device and "
@@ -65,7 +66,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
     ScenarioDeclaration(
         "generate_compiled", "variant", False, {"transformers": text.generate_compiled},
         "`generate(compile_config=CompileConfig())`, whose default backend is Inductor: class `needs-inductor`, and "
-        "hf-neuron's patch makes the error say to pass `CompileConfig(backend=\"neuron\")`"),
+        "hf-neuron's patch makes the error say to pass `CompileConfig(backend=\"neuron\")`; not applicable where "
+        "transformers compiles nothing for the model", decodes=True),
     ScenarioDeclaration(
         "train_aux_loss", "variant", True, {"transformers": training.train_aux_loss},
         "`train` with `output_router_logits=True`, the router's auxiliary loss included (mixture-of-experts models)",

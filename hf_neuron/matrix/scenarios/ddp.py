@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from hf_neuron.backends import neuron_module
-from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare_named
+from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare_named, worst_of
 
 if TYPE_CHECKING:
     import torch
@@ -168,9 +168,7 @@ def ddp(ctx: CaseContext) -> ScenarioResult:
                       reference="a single process's on the whole batch")
         for rank in range(WORLD)
     ]
-    failed = [result for result in results if result.outcome != "passed"]
-    worst = failed[0] if failed else max(results, key=lambda result: result.parity["value"] if result.parity else 0.0)
-    return worst.with_details({"ranks": reports})
+    return worst_of(results).with_details({"ranks": reports})
 
 
 def _rank_step(request: dict[str, Any], device: str) -> dict[str, Any]:

@@ -40,8 +40,9 @@ LIBRARIES = ("transformers", "diffusers")
 @dataclasses.dataclass(frozen=True)
 class ScenarioDeclaration:
     """One scenario: ``name`` (a verb or noun users know), ``kind`` (core, variant or extra), whether it ``trains``,
-    the function of each library or group (``implementations``), the catalog feature it ``requires``, and ``passes``:
-    when it passes, in one sentence (the docs' table is generated from it)."""
+    the function of each library or group (``implementations``), the catalog feature it ``requires``, ``passes``:
+    when it passes, in one sentence (the docs' table is generated from it), and whether it ``decodes`` (runs a
+    decoding loop)."""
 
     name: str
     kind: ScenarioKind
@@ -49,11 +50,12 @@ class ScenarioDeclaration:
     implementations: Mapping[str, Scenario]
     passes: str
     requires: str | None = None
+    decodes: bool = False
 
     @property
     def facts(self) -> ScenarioFacts:
         """What the records of its cases say of it."""
-        return {"kind": self.kind, "trains": self.trains}
+        return {"kind": self.kind, "trains": self.trains, "decodes": self.decodes}
 
     def implementation(self, group: str, features: Collection[str] | None = None) -> Scenario | None:
         """The function that runs it for an architecture of ``group`` (with catalog ``features``, when given), or
@@ -83,6 +85,8 @@ class ScenarioDeclaration:
             found.append(f"kind {self.kind!r} is not one of {', '.join(SCENARIO_KINDS)}")
         if not isinstance(self.trains, bool):
             found.append("trains must be True or False")
+        if not isinstance(self.decodes, bool):
+            found.append("decodes must be True or False")
         unknown = sorted(set(self.implementations) - {*LIBRARIES, *GROUPS})
         if unknown:
             found.append(f"implementations for {unknown}, which are neither libraries ({', '.join(LIBRARIES)}) nor "

@@ -129,11 +129,14 @@ def model_inputs(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, t
 @dataclasses.dataclass(frozen=True)
 class Greedy:
     """Greedy decoding's new tokens ``(BATCH, n)`` and the scores each step chose from ``(n, BATCH, vocab)``,
-    both on the CPU, and the device decoding ran on."""
+    both on the CPU, the device decoding ran on, and the cache it decoded with (its class, and whether it is a
+    compileable one: a static cache, which transformers compiles decoding for)."""
 
     tokens: torch.Tensor
     scores: torch.Tensor
     device: str
+    cache: str
+    compileable: bool
 
 
 def greedy(model: PreTrainedModel, input_ids: torch.Tensor, **generate_kwargs: Any) -> Greedy:
@@ -150,8 +153,18 @@ def greedy(model: PreTrainedModel, input_ids: torch.Tensor, **generate_kwargs: A
             **inputs, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False, num_beams=1,
             output_scores=True, return_dict_in_generate=True, **generate_kwargs,
         )
+    cache = getattr(out, "past_key_values", None)
     return Greedy(out.sequences[:, -NEW_TOKENS:].to("cpu"), torch.stack(out.scores).to("cpu", torch.float32),
-                  str(out.sequences.device))
+                  str(out.sequences.device), type(cache).__name__, _compileable(cache))
+
+
+def _compileable(cache: Any) -> bool:
+    """Whether transformers compiles decoding with ``cache`` (on a device it compiles for): a compileable cache that
+    is not a dynamic one (an encoder-decoder's by its self-attention cache), as ``generate`` decides."""
+    from transformers import DynamicCache, EncoderDecoderCache
+
+    decoder_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
+    return bool(getattr(cache, "is_compileable", False)) and type(decoder_cache) is not DynamicCache
 
 
 def lora_targets(model: PreTrainedModel) -> str | list[str]:
