@@ -134,6 +134,46 @@ def test_compile_and_fallback_columns(table: pd.DataFrame, cases: pd.DataFrame) 
     assert fallback_ops(cases, "phi3") is None
 
 
+def _compiled(graphs: int, breaks: int = 0, recompiles: int = 0) -> dict[str, object]:
+    return {"backends": ["neuron"], "graphs": graphs, "graph_breaks": breaks, "break_reasons": [],
+            "recompiles": recompiles, "recompile_reasons": []}
+
+
+def _signal_records() -> list[dict[str, object]]:
+    """Records in which each headline figure of compilation and fallbacks has a value of its own."""
+    def case(case_id: str, outcome: str = "passed", compiled: object = None, fallback_ops: object = None
+             ) -> dict[str, object]:
+        return a_record(case_id, schema=2, outcome=outcome, gap=None, cpu_verdict=None, compile=compiled,
+                        fallback_ops=fallback_ops, details=None,
+                        failure=None if outcome == "passed" else {"type": "E", "message": "m", "frame": "f",
+                                                                   "fingerprint": "E|m|f", "failure_class": "other"})
+    compile_cases = {"a": _compiled(1), "b": _compiled(1), "c": _compiled(1), "e": _compiled(4),
+                     "f": _compiled(1, recompiles=5)}  # f recompiles in its compile case only: not decoding
+    records = [case(f"{m}::compile", compiled=facts) for m, facts in compile_cases.items()]
+    records.append(case("d::compile", "failed", compiled=_compiled(2, breaks=1)))
+    decoding = {"a": 2, "b": 1, "c": 0, "d": 0, "e": 0, "g": 0, "h": 0}  # a and b recompile while decoding
+    records += [case(f"{m}::generate", compiled=_compiled(1, recompiles=n)) for m, n in decoding.items()]
+    fallbacks = {"a::train": {"aten::x": 3}, "b::bf16": {"aten::y": 1}, "c::forward": {"aten::z": 2}, "d::forward": {},
+                 "e::train": {}, "f::load": {"aten::w": 1}, "g::ddp": {"aten::q": 2}, "h::lora": {}}
+    records += [case(case_id, fallback_ops=ops) for case_id, ops in fallbacks.items()]
+    return [upgrade(record) for record in records]
+
+
+def test_each_signal_is_computed_once_from_the_cases_that_measure_it() -> None:
+    cases = case_frame(_signal_records())
+    table = matrix_table(cases, baseline=BASELINE, scenarios=FACTS)
+    head = headline(table, BASELINE, backend="reference", scenarios=FACTS, cases=cases)
+    assert (head.one_graph, head.graph_breaks, head.compiled_architectures) == (4, 1, 6)
+    assert (head.decoding_recompiles, head.decoding_architectures) == (2, 7)
+    assert (head.with_fallbacks, head.step_fallbacks, head.fallback_architectures) == (5, 3, 8)
+    assert table["compiled"].dropna().to_dict() == {
+        "a": "1 graph, recompiles", "b": "1 graph, recompiles", "c": "1 graph", "d": "1 break", "e": "4 graphs",
+        "f": "1 graph"}
+    assert table.index[table["one_graph"].fillna(False)].tolist() == ["a", "b", "c", "f"], \
+        "one graph however its decoding went; not a compile case that failed"
+    assert table.index[table["step_fallbacks"].fillna(False)].tolist() == ["a", "b", "g"]
+
+
 def test_baseline_columns(table: pd.DataFrame) -> None:
     assert table.index[table["baseline_inference"]].tolist() == ["llama", "phi3", "qwen3"]
     assert table.index[table["baseline_training"]].tolist() == ["llama", "qwen3"]
@@ -149,7 +189,7 @@ def test_headline_figures(table: pd.DataFrame, cases: pd.DataFrame) -> None:
     assert head.catalog_not_run == 0
     assert head.core == CORE_SCENARIOS
     assert head.top == 0  # no ranking: no top-N view
-    assert (head.one_graph, head.graph_breaks, head.recompiles, head.with_fallbacks) == (1, 1, 1, 1)
+    assert (head.one_graph, head.graph_breaks, head.decoding_recompiles, head.with_fallbacks) == (1, 1, 1, 1)
     assert head.untested_by_gap == {"lora-targets": 1}
     assert head.trainium is None
 

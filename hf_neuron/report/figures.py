@@ -109,9 +109,13 @@ def _cases(tables: RunTables) -> list[str]:
 
 def _signals(tables: RunTables) -> list[str]:
     head = tables.head
-    return [f"Over the {head.architectures:,} architectures with records: {head.one_graph:,} compile to one graph, "
-            f"{head.graph_breaks:,} have graph breaks, {head.recompiles:,} recompile, and {head.with_fallbacks:,} "
-            "run operators expected to fall back to the CPU on Trainium."]
+    return [f"Of the {head.compiled_architectures:,} architectures whose `compile` case compiled, {head.one_graph:,} "
+            f"pass in one graph and {head.graph_breaks:,} have graph breaks.",
+            f"Of the {head.decoding_architectures:,} architectures whose decoding compiled, "
+            f"{head.decoding_recompiles:,} recompile while decoding.",
+            f"Of the {head.fallback_architectures:,} architectures whose operators were logged, "
+            f"{head.with_fallbacks:,} run operators expected to fall back to the CPU on Trainium, "
+            f"{head.step_fallbacks:,} of them in a training or decoding step."]
 
 
 def _scenarios(tables: RunTables) -> list[str]:

@@ -7,6 +7,7 @@ baseline is compared group by group with what it supports there.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from hf_neuron.vocabulary.backends import BackendKind
 from hf_neuron.vocabulary.groups import GROUPS
 from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, NOT_RUN
 from hf_neuron.vocabulary.records import Record, case_verdict, parse_time, scenario_facts
-from hf_neuron.vocabulary.scenarios import SCHEMA_2_SCENARIOS, ScenarioFacts
+from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, SCHEMA_2_SCENARIOS, ScenarioFacts, decodes
 
 __all__ = [
     "Change",
@@ -54,7 +55,7 @@ Statuses = Mapping[str, Mapping[str, str]]
 
 #: Columns of :func:`matrix_table` before and after the scenario columns.
 _LEAD_COLUMNS = ["rank", "top", "group", "has_records", "verdict", "runs_unmodified", "trainium", "compiled",
-                 "fullgraph", "fallbacks"]
+                 "fullgraph", "one_graph", "graph_breaks", "decoding_recompiles", "fallbacks", "step_fallbacks"]
 _TRAIL_COLUMNS = ["baseline_inference", "baseline_training", "changed"]
 #: The lanes of a report, the primary one first: the reference device's table, the real backend's column beside it.
 _LANE_ORDER: tuple[BackendKind, ...] = ("reference", "real")
@@ -126,10 +127,19 @@ class Headline:
     baseline_means: str
     top: int
     top_runs_unmodified: int
+    #: architectures whose ``compile`` case passed in one graph with no break; with graph breaks; of those with a
+    #: ``compile`` case that compiled (the denominator of both)
     one_graph: int = 0
     graph_breaks: int = 0
-    recompiles: int = 0
+    compiled_architectures: int = 0
+    #: architectures whose decoding recompiled, of those whose decoding cases compiled
+    decoding_recompiles: int = 0
+    decoding_architectures: int = 0
+    #: architectures that ran an operator expected to fall back to the CPU on Trainium; whose training or decoding
+    #: step ran one; of those whose fallbacks were measured
     with_fallbacks: int = 0
+    step_fallbacks: int = 0
+    fallback_architectures: int = 0
     untested_by_gap: Mapping[str, int] = field(default_factory=dict)
     trainium: Lane | None = None
     #: every core scenario of the run's set (run or not), and its variant scenarios
@@ -224,6 +234,7 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "scenario": r["scenario"],
                 "scenario_kind": r["scenario_facts"]["kind"],
                 "scenario_trains": r["scenario_facts"]["trains"],
+                "scenario_decodes": decodes(r["scenario_facts"]),
                 "outcome": r["outcome"],
                 "cpu_outcome": r["cpu_outcome"],
                 "cpu_verdict": r["cpu_verdict"],
@@ -290,25 +301,41 @@ def diff_runs(previous: Statuses, current: Statuses, order: Sequence[str] = ()) 
     return changes
 
 
-def _compile_summary(cases: pd.DataFrame) -> dict[str, tuple[str | None, bool | None]]:
-    """Per architecture, what its ``compile`` case compiled ("1 graph", "N breaks"), with "recompiles" when its
-    decoding recompiled, and whether the model compiles to full graphs (None without a compile case)."""
-    summary: dict[str, tuple[str | None, bool | None]] = {}
-    recompiled = set(cases.loc[cases["compile_recompiles"].fillna(0) > 0, "model_type"])
-    for row in cases[cases["scenario"] == "compile"].itertuples(index=False):
+@dataclass(frozen=True)
+class _Compiled:
+    """What one architecture's cases compiled: the ``compile`` case's graphs and breaks as the table shows them
+    (``text``), whether that case passed with no graph break (``fullgraph``) and in one graph (``one_graph``), whether
+    it had graph breaks, and whether a decoding case recompiled (``decoding_recompiles``). None: no such case."""
+
+    text: str | None = None
+    fullgraph: bool | None = None
+    one_graph: bool | None = None
+    graph_breaks: bool | None = None
+    decoding_recompiles: bool | None = None
+
+
+def _compile_summary(cases: pd.DataFrame) -> dict[str, _Compiled]:
+    """Per architecture, what its cases compiled: the one place the compile figures of the table and the headline
+    come from. The ``compile`` scenario's case says graphs and breaks; the decoding scenarios' cases (those whose
+    facts say they decode) say whether decoding recompiled, a ``compile`` case's own recompilations do not."""
+    decoding = cases[cases["scenario_decodes"].fillna(False).astype(bool) & cases["compile_recompiles"].notna()]
+    recompiled = dict(decoding.groupby("model_type")["compile_recompiles"].sum() > 0)
+    summary: dict[str, _Compiled] = {}
+    for row in cases[cases["scenario"] == COMPILE_SCENARIO].itertuples(index=False):
         graphs, breaks = row.compile_graphs, row.compile_breaks
         if pd.isna(graphs):
-            text = None
-        elif breaks and breaks > 0:
-            text = f"{breaks} break{'s' if breaks != 1 else ''}"
-        else:
-            text = f"{graphs} graph{'s' if graphs != 1 else ''}"
-        if row.model_type in recompiled:
-            text = f"{text}, recompiles" if text else "recompiles"
-        fullgraph = None if pd.isna(graphs) else bool(row.status == "passed" and not breaks)
-        summary[row.model_type] = (text, fullgraph)
-    for model_type in recompiled - set(summary):
-        summary[model_type] = ("recompiles", None)
+            continue
+        broken = bool(breaks and breaks > 0)
+        plural = "" if (breaks if broken else graphs) == 1 else "s"
+        text = f"{breaks} break{plural}" if broken else f"{graphs} graph{plural}"
+        fullgraph = bool(row.status == "passed" and not broken)
+        summary[row.model_type] = _Compiled(text, fullgraph, fullgraph and graphs == 1, broken)
+    for model_type, again in recompiled.items():
+        found = summary.get(model_type, _Compiled())
+        shown: str | None = found.text
+        if again:
+            shown = f"{found.text}, recompiles" if found.text else "recompiles"
+        summary[model_type] = dataclasses.replace(found, text=shown, decoding_recompiles=bool(again))
     return summary
 
 
@@ -323,6 +350,17 @@ def _fallbacks(cases: pd.DataFrame) -> dict[str, dict[str, int] | None]:
             found[model_type] = merged
         else:
             found.setdefault(model_type, None)
+    return found
+
+
+def _step_fallbacks(cases: pd.DataFrame) -> dict[str, bool]:
+    """Per architecture whose fallbacks were measured, whether a case of a training or decoding scenario ran an
+    operator that falls back to the CPU on Trainium (its step runs on the CPU in part)."""
+    measured = cases[cases["fallback_ops"].map(lambda ops: isinstance(ops, dict))]
+    steps = measured["scenario_trains"].astype(bool) | measured["scenario_decodes"].fillna(False).astype(bool)
+    found = dict.fromkeys(measured["model_type"], False)
+    for model_type in measured.loc[steps & measured["fallback_ops"].map(bool), "model_type"]:
+        found[model_type] = True
     return found
 
 
@@ -394,11 +432,15 @@ def matrix_table(
                         for m, has in zip(table.index, table["has_records"], strict=True)]
     table["trainium"] = [trainium.verdicts.get(m, NOT_RUN) if trainium else None for m in table.index]
     compiled = _compile_summary(cases)
-    table["compiled"] = [compiled.get(m, (None, None))[0] for m in table.index]
-    table["fullgraph"] = pd.array([compiled.get(m, (None, None))[1] for m in table.index], dtype="boolean")
+    table["compiled"] = [compiled.get(m, _Compiled()).text for m in table.index]
+    for column in ("fullgraph", "one_graph", "graph_breaks", "decoding_recompiles"):
+        table[column] = pd.array([getattr(compiled.get(m, _Compiled()), column) for m in table.index],
+                                 dtype="boolean")
     fallbacks = _fallbacks(cases)
     table["fallbacks"] = pd.array([None if fallbacks.get(m) is None else len(fallbacks[m])  # type: ignore[arg-type]
                                    for m in table.index], dtype="Int64")
+    steps = _step_fallbacks(cases)
+    table["step_fallbacks"] = pd.array([steps.get(m) for m in table.index], dtype="boolean")
     table = table.sort_values("rank", kind="stable", na_position="last")
     table["top"] = table["rank"].notna().to_numpy() & (pd.RangeIndex(len(table)) < top_n)
     table["baseline_inference"] = [baseline.supports(m, "inference", g) for m, g in zip(table.index, table["group"],
@@ -445,7 +487,13 @@ def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, scenarios
             baseline_in_run=int(rows["baseline_inference"].sum()),
         ))
     gaps = Counter() if cases is None else Counter(cases.loc[cases["outcome"] == "untested", "gap"].dropna())
-    compiled = run["compiled"].dropna()
+
+    def count(column: str) -> int:
+        return int(run[column].fillna(False).sum())
+
+    def measured(column: str) -> int:
+        return int(run[column].notna().sum())
+
     return Headline(
         backend=backend,
         architectures=len(run),
@@ -458,10 +506,14 @@ def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, scenarios
         baseline_means=baseline.supported_means,
         top=len(top),
         top_runs_unmodified=int(top["runs_unmodified"].sum()),
-        one_graph=int((run["fullgraph"].fillna(False) & (compiled.reindex(run.index) == "1 graph")).sum()),
-        graph_breaks=int(compiled.str.contains("break").sum()),
-        recompiles=int(compiled.str.contains("recompiles").sum()),
+        one_graph=count("one_graph"),
+        graph_breaks=count("graph_breaks"),
+        compiled_architectures=measured("graph_breaks"),
+        decoding_recompiles=count("decoding_recompiles"),
+        decoding_architectures=measured("decoding_recompiles"),
         with_fallbacks=int((run["fallbacks"].fillna(0) > 0).sum()),
+        step_fallbacks=count("step_fallbacks"),
+        fallback_architectures=measured("fallbacks"),
         untested_by_gap=dict(gaps.most_common()),
         trainium=trainium,
         all_core=tuple(core_scenarios(scenarios)),
