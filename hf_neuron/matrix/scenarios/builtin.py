@@ -29,12 +29,14 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "generate", "core", False, {"transformers": text.generate, "diffusers": diffusion.generate},
         "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, with the default cache "
         "and with a static cache (which transformers compiles with the `neuron` backend; the record says how many "
-        "graphs and recompilations that took); diffusion: a two-step pipeline (tiny VAE, text encoders, scheduler, "
-        "built locally) makes the CPU's images"),
+        "graphs and recompilations that took); diffusion: a two-step run of the backbone's diffusers pipeline (tiny "
+        "VAE, text encoders, scheduler, built locally) makes the CPU's images, video frames or audio and denoised "
+        "latents; it does not apply where diffusers ships no pipeline for the backbone"),
     ScenarioDeclaration(
-        "train", "core", True, {"transformers": training.train},
+        "train", "core", True, {"transformers": training.train, "diffusers": diffusion.train},
         "one AdamW step (`foreach` pinned) gives the CPU's loss, gradients and updated weights; three more steps "
-        "lower the loss"),
+        "lower the loss (diffusion: on a denoising loss, the prediction's mean squared error against a fixed "
+        "target)"),
     ScenarioDeclaration(
         "lora", "extra", True, {"transformers": training.lora},
         "a PEFT LoRA adapter on all linear layers (image-text: the language model's) trains like the CPU's; only "
