@@ -19,7 +19,7 @@ __all__ = ["SCENARIOS"]
 
 SCENARIOS: tuple[ScenarioDeclaration, ...] = (
     ScenarioDeclaration(
-        "load", "core", False, {"transformers": text.load},
+        "load", "core", False, {"transformers": text.load, "diffusers": diffusion.load},
         '`from_pretrained(checkpoint, device_map="neuron")` puts every parameter and buffer on neuron, with exactly '
         "the values a CPU load holds"),
     ScenarioDeclaration(

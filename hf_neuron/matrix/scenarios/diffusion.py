@@ -1,5 +1,6 @@
-"""The scenarios of diffusion backbones: ``forward`` (one denoiser call), ``generate`` (a two-step pipeline) and
-``train`` (denoising-loss AdamW steps), declared in :mod:`~hf_neuron.matrix.scenarios.builtin`.
+"""The scenarios of diffusion backbones: ``load`` (``from_pretrained`` with a device map), ``forward`` (one denoiser
+call), ``generate`` (a two-step pipeline) and ``train`` (denoising-loss AdamW steps), declared in
+:mod:`~hf_neuron.matrix.scenarios.builtin`.
 
 The tiny backbone is loaded from the case's checkpoint the way users load one
 (``<Class>.from_pretrained(checkpoint)``, then ``.to(device)``); its inputs and the pipeline's noise are drawn on the
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hf_neuron.compat.tiny_diffusion import presets, recipe
-from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare, compare_named
+from hf_neuron.matrix.scenarios.contract import EXACT, CaseContext, ScenarioResult, compare, compare_named
 from hf_neuron.tiny.diffusion.backbones import backbone_class
 from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs, predict
 from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shipped_pipelines
@@ -19,12 +20,31 @@ from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shi
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["forward", "generate", "train"]
+__all__ = ["forward", "generate", "load", "train"]
 
 
 def _load(ctx: CaseContext, device: str) -> torch.nn.Module:
     model: torch.nn.Module = backbone_class(ctx.model_type).from_pretrained(ctx.checkpoint)  # type: ignore[attr-defined]
     return model.to(device).eval()
+
+
+def _tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {**dict(model.named_parameters()), **dict(model.named_buffers())}
+
+
+def load(ctx: CaseContext) -> ScenarioResult:
+    """``<Class>.from_pretrained(checkpoint, device_map=device)`` puts every parameter and buffer on the device,
+    holding exactly the values a CPU load holds."""
+    cls = backbone_class(ctx.model_type)
+    model = cls.from_pretrained(ctx.checkpoint, device_map=ctx.device)  # type: ignore[attr-defined]
+    tensors = _tensors(model)
+    wanted = ctx.device.split(":")[0]
+    elsewhere = [f"{name} ({tensor.device})" for name, tensor in tensors.items() if tensor.device.type != wanted]
+    if elsewhere:
+        return ScenarioResult.failed(f"{len(elsewhere)} of {len(tensors)} tensors not on {ctx.device} after "
+                                     f"from_pretrained(device_map={ctx.device!r}): {', '.join(elsewhere[:5])}")
+    reference = cls.from_pretrained(ctx.checkpoint)  # type: ignore[attr-defined]
+    return compare_named(tensors, _tensors(reference), "tensor", EXACT, device=ctx.device)
 
 
 def _on(value: object, device: str) -> object:
