@@ -14,6 +14,7 @@ from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.matrix.scenarios.diffusion import forward, generate
 from hf_neuron.tiny.diffusion.backbones import LATENT_SIZE, _split_even, backbone_names, build_backbone, tiny_config
 from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs
+from hf_neuron.tiny.diffusion.pipelines import shipped_pipelines
 
 torch = pytest.importorskip("torch")
 
@@ -63,11 +64,19 @@ def test_every_named_family_has_a_pipeline_recipe_and_runs_on_the_cpu(name: str)
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[backbones.X]\nconfig = { a = 1 }\n', r":1: \[backbones.X\] reason: changes the config or layout: say why"),
+        ('[backbones.X]\nconfig = { a = 1 }\n',
+         r":1: \[backbones.X\] reason: changes the config, layout or inputs: say why"),
         ('[backbones.X]\nlayout = "cube"\nreason = "r"\n',
-         r":1: \[backbones.X\] layout: must be one of image, video, video-frames-first, sequence, tokens"),
+         r":1: \[backbones.X\] layout: must be one of image, video, video-frames-first, video-channels-last, sequence, "
+         "tokens"),
         ('[backbones.X]\npipeline = "P"\ncomponents = { vae = "nope" }\n',
          r"\[backbones.X\] components.vae: = 'nope' names no"),
+        ('[backbones.X]\npipeline = "P"\npipeline_gap = "g"\n', "pipeline_gap says why .* instead of a 'pipeline'"),
+        ('[backbones.X]\ninit = { a = 1 }\n', "has components, a slot or init arguments but no 'pipeline'"),
+        ('[components.p]\nclass = "diffusers.X"\nmodel_type = "llama"\n', "model_type names the transformers"),
+        ('[components.p]\nclass = "diffusers.X"\nparts = { a = "q" }\n',
+         r"\[components.p\] parts: names no preset \['q'\]"),
+        ('[components.b]\nclass = "c"\n[components.a]\nclass = "c"\n', r"\[components.\*\] tables must be sorted"),
         ('[backbones.X]\nunknown = 1\n', r":1: \[backbones.X\]: unknown keys \['unknown'\]"),
         ('[other]\n', r"unknown top-level tables \['other'\]"),
     ],
@@ -95,11 +104,35 @@ def test_forward_and_generate_pass(tmp_path_factory: pytest.TempPathFactory, nam
         assert result.parity is not None and result.parity["value"] <= result.parity["tolerance"]
 
 
-def test_generate_without_a_recipe_is_untested_with_the_reason(tmp_path: Path) -> None:
-    name = next(n for n in backbone_names() if recipe(n).pipeline is None)
+def test_generate_does_not_apply_where_diffusers_ships_no_pipeline(tmp_path: Path) -> None:
+    import diffusers
+
+    name = "MiniMaxMusic3Transformer1DModel"  # diffusers exports the model, and no pipeline takes it
+    assert shipped_pipelines(name) == () and recipe(name).pipeline is None
     result = generate(CaseContext(name, "diffusion", "generate", "cpu", tmp_path))
-    assert result.outcome == "untested" and result.gap == "pipeline-recipe" and result.message == (
-        f"compat/tiny_diffusion.toml has no pipeline recipe for {name}")
+    assert result.outcome == "skipped" and result.message == (
+        f"diffusers {diffusers.__version__} ships no pipeline for {name}")
+
+
+def test_generate_of_a_shipped_pipeline_without_a_recipe_is_a_harness_gap(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_neuron.compat.tiny_diffusion import Recipe
+    from hf_neuron.matrix.scenarios import diffusion
+
+    assert "FluxPipeline" in shipped_pipelines("FluxTransformer2DModel")
+    assert shipped_pipelines("Transformer2DModel") == ("VQDiffusionPipeline",)  # whole class names only
+    monkeypatch.setattr(diffusion, "recipe", lambda name: Recipe())
+    result = generate(CaseContext("FluxTransformer2DModel", "diffusion", "generate", "cpu", tmp_path))
+    assert result.outcome == "untested" and result.gap == "pipeline-recipe"
+    assert result.message is not None and "no pipeline recipe for FluxTransformer2DModel (diffusers ships" in \
+        result.message and "FluxPipeline" in result.message
+
+
+def test_a_reviewed_pipeline_gap_makes_generate_untested_with_its_reason(tmp_path: Path) -> None:
+    gap = recipe("OmniGenTransformer2DModel").pipeline_gap
+    assert gap is not None and "torchvision" in gap
+    result = generate(CaseContext("OmniGenTransformer2DModel", "diffusion", "generate", "cpu", tmp_path))
+    assert (result.outcome, result.gap, result.message) == ("untested", "pipeline-recipe", gap)
 
 
 def test_the_shrinker_knows_short_and_prefixed_size_names_and_every_rotary_axes_name() -> None:

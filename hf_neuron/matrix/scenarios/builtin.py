@@ -19,7 +19,7 @@ __all__ = ["SCENARIOS"]
 
 SCENARIOS: tuple[ScenarioDeclaration, ...] = (
     ScenarioDeclaration(
-        "load", "core", False, {"transformers": text.load},
+        "load", "core", False, {"transformers": text.load, "diffusers": diffusion.load},
         '`from_pretrained(checkpoint, device_map="neuron")` puts every parameter and buffer on neuron, with exactly '
         "the values a CPU load holds"),
     ScenarioDeclaration(
@@ -30,11 +30,14 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, one leg with the default "
         "cache and one with a static cache (which transformers compiles with the `neuron` backend; the leg says how "
         "many graphs that took, and does not apply to a model without static-cache decoding); diffusion: a two-step "
-        "pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's images", decodes=True),
+        "run of the backbone's diffusers pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's "
+        "images, video frames or audio and denoised latents; it does not apply where diffusers ships no pipeline for "
+        "the backbone", decodes=True),
     ScenarioDeclaration(
-        "train", "core", True, {"transformers": training.train},
+        "train", "core", True, {"transformers": training.train, "diffusers": diffusion.train},
         "one AdamW step (`foreach` pinned) gives the CPU's loss, gradients and updated weights; three more steps "
-        "lower the loss"),
+        "lower the loss (diffusion: on a denoising loss, the prediction's mean squared error against a fixed "
+        "target)"),
     ScenarioDeclaration(
         "lora", "extra", True, {"transformers": training.lora},
         "a PEFT LoRA adapter on all linear layers (image-text: the language model's) trains like the CPU's; only "

@@ -109,7 +109,8 @@ def _each(value: Any, new: int) -> Any:
 #: or tuple of ints.
 _RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), value) for pattern, value in (
     (r"(num|n)_(hidden_)?layers|depth|mmdit_layers", 2),
-    (r"(\w+_)?(num|n)_\w+_(layers|blocks)|(transformer_)?layers_per_block|num_(decoder|encoder)_layers", 1),
+    (r"(\w+_)?(num|n)_\w+_(layers|blocks)|(transformer_)?layers_per_block|num_(decoder|encoder)_layers"
+     r"|(\w+_)?num_layers_per_block", 1),
     (r"(\w+_)?(num|n)_(\w+_)?heads", _HEADS),
     (r"block_out_channels", _CHANNELS),
     (r"(attn_)?norm_num_groups|(norm_)?groups", _GROUPS),
@@ -117,16 +118,19 @@ _RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), va
     (r"sample_frames|num_frames|video_length", FRAMES),
     (r"text_len(_t5)?|max_text_seq_length", TEXT_LENGTH),
     (r"(\w+_)?intermediate_size|ffn?_dim|ff_inner_dim|mlp_(hidden_)?dim|ffn_hidden_size", _FFN),
-    (r"cross_attention_(input_)?dim(_t5)?|joint_attention_dim|caption_channels|caption_projection_dim|encoder_hid_dim"
-     r"|cap_feat_dim|pooled_projection_dim|condition_dim|context_(in_)?dim|(in_)?text_(embed_|emb_|hidden_|states_)?"
+    (r"(\w+_)?cross_attention_(input_)?dim(_t5)?|joint_attention_dim|caption_channels|caption_projection_dim|encoder_hid_dim"
+     r"|cap_feat_dim|pooled_projection_dim|condition_dim|context_(in_)?dim|(in_)?text_(in_|encoder_|embed_|emb_|hidden_|states_)?"
      r"(\d_)?dim(_t5|_?\d)?|image_(embed_|proj_)?dim"
-     r"|clip_\w+_in_channels|conditioning_dim", TEXT_WIDTH),
+     r"|clip_\w+_in_channels|conditioning_dim|llm_features_dim", TEXT_WIDTH),
     (r"time_(embed_|embedding_|proj_)?dim|timestep_embed_dim|freq_dim|addition_time_embed_dim", _WIDTH),
     (r"(\w+_)?hidden_(size|dim)|inner_dim|model_(channels|dim)|dim|width", _WIDTH),
     (r"[a-z]+_layers", 1),
 ))
 #: Rotary position axes, whose sizes add up to the head dim (``axes_dims_rope``, ``rope_dim_list``, ...).
 ROTARY_AXES = re.compile(r"\w*axes_dims?\w*|rope_(axes_)?dims?(_list)?")
+#: Multimodal rotary sections (Qwen2-VL style: frames, rows, columns), whose sizes add up to half the head dim, the
+#: frames' the largest (the rows' and columns' are interleaved into the first thirds of the frequencies).
+MROPE_SECTIONS = re.compile(r"mrope_section")
 #: A tiny backbone larger than this was not shrunk enough: it is refused rather than built (and its RAM spent).
 MAX_PARAMETERS = 20_000_000
 
@@ -153,7 +157,7 @@ def _shrink(defaults: Mapping[str, Any]) -> dict[str, Any]:
             kwargs[name] = LATENT_SIZE  # pipelines size their latents from it
         if not _is_ints(value):
             continue
-        if name == "attention_head_dim":
+        if name == "head_dim" or name.endswith("attention_head_dim"):
             kwargs[name] = _each(value, min(value if isinstance(value, int) else _HEAD_DIM, _HEAD_DIM))
         elif width is not None and isinstance(head_dim, int) and value == width and name != "num_attention_heads":
             kwargs[name] = _HEADS * min(head_dim, _HEAD_DIM)  # a width equal to the attention width follows it
@@ -165,6 +169,8 @@ def _shrink(defaults: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in defaults.items():
         if ROTARY_AXES.fullmatch(name) and isinstance(value, (list, tuple)):
             kwargs[name] = _split_even(new_head_dim, len(value))
+        elif MROPE_SECTIONS.fullmatch(name) and isinstance(value, (list, tuple)):
+            kwargs[name] = _split_even(new_head_dim // 2, len(value))[::-1]
     return kwargs
 
 

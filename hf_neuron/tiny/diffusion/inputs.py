@@ -2,17 +2,19 @@
 
 :func:`forward_inputs` builds the keyword inputs from :data:`INPUTS` (how to build each known parameter, and when to
 pass an optional one) and the backbone's config; :func:`denoise` calls the backbone and returns its prediction.
-A backbone whose latents are laid out differently says so in ``compat/tiny_diffusion.toml`` (``layout``).
+A backbone whose latents are laid out differently says so in ``compat/tiny_diffusion.toml`` (``layout``), and one
+whose parameters the generic rules cannot build gives them there (``inputs``: :func:`build_spec`).
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_diffusion import Layout, recipe
+from hf_neuron.compat.tiny_diffusion import InputSpec, Layout, check_expression, recipe
 from hf_neuron.tiny import UnbuildableInputError
 from hf_neuron.tiny.diffusion.backbones import (
     BATCH,
@@ -26,15 +28,17 @@ from hf_neuron.tiny.diffusion.backbones import (
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["INPUTS", "denoise", "forward_inputs"]
+__all__ = ["INPUTS", "RULES", "build_spec", "denoise", "evaluate", "forward_inputs", "predict"]
 
 
 @dataclasses.dataclass(frozen=True)
 class _Shape:
-    """What the inputs of one backbone are built from."""
+    """What the inputs of one backbone are built from (the model itself, for rules that ask it, e.g. for its rotary
+    embedding)."""
 
     config: Mapping[str, Any]
     layout: Layout
+    model: Any = None
 
     def get(self, *names: str, default: Any = None) -> Any:
         """The first of ``names`` the config sets (not None)."""
@@ -51,7 +55,7 @@ class _Shape:
 
     @property
     def channels(self) -> int:
-        return self.first_int("in_channels", "in_dim", "latent_channels", default=4)
+        return self.first_int("in_channels", "in_dim", "latent_channels", "in_visual_dim", default=4)
 
     @property
     def text_width(self) -> int:
@@ -76,6 +80,12 @@ class _Shape:
     def tokens(self) -> int:
         return (self.size // max(self.first_int("patch_size", default=1), 1)) ** 2
 
+    def names(self) -> dict[str, Any]:
+        """What a size expression may name: the config's arguments, then the harness's sizes
+        (:data:`~hf_neuron.compat.tiny_diffusion.EXPRESSION_NAMES`)."""
+        return {**self.config, "batch": BATCH, "frames": FRAMES, "size": self.size, "text": TEXT_LENGTH,
+                "channels": self.channels, "tokens": self.tokens, "text_width": self.text_width}
+
 
 def _latents(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     import torch
@@ -84,6 +94,7 @@ def _latents(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
         "image": (BATCH, shape.channels, shape.size, shape.size),
         "video": (BATCH, shape.channels, FRAMES, shape.size, shape.size),
         "video-frames-first": (BATCH, FRAMES, shape.channels, shape.size, shape.size),
+        "video-channels-last": (BATCH, FRAMES, shape.size, shape.size, shape.channels),
         "sequence": (BATCH, shape.channels, shape.size * shape.size),
         "tokens": (BATCH, shape.tokens, shape.channels),
     }
@@ -158,7 +169,8 @@ def _frame_indices() -> torch.Tensor:
 
 def _control(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     """Control latents (a VACE context): the latents' layout with the config's ``vace_in_channels``."""
-    return _latents(_Shape({**shape.config, "in_channels": shape.get("vace_in_channels")}, shape.layout), generator)
+    return _latents(_Shape({**shape.config, "in_channels": shape.get("vace_in_channels")}, shape.layout, shape.model),
+                    generator)
 
 
 def _pooled(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
@@ -239,6 +251,114 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
 }
 
 
+_FUNCTIONS: dict[str, Callable[..., Any]] = {"len": len, "sum": sum, "max": max, "min": min}
+_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+}
+
+
+def _value(node: ast.expr, names: Mapping[str, Any], text: str) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            raise UnbuildableInputError(f"size {text!r} names {node.id!r}: neither a config argument of the backbone "
+                                        "nor one of the harness's sizes")
+        return names[node.id]
+    if isinstance(node, ast.BinOp):
+        return _OPERATORS[type(node.op)](_value(node.left, names, text), _value(node.right, names, text))
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)  # check_expression allows nothing else
+    return _FUNCTIONS[node.func.id](*(_value(argument, names, text) for argument in node.args))
+
+
+def evaluate(size: int | str, names: Mapping[str, Any]) -> Any:
+    """A size of an input spec: an int, or an expression over ``names`` (checked by
+    :func:`~hf_neuron.compat.tiny_diffusion.check_expression`)."""
+    if isinstance(size, int):
+        return size
+    return _value(check_expression(size).body, names, size)
+
+
+def build_spec(spec: InputSpec, shape: _Shape, generator: torch.Generator) -> Any:
+    """The value an input spec of ``compat/tiny_diffusion.toml`` describes (a list of ``count`` of them)."""
+    if spec.count is None:
+        return _one(spec, shape, generator)
+    return [_one(spec, shape, generator) for _ in range(int(evaluate(spec.count, shape.names())))]
+
+
+def _one(spec: InputSpec, shape: _Shape, generator: torch.Generator) -> Any:
+    import torch
+
+    names = shape.names()
+    dtype = getattr(torch, spec.dtype)
+    sizes = tuple(int(evaluate(size, names)) for size in spec.shape) if spec.shape is not None else (BATCH,)
+    if spec.kind == "randn":
+        return torch.randn(sizes, generator=generator).to(dtype)
+    if spec.kind == "fill":
+        return torch.full(sizes, spec.argument, dtype=dtype)
+    if spec.kind == "randint":
+        low, high = (int(evaluate(bound, names)) for bound in spec.argument)
+        return torch.randint(low, high, sizes, generator=generator).to(dtype)
+    if spec.kind == "arange":  # along the last axis of the shape, when one is given
+        start, stop = (int(evaluate(bound, names)) for bound in spec.argument)
+        values = torch.arange(start, stop).to(dtype)
+        return values if spec.shape is None else values.expand(sizes).contiguous()
+    if spec.kind == "tensor":
+        return torch.tensor(spec.argument, dtype=dtype)
+    if spec.kind == "int":
+        return int(evaluate(spec.argument, names))
+    if spec.kind == "items":
+        return [build_spec(item, shape, generator) for item in spec.argument]
+    if spec.kind == "fields":
+        return {key: build_spec(item, shape, generator) for key, item in spec.argument.items()}
+    if spec.kind == "concat":
+        return torch.cat([build_spec(item, shape, generator) for item in spec.argument], dim=spec.dim).to(dtype)
+    if spec.kind == "rule":
+        build = RULES.get(spec.argument) or INPUTS.get(spec.argument, (None,))[0]
+        if build is None:
+            raise UnbuildableInputError(f"no input rule named {spec.argument!r} (hf_neuron.tiny.diffusion.inputs."
+                                        "RULES, INPUTS)")
+        return build(shape, generator)
+    return spec.argument  # "value": a plain Python value, as the data file gives it
+
+
+def _lumina_rotary(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
+    """The rotary embedding LuminaPipeline precomputes for LuminaNextDiT (complex, over the head dim), for a grid of
+    the latent side."""
+    from diffusers.models.embeddings import get_2d_rotary_pos_embed_lumina
+
+    head_dim = shape.first_int("hidden_size", default=32) // shape.first_int("num_attention_heads", default=2)
+    rotary: torch.Tensor = get_2d_rotary_pos_embed_lumina(head_dim, shape.size, shape.size)
+    return rotary
+
+
+def _sana_wm_refiner_rotary(shape: _Shape, generator: torch.Generator) -> Any:
+    """The video rotary embedding SanaWM's refiner pipeline asks the backbone for: the latents' frames in order."""
+    import torch
+
+    return shape.model.build_rotary_emb_for_absolute_positions(
+        batch_size=BATCH, frame_positions=list(range(FRAMES)), height=shape.size, width=shape.size,
+        device=torch.device("cpu"), fps=24.0)
+
+
+def _wan_animate2_kv_cache(shape: _Shape, generator: torch.Generator) -> Any:
+    """An empty key/value cache of WanAnimate2, one slot per layer (the pipeline's first step fills it)."""
+    from diffusers.models.transformers.transformer_wan_animate_2 import WanAnimate2KVCache
+
+    return WanAnimate2KVCache(shape.first_int("num_layers", default=2))
+
+
+#: Inputs a spec of ``compat/tiny_diffusion.toml`` can name (``rule = "..."``) that no parameter name implies: what a
+#: pipeline computes (or asks the backbone for) before calling it. A spec may also name any parameter of
+#: :data:`INPUTS`.
+RULES: dict[str, _Input] = {
+    "lumina_rotary_emb": _lumina_rotary,
+    "sana_wm_refiner_rotary": _sana_wm_refiner_rotary,
+    "wan_animate2_kv_cache": _wan_animate2_kv_cache,
+}
+
+
 def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
     """The keyword inputs of one call of the tiny backbone ``model``, on the CPU, drawn from ``seed``.
 
@@ -248,14 +368,24 @@ def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
     import torch
 
     name = type(model).__name__
+    reviewed = recipe(name)
     parameters = inspect.signature(model.forward).parameters
-    shape = _Shape(dict(model.config), recipe(name).layout or _layout(name, parameters))  # type: ignore[arg-type]
+    shape = _Shape(dict(model.config), reviewed.layout or _layout(name, parameters), model)  # type: ignore[arg-type]
     generator = torch.Generator().manual_seed(seed)
     inputs: dict[str, Any] = {}
+    unknown = sorted(set(reviewed.inputs) - set(parameters))
+    if unknown:
+        raise UnbuildableInputError(f"compat/tiny_diffusion.toml gives inputs {unknown} that {name}.forward does not "
+                                    "take")
     for parameter in parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
         required = parameter.default is inspect.Parameter.empty
+        spec = reviewed.inputs.get(parameter.name)
+        if spec is not None:
+            if spec.kind != "omit":
+                inputs[parameter.name] = build_spec(spec, shape, generator)
+            continue
         if parameter.name not in INPUTS:
             if required:
                 raise UnbuildableInputError(f"{name}.forward needs {parameter.name!r}, which the harness cannot build "
@@ -280,12 +410,25 @@ def _layout(name: str, parameters: Mapping[str, inspect.Parameter]) -> Layout:
     return "image"
 
 
+def predict(model: torch.nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
+    """One call of the backbone, gradients allowed; its prediction (the first output; a backbone of packed sequences
+    that predicts one tensor per item gives them flattened and concatenated)."""
+    import torch
+
+    output = model(**inputs, return_dict=False) if "return_dict" in inspect.signature(model.forward).parameters \
+        else model(**inputs)
+    if isinstance(output, torch.Tensor):
+        return output
+    prediction = output[0] if isinstance(output, (tuple, list)) else output.sample
+    if isinstance(prediction, (tuple, list)):
+        prediction = torch.cat([item.flatten() for item in prediction])
+    result: torch.Tensor = prediction
+    return result
+
+
 def denoise(model: torch.nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
-    """One call of the backbone; its prediction (the first output)."""
+    """:func:`predict` without gradients: what inference computes."""
     import torch
 
     with torch.no_grad():
-        output = model(**inputs, return_dict=False) if "return_dict" in inspect.signature(model.forward).parameters \
-            else model(**inputs)
-    prediction: torch.Tensor = output[0] if isinstance(output, (tuple, list)) else output.sample
-    return prediction
+        return predict(model, inputs)

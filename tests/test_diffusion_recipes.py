@@ -1,0 +1,101 @@
+"""compat/tiny_diffusion.toml keeps the rules its header states (sorted tables, real classes, every preset used), and
+the pipeline recipes run: an image, a video and an audio pipeline each return what they made by name, the device's
+equal to the CPU's, and a perturbed device fails them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.compat.tiny_diffusion import RECIPES_FILE, load_presets, load_recipes
+from hf_neuron.matrix.scenarios.contract import CaseContext
+from hf_neuron.matrix.scenarios.diffusion import forward, generate
+from hf_neuron.tiny.diffusion.backbones import backbone_names
+from hf_neuron.tiny.diffusion.pipelines import build_pipeline, picture, run_pipeline
+
+torch = pytest.importorskip("torch")
+
+
+def _tables(text: str) -> list[str]:
+    return re.findall(r"(?m)^\[([^\]]+)\]", text)
+
+
+def test_the_data_file_keeps_its_tables_sorted_presets_first() -> None:
+    tables = _tables(RECIPES_FILE.read_text(encoding="utf-8"))
+    presets = [t for t in tables if t.startswith("components.")]
+    backbones = [t for t in tables if t.startswith("backbones.")]
+    assert tables == presets + backbones, "the [components.*] presets come first, then the [backbones.*]"
+    assert presets == sorted(presets) and backbones == sorted(backbones)
+
+
+def test_every_table_names_a_real_backbone_pipeline_and_class_and_every_preset_is_used() -> None:
+    import diffusers
+
+    recipes, presets = load_recipes(), load_presets()
+    assert set(recipes) <= set(backbone_names())
+    used = {part for preset in presets.values() for part in preset.parts.values()}
+    for name, recipe in recipes.items():
+        if recipe.pipeline is not None:
+            assert isinstance(getattr(diffusers, recipe.pipeline), type), name
+        used |= {component.name for component in recipe.components.values() if component is not None} - {"backbone"}
+    assert set(presets) == used, f"presets no recipe uses: {sorted(set(presets) - used)}"
+    for preset in presets.values():
+        library, _, _rest = preset.class_name.partition(".")
+        assert preset.class_name == "tiny-tokenizer" or library in ("diffusers", "transformers"), preset.name
+
+
+def test_a_pipeline_without_a_pipeline_or_a_gap_is_one_diffusers_does_not_ship() -> None:
+    from hf_neuron.tiny.diffusion.pipelines import shipped_pipelines
+
+    recipes = load_recipes()
+    missing = [name for name in backbone_names()
+               if recipes.get(name) is None or (recipes[name].pipeline is None and recipes[name].pipeline_gap is None)]
+    assert [name for name in missing if shipped_pipelines(name)] == []
+
+
+def test_a_picture_is_deterministic() -> None:
+    import numpy as np
+
+    assert picture(8, 4).size == (8, 4)
+    assert np.array_equal(np.asarray(picture(8, 4, seed=3)), np.asarray(picture(8, 4, seed=3)))
+    assert not np.array_equal(np.asarray(picture(8, 4, seed=3)), np.asarray(picture(8, 4, seed=4)))
+
+
+@pytest.mark.parametrize(("name", "made"), [("WanTransformer3DModel", "frames"), ("StableAudioDiTModel", "audios"),
+                                            ("PriorTransformer", "image_embeds")])
+def test_a_pipeline_returns_what_it_made_by_name(name: str, made: str, tmp_path: Path) -> None:
+    from hf_neuron.compat.tiny_diffusion import presets, recipe
+    from hf_neuron.tiny.diffusion.backbones import build_backbone
+
+    outputs = run_pipeline(build_pipeline(build_backbone(name), recipe(name), presets=presets()), recipe(name))
+    assert made in outputs and all(value.dtype == torch.float32 for value in outputs.values())
+    assert all(bool(torch.isfinite(value).all()) for value in outputs.values())
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("neuron")
+@pytest.mark.parametrize("name", ["WanTransformer3DModel", "StableAudioDiTModel", "QwenImageTransformer2DModel"])
+def test_a_video_audio_and_llm_encoded_pipeline_pass_on_the_device_and_fail_perturbed(name: str,
+                                                                                       tmp_path: Path) -> None:
+    from test_matrix_mutation import linear_off_by
+
+    ctx = CaseContext(name, "diffusion", "generate", "neuron", tmp_path)
+    clean = generate(ctx)
+    assert clean.outcome == "passed", clean.message
+    with linear_off_by(1e-3):
+        perturbed = generate(ctx)
+    assert perturbed.outcome == "failed" and "differ from the CPU's" in (perturbed.message or ""), perturbed.message
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("neuron")
+def test_a_perturbed_device_fails_forward_of_a_backbone_fed_by_reviewed_inputs(tmp_path: Path) -> None:
+    from test_matrix_mutation import linear_off_by
+
+    ctx = CaseContext("LTX2VideoTransformer3DModel", "diffusion", "forward", "neuron", tmp_path)
+    assert forward(ctx).outcome == "passed"
+    with linear_off_by(1e-3):
+        perturbed = forward(ctx)
+    assert perturbed.outcome == "failed" and "differ from the CPU's" in (perturbed.message or "")
