@@ -4,7 +4,9 @@ The groups are the registry's (:data:`hf_neuron.vocabulary.groups.REGISTRY`), in
 (:func:`hf_neuron.tiny.groups.group_models`) says which model types it holds (a type two groups hold belongs to the
 one declared first), builds each tiny model and runs it on the CPU as the scenarios will (``builds`` and ``runs``;
 what the tiny model is, ``tiny``, where the package records it), and says which reviewed types cannot run, with the
-harness's gap. :func:`hf_neuron.compat.catalog.write_catalog` writes the result.
+harness's gap; a failing type nothing reviewed takes the harness's gap of its stage (:func:`unreviewed`), so no
+failure is blamed on a model before someone has read it. :func:`hf_neuron.compat.catalog.write_catalog` writes
+the result.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import datetime
 from collections.abc import Iterable
 
 from hf_neuron.compat.catalog import Catalog, CatalogEntry, catalog_order
-from hf_neuron.tiny.groups import CatalogType, CpuCheck, group_models
+from hf_neuron.tiny.groups import CatalogType, CpuCheck, Reviewed, group_models
+from hf_neuron.vocabulary.gaps import Gap
 from hf_neuron.vocabulary.groups import GROUPS, Group
 
-__all__ = ["catalog_types", "describe_groups", "generate_catalog", "unexpected_runs"]
+__all__ = ["catalog_types", "describe_groups", "generate_catalog", "unexpected_runs", "unreviewed"]
 
 
 def catalog_types() -> dict[str, tuple[Group, CatalogType]]:
@@ -29,10 +32,21 @@ def catalog_types() -> dict[str, tuple[Group, CatalogType]]:
     return found
 
 
+_BUILD_STAGES = ("config", "build")
+
+
 def _verdict(check: CpuCheck) -> tuple[bool, bool, str | None]:
     """``(builds, runs, reason)`` of an entry from its CPU check."""
-    builds = check.stage not in ("config", "build")
+    builds = check.stage not in _BUILD_STAGES
     return builds, check.ok, None if check.ok else f"{check.stage}: {check.error}"
+
+
+def unreviewed(check: CpuCheck) -> Reviewed:
+    """What an entry says of a CPU check that failed where no reviewed data speaks: the harness's failure until a
+    reviewer says the model's own, with the gap of the stage that failed (no tiny model: ``tiny-build``; a tiny model
+    the harness could not feed: ``inputs``)."""
+    gap: Gap = "tiny-build" if check.stage in _BUILD_STAGES else "inputs"
+    return Reviewed(f"CPU check failed (unreviewed, the harness's until reviewed): {check.stage}: {check.error}", gap)
 
 
 def _entry(model_type: str, group: Group, classes: CatalogType, run_models: bool) -> CatalogEntry:
@@ -40,14 +54,14 @@ def _entry(model_type: str, group: Group, classes: CatalogType, run_models: bool
     builds: bool | None = None
     runs: bool | None = None
     reason = tiny = None
+    gap = None
     if run_models:
         check = models.cpu_check(model_type)
         builds, runs, reason = _verdict(check)
         tiny = check.tiny
-    gap = None
-    reviewed = models.reviewed(model_type)
-    if reviewed is not None and reason is not None:
-        reason, gap = reviewed.reason, reviewed.gap
+        if not check.ok:
+            reviewed = models.reviewed(model_type) or unreviewed(check)
+            reason, gap = reviewed.reason, reviewed.gap
     return CatalogEntry(model_type, group, classes.model_class, classes.config_class, builds, runs, reason, gap,
                         models.features(model_type), tiny, classes.load_class)
 
