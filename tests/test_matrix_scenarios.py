@@ -21,7 +21,9 @@ from hf_neuron.matrix.scenarios.contract import (
 )
 from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, load_scenarios
 from hf_neuron.matrix.scenarios.text import _agree
-from hf_neuron.matrix.scenarios.text_models import Greedy, disable_dropout
+from hf_neuron.matrix.scenarios.text_models import NEW_TOKENS, Greedy, disable_dropout
+from hf_neuron.matrix.scenarios.training import STEPS
+from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 torch = pytest.importorskip("torch")
 
@@ -147,6 +149,11 @@ def test_a_case_of_legs_passes_only_for_what_it_did() -> None:
     assert failed.outcome == "failed" and failed.message == "off" and len(failed.legs) == 2
     untested = ScenarioResult.of_legs([("a", passed), ("b", ScenarioResult.untested("masks only", "checks"))])
     assert untested.outcome == "untested" and untested.gap == "checks"
+    assert both.details is None, "no leg said how many steps it ran"
+    counted = ScenarioResult.of_legs([("a", passed.with_details({DEVICE_STEPS: 4})),
+                                      ("b", ScenarioResult.failed("off").with_details({"cache": "StaticCache",
+                                                                                       DEVICE_STEPS: 3}))])
+    assert counted.outcome == "failed" and counted.details == {"cache": "StaticCache", DEVICE_STEPS: 7}
 
 
 def _greedy(tokens: list[list[int]], scores: list[list[list[float]]]) -> Greedy:
@@ -273,6 +280,9 @@ def test_builtin_text_scenarios_pass_with_exact_parity(tiny_llama: Path, scenari
     assert result.parity is not None and result.parity["value"] == 0.0, result.parity
     ran_on_neuron = torch.neuron.memory_stats()["allocation"]["allocated"] > allocations
     assert ran_on_neuron == (device == "neuron")
+    steps = {"train": 1 + STEPS, "lora": 1 + STEPS, "bf16": NEW_TOKENS,
+             "generate": 2 * NEW_TOKENS}  # generate: the default and the static cache's legs (compiled: the static's)
+    assert (result.details or {}).get(DEVICE_STEPS) == steps.get(scenario), "the steps the report divides calls by"
 
 
 @pytest.mark.parametrize("scenario", ["load", "forward", "train", "lora", "bf16", "compile"])
@@ -296,6 +306,7 @@ def test_the_variants_on_neuron(tiny_llama: Path) -> None:
         SCENARIOS["flex_attention"](ctx)
     with pytest.raises(ValueError, match="compiles with backend='inductor', which needs Inductor"):
         SCENARIOS["generate_compiled"](ctx)
-    assert SCENARIOS["generate_compiled"](ctx.on("cpu")).outcome == "passed"  # transformers compiles on neuron only
+    on_cpu = SCENARIOS["generate_compiled"](ctx.on("cpu"))  # transformers compiles on neuron only: nothing compiled
+    assert on_cpu.outcome == "skipped" and "without compiling anything" in (on_cpu.message or ""), on_cpu.message
     not_moe = SCENARIOS["train_aux_loss"](ctx)
     assert not_moe.outcome == "skipped" and "not a mixture of experts" in (not_moe.message or "")

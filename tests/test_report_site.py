@@ -18,6 +18,7 @@ from hf_neuron.compat.catalog import CatalogEntry
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.errors import InputError
 from hf_neuron.report.site import BuildResult, build_site
+from hf_neuron.vocabulary.records import SCHEMA_VERSION
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
 BASELINE = load_baseline(Path(__file__).parents[1] / "compat" / "baselines" / "optimum-neuron-0.4.5.json")
@@ -275,6 +276,31 @@ def test_architecture_page_facts(site: tuple[Path, BuildResult]) -> None:
     gpt2 = _page(site, "arch/gpt2.html")
     assert "harness gap: lora-targets" in _by_id(gpt2, "case-lora")
     assert _by_id(gpt2, "compile-generate") == "3 graphs, 0 breaks, 2 recompiles (neuron)"
+
+
+def test_an_architecture_page_shows_legs_compared_values_and_fallbacks_per_step(tmp_path: Path) -> None:
+    facts = {"kind": "core", "trains": False, "decodes": True}
+    parity = {"metric": "max_abs_diff_over_bound", "value": 1e-6, "tolerance": 1e-4, "compared": 1000,
+              "positions": 1024}
+    legs = [{"name": "default cache", "outcome": "passed", "reason": None, "parity": parity, "details": None},
+            {"name": "static cache", "outcome": "skipped", "reason": "it has no static-cache decoding",
+             "parity": None, "details": None}]
+    records = [_record("m::generate", schema=SCHEMA_VERSION, legs=legs, scenario_facts=facts, parity=parity,
+                       fallback_ops={"aten::argmax": 12}, details={"device_steps": 8}),
+               _record("m::forward", schema=SCHEMA_VERSION, legs=None, fallback_ops={"aten::argmax": 1},
+                       scenario_facts={"kind": "core", "trains": False, "decodes": False})]
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    build_site([tmp_path / "results"], tmp_path / "site", baseline=BASELINE)
+    page = (tmp_path / "site" / "arch" / "m.html").read_text()
+    legs_list = page[page.index('id="legs-generate"'):page.index("</ul>", page.index('id="legs-generate"'))]
+    assert [re.sub(r"<[^>]+>|\s+", " ", item).split() for item in re.findall(r"<li>(.*?)</li>", legs_list)] == [
+        ["default", "cache:", "pass"], ["static", "cache:", "n/a", "it", "has", "no", "static-cache", "decoding"]]
+    assert "1,000 of 1,024 values compared" in _by_id(page, "case-generate")
+    start = page.index('id="fallbacks-by-scenario"')
+    table = page[start:page.index("</table>", start)]
+    assert [re.sub(r"<[^>]+>", " ", row).split() for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)][1:] == [
+        ["forward", "aten::argmax", "1", "—", "—"], ["generate", "aten::argmax", "12", "8", "1.5"]]
 
 
 def test_catalog_entry(site: tuple[Path, BuildResult]) -> None:

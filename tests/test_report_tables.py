@@ -16,6 +16,7 @@ from hf_neuron.report.load import load_records
 from hf_neuron.report.status import arch_verdict, cell_status, runs_unmodified, scenario_order
 from hf_neuron.report.tables import (
     Change,
+    ScenarioFallback,
     case_frame,
     case_statuses,
     core_scenarios,
@@ -24,6 +25,7 @@ from hf_neuron.report.tables import (
     headline,
     matrix_table,
     run_info,
+    scenario_fallbacks,
     scenario_rates,
     variant_scenarios,
 )
@@ -137,6 +139,20 @@ def test_compile_and_fallback_columns(table: pd.DataFrame, cases: pd.DataFrame) 
 def _compiled(graphs: int, breaks: int = 0, recompiles: int = 0) -> dict[str, object]:
     return {"backends": ["neuron"], "graphs": graphs, "graph_breaks": breaks, "break_reasons": [],
             "recompiles": recompiles, "recompile_reasons": []}
+
+
+def test_fallbacks_per_scenario_divide_calls_by_the_steps_the_case_ran() -> None:
+    records = [a_record("a::forward", fallback_ops={"aten::x": 1}),
+               a_record("a::train", fallback_ops={"aten::x": 8, "aten::b": 4}, details={"device_steps": 4}),
+               a_record("a::generate", fallback_ops={"aten::x": 6}, details={"device_steps": "six"}),
+               a_record("a::lora", fallback_ops={}), a_record("b::train", fallback_ops={"aten::q": 1})]
+    cases = case_frame([upgrade(record) for record in records])
+    assert scenario_fallbacks(cases, "a") == [
+        ScenarioFallback("forward", "aten::x", 1, None, None),
+        ScenarioFallback("generate", "aten::x", 6, None, None),  # a step count that is not a count: not divided
+        ScenarioFallback("train", "aten::b", 4, 4, 1.0),
+        ScenarioFallback("train", "aten::x", 8, 4, 2.0)]
+    assert scenario_fallbacks(cases, "c") == []
 
 
 def _signal_records() -> list[dict[str, object]]:

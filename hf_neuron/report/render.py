@@ -28,6 +28,7 @@ from hf_neuron.report.tables import (
     Change,
     Headline,
     RunInfo,
+    ScenarioFallback,
     frame_rows,
     scenario_columns,
 )
@@ -88,6 +89,8 @@ class ArchPage:
     catalog_entry: CatalogEntry | None = None
     #: operators expected to fall back to the CPU on Trainium that its cases ran, with counts (None: not measured)
     fallback_ops: Mapping[str, int] | None = None
+    #: the same operators per scenario, with calls per step where the cases say how many steps they ran
+    scenario_fallbacks: Sequence[ScenarioFallback] = ()
     upstream: ArchSummary | None = None
 
 

@@ -37,6 +37,7 @@ from hf_neuron.report.tables import (
     lane,
     matrix_table,
     run_info,
+    scenario_fallbacks,
     scenario_rates,
     split_lanes,
 )
@@ -184,6 +185,7 @@ def build_site(
             previous=previous.statuses.get(row["model_type"], {}) if previous else None,
             catalog_entry=entries.get(row["model_type"]),
             fallback_ops=fallback_ops(cases, row["model_type"]),
+            scenario_fallbacks=scenario_fallbacks(cases, row["model_type"]),
             upstream=upstream_view.summaries.get(row["model_type"]) if upstream_view else None,
         )
         for row in frame_rows(table)

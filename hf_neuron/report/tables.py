@@ -22,7 +22,7 @@ from hf_neuron.report.status import FAILING, arch_verdict, cell_status, runs_unm
 from hf_neuron.vocabulary.backends import BackendKind
 from hf_neuron.vocabulary.groups import GROUPS
 from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, NOT_RUN
-from hf_neuron.vocabulary.records import Record, case_verdict, parse_time, scenario_facts
+from hf_neuron.vocabulary.records import DEVICE_STEPS, Record, case_verdict, parse_time, scenario_facts
 from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, SCHEMA_2_SCENARIOS, ScenarioFacts, decodes
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "Headline",
     "Lane",
     "RunInfo",
+    "ScenarioFallback",
     "Statuses",
     "baseline_mode",
     "case_frame",
@@ -45,6 +46,7 @@ __all__ = [
     "matrix_table",
     "run_info",
     "scenario_columns",
+    "scenario_fallbacks",
     "scenario_rates",
     "split_lanes",
     "variant_scenarios",
@@ -247,6 +249,8 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "parity_metric": parity.get("metric"),
                 "parity_value": parity.get("value"),
                 "parity_tolerance": parity.get("tolerance"),
+                "parity_compared": parity.get("compared"),
+                "parity_positions": parity.get("positions"),
                 "failure_type": failure.get("type"),
                 "failure_message": failure.get("message"),
                 "failure_frame": failure.get("frame"),
@@ -263,10 +267,12 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "compile_recompile_reasons": compiled.get("recompile_reasons"),
                 "fallback_ops": r["fallback_ops"],
                 "details": r["details"],
+                "legs": r["legs"],
             }
         )
     frame = pd.DataFrame(rows)
-    for column in ("peak_memory_bytes", "compile_graphs", "compile_breaks", "compile_recompiles"):
+    for column in ("peak_memory_bytes", "compile_graphs", "compile_breaks", "compile_recompiles", "parity_compared",
+                   "parity_positions"):
         frame[column] = frame[column].astype("Int64")
     return frame
 
@@ -367,6 +373,32 @@ def _step_fallbacks(cases: pd.DataFrame) -> dict[str, bool]:
 def fallback_ops(cases: pd.DataFrame, model_type: str) -> dict[str, int] | None:
     """The fallback operators of one architecture's cases, summed (None: not measured)."""
     return _fallbacks(cases[cases["model_type"] == model_type]).get(model_type)
+
+
+@dataclass(frozen=True)
+class ScenarioFallback:
+    """One operator a case ran that falls back to the CPU on Trainium: its calls over the case, the steps the case
+    ran on the device (:data:`~hf_neuron.vocabulary.records.DEVICE_STEPS`; None where its record does not say), and
+    the calls per step (None without steps)."""
+
+    scenario: str
+    operator: str
+    calls: int
+    steps: int | None
+    per_step: float | None
+
+
+def scenario_fallbacks(cases: pd.DataFrame, model_type: str) -> list[ScenarioFallback]:
+    """The fallback operators of one architecture, per scenario (in table order) and operator."""
+    mine = cases[(cases["model_type"] == model_type) & cases["fallback_ops"].map(bool)]
+    order = {name: index for index, name in enumerate(scenario_order(scenarios_of(cases)))}
+    found = []
+    for scenario, ops, details in mine[["scenario", "fallback_ops", "details"]].itertuples(index=False):
+        raw = (details or {}).get(DEVICE_STEPS)
+        steps = raw if isinstance(raw, int) and raw > 0 else None
+        found += [ScenarioFallback(scenario, name, int(count), steps, None if steps is None else int(count) / steps)
+                  for name, count in sorted(ops.items())]
+    return sorted(found, key=lambda row: (order.get(row.scenario, len(order)), row.operator))
 
 
 def scenarios_of(cases: pd.DataFrame, declared: Mapping[str, ScenarioFacts] | None = None) -> dict[str, ScenarioFacts]:

@@ -44,6 +44,7 @@ from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, SCHEMA_2_SCENARIOS, S
 
 __all__ = [
     "CONFLICT_POLICIES",
+    "DEVICE_STEPS",
     "READABLE_SCHEMAS",
     "SCHEMA_VERSION",
     "CompileFacts",
@@ -68,6 +69,10 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 4
+
+#: The key of a record's ``details`` (and a leg's) that says how many steps the case ran on the device: optimizer
+#: steps of a training scenario, tokens decoded of a decoding one. The report divides fallback calls by it.
+DEVICE_STEPS = "device_steps"
 #: The record schemas this module reads (older ones through :func:`upgrade`).
 READABLE_SCHEMAS = (1, 2, 3, SCHEMA_VERSION)
 
@@ -170,7 +175,8 @@ class Record(TypedDict):
     device; ``known_failure`` the matching entry of ``compat/known_failures.toml``; ``compile`` what Dynamo did (null
     when nothing was compiled); ``fallback_ops`` the operators that ran on the device which the real backend runs on the
     CPU, with counts (null when the backend cannot tell; on the real backend a count of 0 means the operator fell back
-    and its calls were not counted); ``details`` scenario-specific facts (e.g. ``ddp``'s ranks)."""
+    and its calls were not counted); ``details`` scenario-specific facts (e.g. ``ddp``'s ranks,
+    :data:`DEVICE_STEPS`)."""
 
     schema: int
     run_id: str

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_neuron.vocabulary.gaps import Gap
 from hf_neuron.vocabulary.outcomes import ResultOutcome
-from hf_neuron.vocabulary.records import Leg, Parity
+from hf_neuron.vocabulary.records import DEVICE_STEPS, Leg, Parity
 
 if TYPE_CHECKING:
     import torch
@@ -153,24 +153,34 @@ class ScenarioResult:
     def of_legs(cls, legs: Sequence[tuple[str, ScenarioResult]]) -> ScenarioResult:
         """The result of a case made of ``legs`` (name, result), each applying or not on its own: the first failed
         leg's result, else the first untested one's; skipped (with every leg's reason) only when no leg applies;
-        else passed with the worst parity of the legs. The result lists every leg."""
+        else passed with the worst parity of the legs. The result lists every leg, and the steps its legs ran on the
+        device (:data:`~hf_neuron.vocabulary.records.DEVICE_STEPS`, where they say)."""
         listed = tuple(Leg(name=name, outcome=result.outcome, reason=result.message, parity=result.parity,
                            details=None if result.details is None else dict(result.details))
                        for name, result in legs)
         results = [result for _, result in legs]
+        steps = [details[DEVICE_STEPS] for details in (result.details or {} for result in results)
+                 if DEVICE_STEPS in details]
+        counted = {DEVICE_STEPS: sum(steps)} if steps else {}
         for outcome in ("failed", "untested"):
             found = next((result for result in results if result.outcome == outcome), None)
             if found is not None:
-                return dataclasses.replace(found, legs=listed)
+                chosen = dataclasses.replace(found, legs=listed)
+                return chosen.adding_details(counted) if counted else chosen
         applied = [result for result in results if result.outcome == "passed"]
         if not applied:
-            return cls("skipped", "; ".join(f"{name}: {result.message}" for name, result in legs), legs=listed)
+            return cls("skipped", "; ".join(f"{name}: {result.message}" for name, result in legs), legs=listed,
+                       details=counted or None)
         return cls("passed", parity=max((result.parity for result in applied if result.parity is not None),
-                                        key=_share, default=None), legs=listed)
+                                        key=_share, default=None), legs=listed, details=counted or None)
 
     def with_details(self, details: Mapping[str, Any]) -> ScenarioResult:
         """This result, carrying ``details``."""
         return dataclasses.replace(self, details=details)
+
+    def adding_details(self, details: Mapping[str, Any]) -> ScenarioResult:
+        """This result, carrying ``details`` beside those it has."""
+        return dataclasses.replace(self, details={**(self.details or {}), **details})
 
     @property
     def parity_missed(self) -> bool:

@@ -20,6 +20,7 @@ from hf_neuron.matrix.scenarios.contract import (
 )
 from hf_neuron.matrix.scenarios.text_models import load_model, lora_targets, model_inputs, sample_ids
 from hf_neuron.tiny.transformers.inputs import prompt_of
+from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 if TYPE_CHECKING:
     import torch
@@ -87,9 +88,9 @@ def _loss_goes_down(model: torch.nn.Module, input_ids: torch.Tensor, seed: int, 
     optimizer = _optimizer(model)
     losses = [float(_step(model, optimizer, input_ids, seed)) for _ in range(STEPS)]
     if not losses[-1] < losses[0]:
-        return ScenarioResult.failed(f"the loss did not go down over {STEPS} AdamW steps (lr {LEARNING_RATE:g}): "
-                                     f"{', '.join(f'{loss:.6g}' for loss in losses)}")
-    return parity
+        parity = ScenarioResult.failed(f"the loss did not go down over {STEPS} AdamW steps (lr {LEARNING_RATE:g}): "
+                                       f"{', '.join(f'{loss:.6g}' for loss in losses)}")
+    return parity.adding_details({DEVICE_STEPS: 1 + STEPS})
 
 
 def train(ctx: CaseContext) -> ScenarioResult:
@@ -99,7 +100,7 @@ def train(ctx: CaseContext) -> ScenarioResult:
     input_ids = sample_ids(ctx, reference)
     parity = _first_step_parity(model, reference, input_ids, ctx.seed, ctx.device)
     if parity.outcome != "passed":
-        return parity
+        return parity.adding_details({DEVICE_STEPS: 1})
     return _loss_goes_down(model, input_ids, ctx.seed, parity)
 
 
@@ -121,7 +122,7 @@ def train_aux_loss(ctx: CaseContext) -> ScenarioResult:
     model = load_model(ctx, ctx.device, train=True, output_router_logits=True)
     parity = _first_step_parity(model, reference, input_ids, ctx.seed, ctx.device)
     if parity.outcome != "passed":
-        return parity
+        return parity.adding_details({DEVICE_STEPS: 1})
     return _loss_goes_down(model, input_ids, ctx.seed, parity)
 
 
