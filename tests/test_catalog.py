@@ -20,8 +20,9 @@ from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.matrix.catalog.generate import generate_catalog, unreviewed
 from hf_neuron.matrix.catalog.hub_ranking import HubUnreachableError, refresh_ranking
 from hf_neuron.tiny.groups import CpuCheck, group_models
-from hf_neuron.tiny.transformers.model_types import generative_types
+from hf_neuron.tiny.transformers.model_types import generative_types, types_of
 from hf_neuron.vocabulary.datafiles import DataFileError
+from hf_neuron.vocabulary.groups import GroupDeclaration
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ranking" / "hub_list_models.json"
 TODAY = datetime.date(2026, 1, 2)
@@ -94,6 +95,22 @@ def test_every_generative_type_loads_with_its_groups_auto_class() -> None:
                if CONFIG_MAPPING[model_type] not in getattr(transformers, found.auto_class)._model_mapping]
     assert refused == []
     assert "evolla" not in types and {"llava", "blip", "pi0"} <= set(types)
+
+
+def test_a_group_leaves_the_types_of_the_mappings_it_names_to_the_groups_that_list_them() -> None:
+    """transformers' multimodal-LM mapping lists every image-text-to-text type and the audio-text ones: a group declared
+    first that reads it claims the image-text types, unless it leaves their mapping to the group that lists it."""
+    multimodal = GroupDeclaration("decoder", "reads the multimodal-LM mapping", "transformers", "m",
+                                  (("MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES", "AutoModelForMultimodalLM"),))
+    image_text = GroupDeclaration("image-text", "image-text", "transformers", "m",
+                                  (("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "AutoModelForImageTextToText"),))
+    claimed = types_of((multimodal, image_text))
+    assert claimed["llava"].group == "decoder" and claimed["qwen2_audio"].group == "decoder"
+    leaving = dataclasses.replace(multimodal, leaves=("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",))
+    left = types_of((leaving, image_text))
+    assert left["llava"] == ("image-text", "LlavaForConditionalGeneration", "AutoModelForImageTextToText")
+    assert left["qwen2_audio"] == ("decoder", "Qwen2AudioForConditionalGeneration", "AutoModelForMultimodalLM")
+    assert set(left) == set(claimed)
 
 
 def test_every_causal_lm_type_is_in_the_decoder_group_first() -> None:
