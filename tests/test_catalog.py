@@ -231,6 +231,23 @@ def test_main_generate_checks_then_writes(tmp_path: Path, capsys: pytest.Capture
         main_generate(path, check=True, run_models=False)
 
 
+def test_regenerating_a_group_takes_the_types_that_moved_into_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A type another group held before (whisper was a decoder before the audio group claimed it) is regenerated in
+    the group that holds it now, once: the catalog diff says its group changed."""
+    from hf_neuron.matrix.catalog import generate
+
+    path = tmp_path / "catalog.json"
+    write_catalog(Catalog("5.0.0", "0.42.1", "2026-01-01", (_entry("llama"), _entry("gpt2"))), path)
+    found = generate.catalog_types()
+    moved = {**found, "llama": ("encoder-decoder", found["llama"][1])}
+    monkeypatch.setattr(generate, "catalog_types", lambda: moved)
+    assert main_generate(path, run_models=False, groups=["encoder-decoder"]) == 0
+    entries = load_catalog(path).by_type()
+    assert entries["llama"].group == "encoder-decoder" and entries["gpt2"].group == "decoder"
+    assert "~ llama: group 'decoder' -> 'encoder-decoder'" in capsys.readouterr().out
+
+
 def test_committed_ranking_loads_and_names_known_types() -> None:
     ranking = load_ranking()
     assert [entry.rank for entry in ranking] == list(range(1, len(ranking) + 1))
