@@ -221,7 +221,7 @@ def test_a_scenario_runs_its_groups_implementation_or_its_librarys() -> None:
     scenario = ScenarioDeclaration("load", "core", False, {"transformers": text, "image-text": vision}, "it does")
     assert scenario.implementation("decoder") is text and scenario.implementation("diffusion") is None
     assert scenario.implementation("image-text") is vision, "a group's own implementation comes before its library's"
-    assert scenario.groups() == ("decoder", "encoder-decoder", "image-text")
+    assert scenario.groups() == ("audio", "decoder", "encoder-decoder", "image-text")
     assert scenario(CaseContext("llama", "decoder", "load", "cpu", Path("."))).message == "text llama"
     with pytest.raises(KeyError, match="no implementation for group 'diffusion'"):
         scenario(CaseContext("UNet2DModel", "diffusion", "load", "cpu", Path(".")))

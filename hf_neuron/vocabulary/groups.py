@@ -35,7 +35,7 @@ __all__ = [
 
 Library = Literal["transformers", "diffusers"]
 
-Group = Literal["decoder", "encoder-decoder", "image-text", "diffusion"]
+Group = Literal["audio", "decoder", "encoder-decoder", "image-text", "diffusion"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +56,15 @@ class GroupDeclaration:
 
 
 REGISTRY: tuple[GroupDeclaration, ...] = (
+    GroupDeclaration(
+        "audio", "speech-to-text, audio-text-to-text and text-to-audio models of transformers", "transformers",
+        "hf_neuron.tiny.audio.group",
+        (("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "AutoModelForSpeechSeq2Seq"),
+         ("MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES", "AutoModelForMultimodalLM"),
+         ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "AutoModelForTextToWaveform"),
+         ("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES", "AutoModelForTextToSpectrogram")),
+        leaves=("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",),
+    ),
     GroupDeclaration(
         "decoder", "causal language models of transformers", "transformers", "hf_neuron.tiny.transformers.group",
         (("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "AutoModelForCausalLM"),),
