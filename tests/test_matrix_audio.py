@@ -21,10 +21,10 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A run's workdir holding the tiny whisper and vits checkpoints where the runner's checkpoint cache expects
-    them."""
+    """A run's workdir holding the tiny whisper and fastspeech2_conformer checkpoints where the runner's checkpoint
+    cache expects them."""
     workdir = tmp_path_factory.mktemp("workdir")
-    for model_type in ("whisper", "vits"):
+    for model_type in ("whisper", "fastspeech2_conformer"):
         materialize(model_type, workdir / "checkpoints" / model_type)
     return workdir
 
@@ -82,13 +82,17 @@ def test_ids_without_sounds_are_refused(workdir: Path) -> None:
         model_inputs(model, torch.tensor([[5, 6, 7]]))
 
 
-def test_a_text_to_speech_model_compares_its_waveform_and_has_no_training_loss(workdir: Path) -> None:
-    model = load_model(_ctx(workdir, "forward", model_type="vits"), "cpu")
-    ids = sample_ids(_ctx(workdir, "forward", model_type="vits"), model)
+def test_a_text_to_speech_model_compares_its_spectrogram_and_has_no_training_loss(workdir: Path) -> None:
+    tts = "fastspeech2_conformer"
+    model = load_model(_ctx(workdir, "forward", model_type=tts), "cpu")
+    ids = sample_ids(_ctx(workdir, "forward", model_type=tts), model)
     outputs = audio.forward_outputs(model, model_inputs(model, ids))
-    assert "waveform" in outputs and "logits" not in outputs
-    assert audio.no_training_loss(model) == "VitsModel.forward takes no labels: it computes no training loss"
-    result = SCENARIOS["train"](_ctx(workdir, "train", model_type="vits"))
+    assert "spectrogram" in outputs and "logits" not in outputs
+    assert audio.no_training_loss(model) == ("FastSpeech2ConformerModel.forward takes no labels: it computes no "
+                                             "training loss")
+    result = SCENARIOS["forward"](_ctx(workdir, "forward", model_type=tts))
+    assert result.outcome == "passed", result.message
+    result = SCENARIOS["train"](_ctx(workdir, "train", model_type=tts))
     assert result.outcome == "skipped" and "takes no labels" in result.message
 
 
