@@ -18,7 +18,7 @@ def test_the_committed_baseline_says_what_it_supports_per_group() -> None:
     baseline = load_baseline(BASELINE)
     assert baseline.name == "Optimum Neuron 0.4.5"
     assert {group: baseline.count(group, "inference") for group in baseline.groups} == {
-        "decoder": 9, "encoder-decoder": 1, "image-text": 0, "diffusion": 3}
+        "audio": 1, "decoder": 9, "encoder-decoder": 1, "image-text": 0, "diffusion": 3}
     assert {m for m, s in baseline.groups["decoder"].items() if s.inference} == {
         "granite", "llama", "llama4_text", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "smollm3"
     }

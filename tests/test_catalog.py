@@ -20,8 +20,9 @@ from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.matrix.catalog.generate import generate_catalog, unreviewed
 from hf_neuron.matrix.catalog.hub_ranking import HubUnreachableError, refresh_ranking
 from hf_neuron.tiny.groups import CpuCheck, group_models
-from hf_neuron.tiny.transformers.model_types import generative_types
+from hf_neuron.tiny.transformers.model_types import generative_types, types_of
 from hf_neuron.vocabulary.datafiles import DataFileError
+from hf_neuron.vocabulary.groups import GroupDeclaration
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ranking" / "hub_list_models.json"
 TODAY = datetime.date(2026, 1, 2)
@@ -96,13 +97,31 @@ def test_every_generative_type_loads_with_its_groups_auto_class() -> None:
     assert "evolla" not in types and {"llava", "blip", "pi0"} <= set(types)
 
 
-def test_every_causal_lm_type_is_in_the_decoder_group_first() -> None:
+def test_a_group_leaves_the_types_of_the_mappings_it_names_to_the_groups_that_list_them() -> None:
+    """transformers' multimodal-LM mapping lists every image-text-to-text type and the audio-text ones: a group declared
+    first that reads it claims the image-text types, unless it leaves their mapping to the group that lists it."""
+    multimodal = GroupDeclaration("decoder", "reads the multimodal-LM mapping", "transformers", "m",
+                                  (("MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES", "AutoModelForMultimodalLM"),))
+    image_text = GroupDeclaration("image-text", "image-text", "transformers", "m",
+                                  (("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "AutoModelForImageTextToText"),))
+    claimed = types_of((multimodal, image_text))
+    assert claimed["llava"].group == "decoder" and claimed["qwen2_audio"].group == "decoder"
+    leaving = dataclasses.replace(multimodal, leaves=("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",))
+    left = types_of((leaving, image_text))
+    assert left["llava"] == ("image-text", "LlavaForConditionalGeneration", "AutoModelForImageTextToText")
+    assert left["qwen2_audio"] == ("decoder", "Qwen2AudioForConditionalGeneration", "AutoModelForMultimodalLM")
+    assert set(left) == set(claimed)
+
+
+def test_every_causal_lm_type_is_in_the_decoder_group_but_the_audio_groups_and_decoder_comes_after_audio() -> None:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     catalog = generate_catalog(run_models=False)
+    audio = [entry.model_type for entry in catalog.group("audio")]
     decoder = [entry.model_type for entry in catalog.group("decoder")]
-    assert decoder == sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-    assert [entry.model_type for entry in catalog.entries[: len(decoder)]] == decoder
+    assert decoder == sorted(set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) - set(audio))
+    assert {"whisper", "musicgen"} <= set(audio) & set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    assert [entry.model_type for entry in catalog.entries[: len(audio) + len(decoder)]] == audio + decoder
     with pytest.raises(KeyError, match=r"not model types of any group \(transformers .*\): \['bert_tokenizer'\]"):
         generate_catalog(types=["bert_tokenizer"], run_models=False)
 
@@ -183,7 +202,8 @@ def test_the_tiny_summary_is_written_only_where_known_and_read_back(tmp_path: Pa
         (_catalog_text([{"model_type": "a", "group": "decoder"}]),
          "architectures[0] misses ['model_class', 'config_class', 'builds', 'runs']"),
         (_catalog_text([{**dataclasses.asdict(_entry("a")), "group": "vision"}]),
-         "architectures[0] (a) has unknown group 'vision'; groups are decoder, encoder-decoder, image-text, diffusion"),
+         "architectures[0] (a) has unknown group 'vision'; groups are audio, decoder, encoder-decoder, image-text, "
+         "diffusion"),
         (_catalog_text([{**dataclasses.asdict(_entry("a")), "runs": "yes"}]),
          "architectures[0].runs must be true, false or null, got 'yes'"),
         (_catalog_text([dataclasses.asdict(_entry("a")), dataclasses.asdict(_entry("a"))]),
@@ -212,6 +232,23 @@ def test_main_generate_checks_then_writes(tmp_path: Path, capsys: pytest.Capture
     path.write_text("[")
     with pytest.raises(DataFileError, match=f"^{path}: not valid JSON"):
         main_generate(path, check=True, run_models=False)
+
+
+def test_regenerating_a_group_takes_the_types_that_moved_into_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A type another group held before (whisper was a decoder before the audio group claimed it) is regenerated in
+    the group that holds it now, once: the catalog diff says its group changed."""
+    from hf_neuron.matrix.catalog import generate
+
+    path = tmp_path / "catalog.json"
+    write_catalog(Catalog("5.0.0", "0.42.1", "2026-01-01", (_entry("llama"), _entry("gpt2"))), path)
+    found = generate.catalog_types()
+    moved = {**found, "llama": ("encoder-decoder", found["llama"][1])}
+    monkeypatch.setattr(generate, "catalog_types", lambda: moved)
+    assert main_generate(path, run_models=False, groups=["encoder-decoder"]) == 0
+    entries = load_catalog(path).by_type()
+    assert entries["llama"].group == "encoder-decoder" and entries["gpt2"].group == "decoder"
+    assert "~ llama: group 'decoder' -> 'encoder-decoder'" in capsys.readouterr().out
 
 
 def test_committed_ranking_loads_and_names_known_types() -> None:

@@ -4,6 +4,7 @@ the reference device (which computes what the CPU does, exactly)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 from pathlib import Path
@@ -21,8 +22,9 @@ from hf_neuron.matrix.scenarios.contract import (
 )
 from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, load_scenarios
 from hf_neuron.matrix.scenarios.text import _agree
-from hf_neuron.matrix.scenarios.text_models import NEW_TOKENS, Greedy, disable_dropout
+from hf_neuron.matrix.scenarios.text_models import NEW_TOKENS, disable_dropout
 from hf_neuron.matrix.scenarios.training import STEPS
+from hf_neuron.tiny.groups import Decoding, transformers_models
 from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 torch = pytest.importorskip("torch")
@@ -156,8 +158,8 @@ def test_a_case_of_legs_passes_only_for_what_it_did() -> None:
     assert counted.outcome == "failed" and counted.details == {"cache": "StaticCache", DEVICE_STEPS: 7}
 
 
-def _greedy(tokens: list[list[int]], scores: list[list[list[float]]]) -> Greedy:
-    return Greedy(torch.tensor(tokens), torch.tensor(scores), "neuron:0", "DynamicCache", False)
+def _greedy(tokens: list[list[int]], scores: list[list[list[float]]]) -> Decoding:
+    return Decoding("neuron:0", torch.tensor(tokens), torch.tensor(scores), cache="DynamicCache")
 
 
 def test_greedy_tokens_agree_unless_the_device_leaves_a_clear_choice() -> None:
@@ -185,6 +187,24 @@ def test_greedy_scores_are_compared_up_to_the_first_different_token() -> None:
     assert _agree(_greedy([[0, 2], [0, 1]], after_the_tie), cpu, TOLERANCES["float32"], "tokens").outcome == "passed"
 
 
+def test_what_a_generation_makes_besides_tokens_is_compared_within_tolerance() -> None:
+    """A model that makes a waveform (or codes, a spectrogram) instead of tokens: its outputs, by name."""
+    waveform = torch.linspace(-1.0, 1.0, 8)
+    cpu = Decoding("cpu", outputs={"waveform": waveform})
+    close = Decoding("neuron:0", outputs={"waveform": waveform + 1e-6})
+    assert _agree(close, cpu, TOLERANCES["float32"], "generation").outcome == "passed"
+    off = _agree(Decoding("neuron:0", outputs={"waveform": waveform * 1.01}), cpu, TOLERANCES["float32"], "generation")
+    assert off.outcome == "failed" and off.message.startswith("generation: waveform differ from the CPU's")
+    renamed = _agree(Decoding("neuron:0", outputs={"codes": waveform}), cpu, TOLERANCES["float32"], "generation")
+    assert renamed.outcome == "failed" and "['codes'], the CPU's ['waveform']" in renamed.message
+    scores = [[[5.0, 1.0, 0.0]]]
+    both = Decoding("cpu", torch.tensor([[0]]), torch.tensor(scores), {"waveform": waveform})
+    wrong_token = dataclasses.replace(both, tokens=torch.tensor([[1]]))
+    assert _agree(both, both, TOLERANCES["float32"], "generation").outcome == "passed"
+    assert _agree(wrong_token, both, TOLERANCES["float32"], "generation").outcome == "failed"
+    assert _agree(Decoding("cpu"), Decoding("cpu"), TOLERANCES["float32"], "generation").outcome == "failed"
+
+
 def test_dropout_is_switched_off_everywhere_for_training() -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -208,7 +228,7 @@ def test_a_scenario_runs_its_groups_implementation_or_its_librarys() -> None:
     scenario = ScenarioDeclaration("load", "core", False, {"transformers": text, "image-text": vision}, "it does")
     assert scenario.implementation("decoder") is text and scenario.implementation("diffusion") is None
     assert scenario.implementation("image-text") is vision, "a group's own implementation comes before its library's"
-    assert scenario.groups() == ("decoder", "encoder-decoder", "image-text")
+    assert scenario.groups() == ("audio", "decoder", "encoder-decoder", "image-text")
     assert scenario(CaseContext("llama", "decoder", "load", "cpu", Path("."))).message == "text llama"
     with pytest.raises(KeyError, match="no implementation for group 'diffusion'"):
         scenario(CaseContext("UNet2DModel", "diffusion", "load", "cpu", Path(".")))
@@ -228,7 +248,7 @@ def test_decoding_is_skipped_for_a_model_class_without_generate(scenario: str,
 
     monkeypatch.setattr(text, "load_model", lambda ctx, device, **config: Policy())
     monkeypatch.setattr(text, "sample_ids", lambda ctx, model: torch.zeros(1, 1, dtype=torch.long))
-    monkeypatch.setattr(text, "model_inputs", lambda model, input_ids: {"input_ids": input_ids})
+    monkeypatch.setattr(text, "forward_outputs", lambda model, input_ids: {"logits": model().logits})
     result = getattr(text, scenario)(CaseContext("pi0", "image-text", scenario, "cpu", Path(".")))
     if scenario == "bf16":
         assert result.outcome == "passed"
@@ -310,3 +330,98 @@ def test_the_variants_on_neuron(tiny_llama: Path) -> None:
     assert on_cpu.outcome == "skipped" and "without compiling anything" in (on_cpu.message or ""), on_cpu.message
     not_moe = SCENARIOS["train_aux_loss"](ctx)
     assert not_moe.outcome == "skipped" and "not a mixture of experts" in (not_moe.message or "")
+
+
+def test_the_language_model_hooks_are_logits_greedy_tokens_and_the_prompt_as_labels(tiny_llama: Path) -> None:
+    """What the transformers scenarios ask of a group (:class:`hf_neuron.tiny.groups.TransformersModels`), as every
+    language-model group answers it (:mod:`hf_neuron.tiny.transformers.outputs`)."""
+    from hf_neuron.tiny.groups import TransformersModels
+    from hf_neuron.vocabulary.groups import groups_of
+
+    hooks = [name for name in vars(TransformersModels) if not name.startswith("_")]
+    assert {"forward_outputs", "decode", "training_inputs", "no_training_loss"} <= set(hooks)
+    missing = {group: [hook for hook in hooks if not callable(getattr(transformers_models(group), hook, None))]
+               for group in groups_of("transformers")}
+    assert missing == {group: [] for group in groups_of("transformers")}
+    ctx = CaseContext("llama", "decoder", "forward", "cpu", tiny_llama)
+    model = text_models.load_model(ctx, "cpu")
+    input_ids = text_models.sample_ids(ctx, model)
+    outputs = text_models.forward_outputs(model, input_ids)
+    assert list(outputs) == ["logits"] and torch.equal(outputs["logits"], model(input_ids=input_ids).logits)
+    decoded = text_models.greedy(model, input_ids)
+    assert decoded.tokens is not None and tuple(decoded.tokens.shape) == (text_models.BATCH, text_models.NEW_TOKENS)
+    assert decoded.scores is not None and decoded.scores.shape[:2] == (text_models.NEW_TOKENS, text_models.BATCH)
+    assert decoded.outputs == {} and decoded.device == "cpu"
+    batch = text_models.training_inputs(model, {"input_ids": input_ids})
+    assert batch["labels"] is input_ids and text_models.no_training_loss(model) is None
+
+
+def _on_neuron(tensor: torch.Tensor) -> bool:
+    return tensor.device.type == "neuron"
+
+
+def test_forward_compares_every_output_the_group_names(tiny_llama: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = transformers_models("decoder")
+    original = package.forward_outputs
+    scale = {"neuron": 1.0}
+
+    def with_waveform(model: object, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        found = original(model, inputs)  # type: ignore[arg-type]
+        logits = found["logits"]
+        return {**found, "waveform": logits.sum(-1) * (scale["neuron"] if _on_neuron(logits) else 1.0)}
+
+    monkeypatch.setattr(package, "forward_outputs", with_waveform)
+    ctx = CaseContext("llama", "decoder", "forward", "neuron", tiny_llama)
+    assert SCENARIOS["forward"](ctx).outcome == "passed"
+    scale["neuron"] = 1.01
+    off = SCENARIOS["forward"](ctx)
+    assert off.outcome == "failed" and (off.message or "").startswith("waveform differ from the CPU's"), off.message
+    compiled = SCENARIOS["compile"](ctx)  # the compiled and the eager model are both on neuron: the same waveform
+    assert compiled.outcome == "passed", compiled.message
+
+
+def test_training_takes_the_groups_labels_and_its_reason_for_no_loss(tiny_llama: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    package = transformers_models("decoder")
+    original = package.training_inputs
+
+    def shifted_on_neuron(model: object, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        batch = original(model, inputs)  # type: ignore[arg-type]
+        labels = batch["labels"]
+        return {**batch, "labels": labels.roll(1, dims=1) if _on_neuron(labels) else labels}
+
+    monkeypatch.setattr(package, "training_inputs", shifted_on_neuron)
+    ctx = CaseContext("llama", "decoder", "train", "neuron", tiny_llama)
+    wrong_labels = SCENARIOS["train"](ctx)
+    assert wrong_labels.outcome == "failed" and (wrong_labels.message or "").startswith("loss differ"), \
+        wrong_labels.message
+    monkeypatch.setattr(package, "no_training_loss", lambda model: "Llama here computes no loss")
+    for scenario in ("train", "lora"):
+        result = SCENARIOS[scenario](dataclasses.replace(ctx, scenario=scenario))
+        assert (result.outcome, result.message) == ("skipped", "Llama here computes no loss"), scenario
+
+
+def test_ddp_ranks_report_that_a_model_has_no_training_loss(tiny_llama: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank asks the group before stepping (here in this process, a group of one), and the scenario does not
+    apply when the ranks say so."""
+    import torch.distributed as dist
+
+    from hf_neuron.matrix.scenarios import ddp as ddp_module
+
+    monkeypatch.setattr(transformers_models("decoder"), "no_training_loss", lambda model: "no loss here")
+    request = {"model_type": "llama", "group": "decoder", "workdir": str(tiny_llama), "seed": 0,
+               "out": str(tiny_llama)}
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        report = ddp_module._rank_step(request, "cpu")
+    finally:
+        dist.destroy_process_group()
+    assert report == {"rank": 0, "no_training_loss": "no loss here"}
+
+    class Ranks:
+        def run(self, request: object, timeout: float) -> list[dict[str, object]]:
+            return [report, {**report, "rank": 1}]
+
+    monkeypatch.setattr(ddp_module, "_serving", lambda device_type, workdir: Ranks())
+    result = ddp_module.ddp(CaseContext("llama", "decoder", "ddp", "neuron", tiny_llama))
+    assert (result.outcome, result.message) == ("skipped", "no loss here")

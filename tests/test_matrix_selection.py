@@ -147,7 +147,7 @@ def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffu
     builtin = load_scenarios()
     every = ["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "generate_compiled"]
     moe = frozenset({"router-logits", "sdpa", "flex-attention"})
-    for group in ("decoder", "encoder-decoder", "image-text"):  # one body each, the same for every group
+    for group in ("audio", "decoder", "encoder-decoder", "image-text"):  # one body each, the same for every group
         assert [name for name in builtin if builtin[name].implementation(group, frozenset())] == every
         assert [name for name in builtin if builtin[name].implementation(group, moe)] == [
             *every[:-1], "sdpa", "flex_attention", "generate_compiled", "train_aux_loss"]

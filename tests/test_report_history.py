@@ -38,6 +38,16 @@ def test_a_summary_round_trips_through_its_file(tmp_path: Path) -> None:
     assert read_history(tmp_path / "history") == [summary]
 
 
+def test_a_summary_keeps_each_architectures_group_and_an_older_one_knows_none(tmp_path: Path) -> None:
+    summary = replace(_summary("now", "2026-11-28T03:00:00+00:00"), groups={"llama": "decoder"})
+    write_summary(tmp_path, summary)
+    older = json.loads((tmp_path / "now.json").read_text())
+    assert older.pop("groups") == {"llama": "decoder"}
+    (tmp_path / "before.json").write_text(json.dumps({**older, "schema": 3, "run_id": "before",
+                                                      "finished_at": "2026-11-27T03:00:00+00:00"}))
+    assert [(s.run_id, s.groups) for s in read_history(tmp_path)] == [("before", {}), ("now", {"llama": "decoder"})]
+
+
 def test_history_is_ordered_by_finish_time_not_by_file_name(tmp_path: Path) -> None:
     late, early = _summary("a", "2026-11-28T03:00:00+00:00"), _summary("b", "2026-11-27T03:00:00+00:00")
     for summary in (late, early):
@@ -51,7 +61,7 @@ def test_no_history_directory_means_no_history(tmp_path: Path) -> None:
 
 def test_a_bad_summary_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema": 1, "run_id": "x"}')
-    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1 or 2 or 3: .*move it out"):
+    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1 or 2 or 3 or 4: .*move it out"):
         read_history(tmp_path)
 
 

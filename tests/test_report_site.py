@@ -214,6 +214,26 @@ def test_a_long_change_list_shows_its_top_entries_then_all(tmp_path: Path) -> No
     assert f"New passes ({count}) " in _text(html) and f"Show all {count}" in _text(html)
 
 
+def test_an_architecture_in_another_group_than_before_shows_as_moved(tmp_path: Path) -> None:
+    records = [json.loads(line) for line in (RECORDS / "run-2" / "shard-0.jsonl").read_text().splitlines()]
+    moved = records[0]["model_type"]
+    earlier = [{**r, "run_id": "earlier", "started_at": "2026-11-20T00:00:00+00:00",
+                "finished_at": "2026-11-20T00:00:01+00:00",
+                **({"group": "encoder-decoder", "outcome": "error", "failure": {
+                    "type": "E", "message": "m", "frame": "f", "fingerprint": "E|m|f", "traceback": "",
+                    "failure_class": "other"}} if r["model_type"] == moved and r["outcome"] == "passed" else {})}
+               for r in records]
+    (tmp_path / "previous").mkdir()
+    (tmp_path / "previous" / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in earlier))
+    build_site([tmp_path / "previous"], tmp_path / "site-1", baseline=BASELINE, history_dir=tmp_path / "history")
+    build_site([RECORDS / "run-2"], tmp_path / "site", baseline=BASELINE, history_dir=tmp_path / "history")
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert int(_by_id(html, "moved-count")) > 0
+    assert f"(encoder-decoder → {records[0]['group']})" in _by_id(html, "moved") and moved in _by_id(html, "moved")
+    for kind in ("new-passes", "regressions"):
+        assert f'id="{kind}"' not in html or f">{moved}<" not in _by_id(html, kind), kind
+
+
 def test_backend_and_versions_are_shown(site: tuple[Path, BuildResult]) -> None:
     html = _page(site)
     assert "Reference device: neuron emulated on the CPU, not Trainium hardware" in html

@@ -293,6 +293,21 @@ def test_a_scenario_the_previous_run_did_not_have_is_its_own_kind_of_change() ->
     assert [c.kind for c in diff_runs(before, after, SCENARIOS)] == ["new-pass", "scenario-added", "scenario-added"]
 
 
+def test_an_architecture_that_moved_to_another_group_is_neither_a_regression_nor_a_new_pass() -> None:
+    """whisper was a decoder (its decoder alone) before the audio group claimed it: its cases test another thing."""
+    before = {"whisper": {"forward": "passed", "generate": "failed"}, "llama": {"forward": "passed"}}
+    after = {"whisper": {"forward": "failed", "generate": "passed"}, "llama": {"forward": "error"}}
+    groups = ({"whisper": "decoder", "llama": "decoder"}, {"whisper": "encoder-decoder", "llama": "decoder"})
+    changes = diff_runs(before, after, SCENARIOS, groups=groups)
+    assert [(c.model_type, c.scenario, c.kind, c.groups) for c in changes] == [
+        ("llama", "forward", "regression", None),
+        ("whisper", "forward", "moved", ("decoder", "encoder-decoder")),
+        ("whisper", "generate", "moved", ("decoder", "encoder-decoder")),
+    ]
+    unknown = diff_runs(before, after, SCENARIOS, groups=({}, groups[1]))  # a summary from before groups were kept
+    assert [c.kind for c in unknown] == ["regression", "regression", "new-pass"]
+
+
 def test_changed_rows_are_flagged(cases: pd.DataFrame) -> None:
     table = matrix_table(cases, baseline=BASELINE, scenarios=FACTS, changed=frozenset({"gpt2"}))
     assert table.index[table["changed"]].tolist() == ["gpt2"]

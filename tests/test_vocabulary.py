@@ -37,7 +37,8 @@ def test_the_group_type_and_the_registry_name_the_same_groups_in_order() -> None
     assert get_args(groups.Group) == groups.GROUPS
     assert groups.group_name("multimodal") == "image-text" and groups.group_name("image-text") == "image-text"
     assert groups.group_name("vision") is None
-    with pytest.raises(InputError, match="unknown group 'vision'; groups are decoder, encoder-decoder, image-text"):
+    with pytest.raises(InputError,
+                       match="unknown group 'vision'; groups are audio, decoder, encoder-decoder, image-text"):
         groups.declaration("vision")
     assert groups.groups_of("diffusers") == ("diffusion",)
 
@@ -89,7 +90,7 @@ def test_a_schema_4_record_is_checked_against_the_closed_sets() -> None:
     assert len(problems) == 1 and problems[0].startswith(
         "'legs' must be a list of legs (name, outcome, reason, parity, details)"), "a leg is a scenario's result"
     assert validate_record({**record, "group": "multimodal"}) == [
-        "'group' must be one of decoder, encoder-decoder, image-text, diffusion (got \"multimodal\")"]
+        "'group' must be one of audio, decoder, encoder-decoder, image-text, diffusion (got \"multimodal\")"]
     assert validate_record({**record, "scenario_facts": {"kind": "main", "trains": False, "decodes": False}}) == [
         "'scenario_facts.kind' must be one of core, extra, variant (got \"main\")"]
     bad_class = {**failure("E", "m", outcome="error"), "failure_class": "oops"}

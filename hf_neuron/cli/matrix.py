@@ -71,7 +71,8 @@ def _merge(args: argparse.Namespace) -> int:
 def catalog_generate(path: Path = CATALOG_PATH, *, check: bool = False, run_models: bool = True,
                      groups: Sequence[str] = ()) -> int:
     """``hf-neuron matrix catalog --generate [--check] [--group G ...]``: regenerate the catalog (only the entries of
-    ``groups`` when given, keeping the others as they are) and print what changed.
+    ``groups`` when given, keeping the others as they are, but for the types those groups hold now: a type that moved
+    into one of them is regenerated there, not kept in its old group) and print what changed.
 
     With ``check``, write nothing and return 1 when the committed catalog is out of date (for CI); otherwise write
     it and return 0. A malformed committed catalog raises :class:`InputError` (exit 2).
@@ -86,7 +87,7 @@ def catalog_generate(path: Path = CATALOG_PATH, *, check: bool = False, run_mode
     if wanted:
         types = [model_type for model_type, (group, _) in catalog_types().items() if group in wanted]
         fresh = generate_catalog(types=types, run_models=run_models)
-        kept = [entry for entry in before.entries if entry.group not in wanted]
+        kept = [entry for entry in before.entries if entry.group not in wanted and entry.model_type not in types]
         catalog = dataclasses.replace(fresh, entries=tuple(sorted([*kept, *fresh.entries], key=catalog_order)))
     else:
         catalog = generate_catalog(run_models=run_models)

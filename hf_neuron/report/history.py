@@ -1,10 +1,11 @@
 """Past runs as data: one small JSON summary per run, so the trend and the diff survive without old sites.
 
-A summary holds the run's headline counts, per-scenario counts, the hf-neuron version and commit that ran it, and
-every case's status (a few tens of kB for a full run). Files are named after the run id; rebuilding a run replaces
-its summary. Summaries of schema 1 (before verdicts had to fail where the CPU passes) are still read: they lack the
-hf-neuron commit, the verdict counts and the applicable denominators, and their rates count passed over passed and
-failing.
+A summary holds the run's headline counts, per-scenario counts, the hf-neuron version and commit that ran it,
+every case's status and each architecture's group (a few tens of kB for a full run). Files are named after the run
+id; rebuilding a run replaces its summary. Summaries of schema 1 (before verdicts had to fail where the CPU passes)
+are still read: they lack the hf-neuron commit, the verdict counts and the applicable denominators, and their rates
+count passed over passed and failing; summaries before schema 4 lack the groups (no architecture is known to have
+moved since them).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from hf_neuron.vocabulary.records import parse_time
 __all__ = ["HISTORY_SCHEMA", "RunSummary", "hf_neuron_label", "previous_run", "read_history", "summarize", "with_run",
            "write_summary"]
 
-HISTORY_SCHEMA = 3
-#: Schemas this module reads: the current one and the one before it (whose missing fields default).
-_READABLE = (1, 2, HISTORY_SCHEMA)
+HISTORY_SCHEMA = 4
+#: Schemas this module reads: the current one and those before it (whose missing fields default).
+_READABLE = (1, 2, 3, HISTORY_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class RunSummary:
     profile: str | None = None
     #: architectures per verdict (:data:`~hf_neuron.vocabulary.outcomes.ARCH_VERDICTS`)
     verdicts: Mapping[str, int] = field(default_factory=dict)
+    #: ``{model_type: group}`` of the run's architectures (empty before schema 4)
+    groups: Mapping[str, str] = field(default_factory=dict)
 
     def rate(self, scenario: str) -> float | None:
         """Pass rate of ``scenario`` (passed / applicable; schema 1: passed / (passed + failing)), or None when
@@ -63,8 +66,9 @@ class RunSummary:
         return self.runs_unmodified / self.architectures if self.architectures else None
 
 
-def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statuses) -> RunSummary:
-    """The summary of the run being built."""
+def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statuses,
+              groups: Mapping[str, str] | None = None) -> RunSummary:
+    """The summary of the run being built (``groups``: each architecture's)."""
     return RunSummary(
         run_id=run.run_id,
         started_at=run.started_at,
@@ -78,6 +82,7 @@ def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statu
         hf_neuron=hf_neuron_label(run),
         profile=run.env.get("profile") or None,
         verdicts=dict(head.verdicts),
+        groups=dict(groups or {}),
     )
 
 

@@ -151,11 +151,14 @@ def build_site(
     run, cases, table, head, rates = tables.run, tables.cases, tables.table, tables.head, tables.rates
     history = read_history(history_dir) if history_dir else []
     previous = previous_run(history, run)
-    changes = diff_runs(previous.statuses, tables.statuses, list(run.scenarios)) if previous else []
+    groups = {model_type: group for model_type, group, recorded in
+              table[["group", "has_records"]].itertuples() if recorded and group}
+    changes = diff_runs(previous.statuses, tables.statuses, list(run.scenarios),
+                        groups=(previous.groups, groups)) if previous else []
     table["changed"] = table.index.isin({change.model_type for change in changes})
     position = {model_type: index for index, model_type in enumerate(table.index)}
     changes.sort(key=lambda change: position.get(change.model_type, len(position)))  # table order: by rank
-    summary = summarize(run, head, rates, tables.statuses)
+    summary = summarize(run, head, rates, tables.statuses, groups)
 
     out.mkdir(parents=True, exist_ok=True)
     for stale in (out / "arch").glob("*.html"):

@@ -152,18 +152,23 @@ class Headline:
 @dataclass(frozen=True)
 class Change:
     """A case whose status differs from the previous run's; ``scenario_added`` when the previous run had no case of
-    that scenario at all."""
+    that scenario at all; ``groups`` (before, after) when its architecture moved to another group (then its cases
+    are tested another way, and a status that changed is no regression and no new pass)."""
 
     model_type: str
     scenario: str
     before: str
     after: str
     scenario_added: bool = False
+    groups: tuple[str, str] | None = None
 
     @property
     def kind(self) -> str:
-        """``regression`` (passed before, not now), ``new-pass`` (passes now, did not before), ``scenario-added``
-        (a scenario the previous run did not have) or ``other``."""
+        """``moved`` (its architecture is in another group now), ``regression`` (passed before, not now),
+        ``new-pass`` (passes now, did not before), ``scenario-added`` (a scenario the previous run did not have) or
+        ``other``."""
+        if self.groups is not None:
+            return "moved"
         if self.before == "passed":
             return "regression"
         if self.scenario_added:
@@ -291,19 +296,24 @@ def case_statuses(cases: pd.DataFrame) -> dict[str, dict[str, str]]:
     return statuses
 
 
-def diff_runs(previous: Statuses, current: Statuses, order: Sequence[str] = ()) -> list[Change]:
+def diff_runs(previous: Statuses, current: Statuses, order: Sequence[str] = (), *,
+              groups: tuple[Mapping[str, str], Mapping[str, str]] = ({}, {})) -> list[Change]:
     """Every case whose status changed between two runs (a case absent from a run counts as ``not-run``), scenarios
     in ``order`` (then any other by name); a scenario the previous run did not have at all makes a
-    ``scenario-added`` change, not a new pass."""
+    ``scenario-added`` change, not a new pass. ``groups`` are each run's groups by architecture: a change of an
+    architecture both name, in two groups, is a ``moved`` one."""
     before_scenarios = {scenario for statuses in previous.values() for scenario in statuses}
     changes = []
     for model_type in sorted(set(previous) | set(current)):
         before, after = previous.get(model_type, {}), current.get(model_type, {})
+        moved = groups[0].get(model_type), groups[1].get(model_type)
         found = set(before) | set(after)
         for scenario in [*(s for s in order if s in found), *sorted(found - set(order))]:
             pair = before.get(scenario, NOT_RUN), after.get(scenario, NOT_RUN)
             if pair[0] != pair[1]:
-                changes.append(Change(model_type, scenario, *pair, scenario_added=scenario not in before_scenarios))
+                changes.append(Change(model_type, scenario, *pair, scenario_added=scenario not in before_scenarios,
+                                      groups=(moved[0], moved[1]) if moved[0] and moved[1] and moved[0] != moved[1]
+                                      else None))
     return changes
 
 

@@ -4,8 +4,9 @@ Each group of :data:`hf_neuron.vocabulary.groups.REGISTRY` names a module (``mod
 :class:`GroupModels`: which model types it holds, how their tiny checkpoints are built, the catalog's CPU check, the
 reviewed data that says a type cannot run (with the harness's gap), and the catalog features that decide which
 scenario variants apply. A group whose library is transformers shares the transformers scenario bodies, which ask it
-for inputs and LoRA targets (:class:`TransformersModels`). :func:`group_models` loads a group's module on first use;
-importing this module imports nothing heavy.
+for inputs and LoRA targets, the outputs a forward pass compares, what generation makes and a training step's inputs
+(:class:`TransformersModels`; :mod:`hf_neuron.tiny.transformers.outputs` is the language models' default).
+:func:`group_models` loads a group's module on first use; importing this module imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["CatalogType", "CpuCheck", "GroupModels", "Reviewed", "TransformersModels", "group_models",
+__all__ = ["CatalogType", "CpuCheck", "Decoding", "GroupModels", "Reviewed", "TransformersModels", "group_models",
            "transformers_models"]
 
 
@@ -65,6 +66,22 @@ class Reviewed:
     gap: Gap | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class Decoding:
+    """What a model's generation made, on the CPU, and the ``device`` it ran on. A model that writes tokens gives
+    greedy decoding's new ``tokens`` ``(rows, n)`` and the ``scores`` each step chose from ``(n, rows, vocab)``; one
+    that makes something else (a waveform, audio codes, a spectrogram) gives it by name in ``outputs``, compared with
+    the CPU's within tolerance. A model may give both. ``cache`` is the class of the cache it decoded with, and
+    ``compileable`` whether transformers compiles decoding with it (a static cache)."""
+
+    device: str
+    tokens: torch.Tensor | None = None
+    scores: torch.Tensor | None = None
+    outputs: Mapping[str, torch.Tensor] = dataclasses.field(default_factory=dict)
+    cache: str = "NoneType"
+    compileable: bool = False
+
+
 class GroupModels(Protocol):
     """What every group's package provides."""
 
@@ -87,8 +104,9 @@ class GroupModels(Protocol):
 
 
 class TransformersModels(GroupModels, Protocol):
-    """What a group that shares the transformers scenario bodies also provides: the inputs of its models and where a
-    LoRA adapter goes."""
+    """What a group that shares the transformers scenario bodies also provides: the inputs of its models, where a
+    LoRA adapter goes, and what the scenarios compute with them (what a forward pass compares, what generation makes,
+    a training step's inputs; a language model's are :mod:`hf_neuron.tiny.transformers.outputs`)."""
 
     def sample_ids(self, model_type: str, checkpoint: Path, model: PreTrainedModel, rows: int,
                    seed: int) -> torch.Tensor:
@@ -100,6 +118,23 @@ class TransformersModels(GroupModels, Protocol):
 
     def lora_targets(self, model: PreTrainedModel) -> str | list[str]:
         """The modules a LoRA adapter goes on (PEFT's ``target_modules``)."""
+
+    def forward_outputs(self, model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One forward pass of ``model`` (or its compiled wrapper) on ``inputs``, without gradients, and the outputs
+        the scenarios compare with the CPU's, by name (a language model's ``logits``)."""
+
+    def decode(self, model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
+               **generate_kwargs: Any) -> Decoding:
+        """Generate greedily from the forward ``inputs`` (``new_tokens`` steps where the model writes tokens);
+        ``generate_kwargs`` add to ``generate`` (``cache_implementation``, ``compile_config``)."""
+
+    def training_inputs(self, model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The keyword inputs of a training step behind the forward ``inputs``: the ``loss`` of its output is what
+        training lowers (a language model's: the prompt as labels)."""
+
+    def no_training_loss(self, model: PreTrainedModel) -> str | None:
+        """Why ``model`` has no training loss, about the model (then the training scenarios do not apply), or
+        None."""
 
 
 @functools.cache

@@ -8,7 +8,9 @@ check, inputs, LoRA targets: :mod:`hf_neuron.tiny.groups` says what such a packa
 
 The order of :data:`REGISTRY` is the catalog's and the report's order, and it decides which group a model type
 belongs to: a type listed by the auto mappings of two groups belongs to the one declared first (a later group, such
-as audio, is declared before the text groups to claim its types). Adding a group is its package under
+as audio, is declared before the text groups to claim its types). A group may also leave to others the types of a
+mapping it would otherwise claim (``leaves``: a group that reads a mapping listing both its types and another group's,
+such as transformers' multimodal-LM mapping). Adding a group is its package under
 :mod:`hf_neuron.tiny` and one declaration here (its name in :data:`Group` beside it; a test keeps the two equal).
 """
 
@@ -33,7 +35,7 @@ __all__ = [
 
 Library = Literal["transformers", "diffusers"]
 
-Group = Literal["decoder", "encoder-decoder", "image-text", "diffusion"]
+Group = Literal["audio", "decoder", "encoder-decoder", "image-text", "diffusion"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +43,8 @@ class GroupDeclaration:
     """One group: its ``name``, what it holds (``description``), the ``library`` whose scenario bodies it shares, the
     dotted name of its :mod:`hf_neuron.tiny` package (``models``), the transformers auto mappings that list its types
     with the auto class that loads each (``auto_classes``, in priority order: a type in two of them is tested through
-    the first), and the names older records and baselines gave it (``aliases``)."""
+    the first), the names older records and baselines gave it (``aliases``), and the auto mappings whose types it
+    leaves to the groups that list them although its own mappings list them too (``leaves``)."""
 
     name: Group
     description: str
@@ -49,9 +52,19 @@ class GroupDeclaration:
     models: str
     auto_classes: tuple[tuple[str, str], ...] = ()
     aliases: tuple[str, ...] = ()
+    leaves: tuple[str, ...] = ()
 
 
 REGISTRY: tuple[GroupDeclaration, ...] = (
+    GroupDeclaration(
+        "audio", "speech-to-text, audio-text-to-text and text-to-audio models of transformers", "transformers",
+        "hf_neuron.tiny.audio.group",
+        (("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "AutoModelForSpeechSeq2Seq"),
+         ("MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES", "AutoModelForMultimodalLM"),
+         ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "AutoModelForTextToWaveform"),
+         ("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES", "AutoModelForTextToSpectrogram")),
+        leaves=("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",),
+    ),
     GroupDeclaration(
         "decoder", "causal language models of transformers", "transformers", "hf_neuron.tiny.transformers.group",
         (("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "AutoModelForCausalLM"),),

@@ -24,20 +24,22 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "the values a CPU load holds"),
     ScenarioDeclaration(
         "forward", "core", False, {"transformers": text.forward, "diffusers": diffusion.forward},
-        "the logits (diffusion: one denoiser call's prediction) are within tolerance of the CPU's"),
+        "the outputs the group compares (a language model's logits; diffusion: one denoiser call's prediction) are "
+        "within tolerance of the CPU's"),
     ScenarioDeclaration(
         "generate", "core", False, {"transformers": text.generate, "diffusers": diffusion.generate},
         "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, one leg with the default "
         "cache and one with a static cache (which transformers compiles with the `neuron` backend; the leg says how "
-        "many graphs that took, and does not apply to a model without static-cache decoding); diffusion: a two-step "
-        "run of the backbone's diffusers pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's "
-        "images, video frames or audio and denoised latents; it does not apply where diffusers ships no pipeline for "
-        "the backbone", decodes=True),
+        "many graphs that took, and does not apply to a model without static-cache decoding); what a generation "
+        "makes besides tokens (a waveform, codes, a spectrogram) within tolerance; diffusion: a two-step run of the "
+        "backbone's diffusers pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's images, "
+        "video frames or audio and denoised latents; it does not apply where diffusers ships no pipeline for the "
+        "backbone", decodes=True),
     ScenarioDeclaration(
         "train", "core", True, {"transformers": training.train, "diffusers": diffusion.train},
-        "one AdamW step (`foreach` pinned) gives the CPU's loss, gradients and updated weights; three more steps "
-        "lower the loss (diffusion: on a denoising loss, the prediction's mean squared error against a fixed "
-        "target)"),
+        "one AdamW step (`foreach` pinned, the group's labels) gives the CPU's loss, gradients and updated weights; "
+        "three more steps lower the loss; not applicable to a model without a training loss, with the group's "
+        "reason (diffusion: on a denoising loss, the prediction's mean squared error against a fixed target)"),
     ScenarioDeclaration(
         "lora", "extra", True, {"transformers": training.lora},
         "a PEFT LoRA adapter on all linear layers (image-text: the language model's) trains like the CPU's; only "
@@ -52,8 +54,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "breaks and their first reasons"),
     ScenarioDeclaration(
         "save", "extra", False, {"transformers": text.save},
-        "`save_pretrained` from neuron, `from_pretrained` back onto neuron: exactly the saved model's logits, and the "
-        "CPU's within tolerance"),
+        "`save_pretrained` from neuron, `from_pretrained` back onto neuron: exactly the saved model's forward "
+        "outputs, and the CPU's within tolerance"),
     ScenarioDeclaration(
         "ddp", "extra", True, {"transformers": ddp.ddp},
         "a 2-process DDP step's gradients equal one process's on the whole batch; each rank reports its device and "

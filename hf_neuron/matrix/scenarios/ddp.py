@@ -9,7 +9,8 @@ runs forward and backward, saves its gradients, and reports its device and its p
 compares every rank's gradients with those of a single process on the CPU on the whole batch: DDP averages the
 gradients of equal halves, which is the gradient of the whole batch's mean loss. ``find_unused_parameters`` is on,
 so architectures that leave some parameters without a gradient in a step (mixture-of-experts routing) reduce the
-rest correctly.
+rest correctly. The step's labels are the model's group's; it does not apply to a model without a training loss
+(the ranks report the group's reason instead of stepping).
 
 A rank that fails takes the whole group down (the ``neuron`` backend's failure handling): the case records its
 error, and the next case starts new ranks. A request that does not finish in time ends the ranks too.
@@ -51,11 +52,11 @@ def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def _whole_batch_gradients(ctx: CaseContext) -> dict[str, torch.Tensor]:
     """A single process's gradients on the CPU, on the case's whole batch."""
-    from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids
+    from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids, training_inputs
 
     model = load_model(ctx, "cpu", train=True)
     inputs = model_inputs(model, sample_ids(ctx, model))
-    model(**inputs, labels=inputs["input_ids"]).loss.backward()
+    model(**training_inputs(model, inputs)).loss.backward()
     return _gradients(model)
 
 
@@ -162,6 +163,8 @@ def ddp(ctx: CaseContext) -> ScenarioResult:
     request = {"model_type": ctx.model_type, "group": ctx.group, "workdir": str(ctx.workdir), "seed": ctx.seed,
                "out": str(out)}
     reports = _serving(device_type, ctx.workdir).run(request, LAUNCH_TIMEOUT_S)
+    if (reason := reports[0].get("no_training_loss")) is not None:
+        return ScenarioResult.skipped(reason)
     expected = _whole_batch_gradients(ctx)
     results = [
         compare_named(torch.load(out / f"rank{rank}.pt"), expected, f"rank {rank}'s DDP gradient of",
@@ -173,12 +176,19 @@ def ddp(ctx: CaseContext) -> ScenarioResult:
 
 def _rank_step(request: dict[str, Any], device: str) -> dict[str, Any]:
     """This rank's share of a request: DDP forward and backward on its rows; saves its gradients (on the CPU) and
-    reports its rank, device and peak device memory."""
+    reports its rank, device and peak device memory (or, for a model without a training loss, why, without a
+    step)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids
+    from hf_neuron.matrix.scenarios.text_models import (
+        load_model,
+        model_inputs,
+        no_training_loss,
+        sample_ids,
+        training_inputs,
+    )
 
     on_neuron = device.startswith("neuron")
     if on_neuron:
@@ -186,10 +196,12 @@ def _rank_step(request: dict[str, Any], device: str) -> dict[str, Any]:
     ctx = CaseContext(model_type=request["model_type"], group=request["group"], scenario="ddp", device=device,
                       workdir=Path(request["workdir"]), seed=int(request["seed"]))
     model = load_model(ctx, device, train=True)
+    if (reason := no_training_loss(model)) is not None:
+        return {"rank": dist.get_rank(), "no_training_loss": reason}
     rows = sample_ids(ctx, model).chunk(dist.get_world_size())[dist.get_rank()]
     inputs = model_inputs(model, rows)
     replica = DistributedDataParallel(model, find_unused_parameters=True)  # lives until backward has reduced
-    replica(**inputs, labels=inputs["input_ids"]).loss.backward()
+    replica(**training_inputs(model, inputs)).loss.backward()
     torch.save({name: grad.cpu() for name, grad in _gradients(model).items()},
                Path(request["out"]) / f"rank{dist.get_rank()}.pt")
     peak = int(neuron_module().max_memory_allocated(device)) if on_neuron else None

@@ -1,11 +1,13 @@
-"""The inference scenarios of text models: ``load``, ``forward``, ``generate``, ``bf16``, ``compile``, ``save``.
-The decoding ones are skipped for a model class without ``generate``.
+"""The inference scenarios of transformers models: ``load``, ``forward``, ``generate``, ``bf16``, ``compile``,
+``save``. The decoding ones are skipped for a model class without ``generate``.
 
 Each runs on ``ctx.device`` and compares with the same computation on the CPU (``compile`` and ``save`` with the
 eager / original model on the same device, which ``forward`` has already compared with the CPU). ``load`` compares
-weights exactly. Greedy decoding compares the scores of every step (within the dtype's tolerance) and the tokens
-exactly, except after a step where the CPU itself saw a tie: when the device picks a token whose CPU score is within
-the tolerance of the CPU's choice, both are right, and the steps after it are not compared (their inputs differ).
+weights exactly. A forward pass compares the outputs the model's group names (a language model's logits). Greedy
+decoding compares the scores of every step (within the dtype's tolerance) and the tokens exactly, except after a step
+where the CPU itself saw a tie: when the device picks a token whose CPU score is within the tolerance of the CPU's
+choice, both are right, and the steps after it are not compared (their inputs differ); what a generation makes
+besides tokens (a waveform, codes, a spectrogram) is compared within the dtype's tolerance.
 """
 
 from __future__ import annotations
@@ -24,21 +26,23 @@ from hf_neuron.matrix.scenarios.contract import (
     compare_named,
 )
 from hf_neuron.matrix.scenarios.text_models import (
-    Greedy,
+    forward_outputs,
     greedy,
     load_model,
-    model_inputs,
     sample_ids,
 )
+from hf_neuron.tiny.groups import Decoding
 from hf_neuron.vocabulary.records import DEVICE_STEPS, Parity
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import torch
     from transformers import PreTrainedModel
 
 __all__ = [
-    "CACHES", "bf16", "compile_backend", "compile_forward", "flex_attention", "forward", "generate",
-    "generate_compiled", "load", "save", "sdpa",
+    "CACHES", "bf16", "compare_outputs", "compile_backend", "compile_forward", "flex_attention", "forward",
+    "generate", "generate_compiled", "load", "save", "sdpa",
 ]
 
 #: The caches ``generate`` decodes with: the model's default, and a static cache (which transformers compiles
@@ -65,26 +69,39 @@ def load(ctx: CaseContext) -> ScenarioResult:
     return compare_named(tensors, _named_tensors(load_model(ctx, "cpu")), "tensor", EXACT, device=ctx.device)
 
 
-def _logits(model: PreTrainedModel, input_ids: torch.Tensor) -> torch.Tensor:
-    import torch
+def compare_outputs(actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], what: str,
+                    tolerance: Tolerance | None = None, reference: str = "the CPU's", *,
+                    device: str | None = None) -> ScenarioResult:
+    """:func:`compare` for each output of ``expected`` (``what`` names it where it says ``{}``: ``"compiled {}"``);
+    the first that fails, else the closest to its tolerance. Outputs on one side only fail."""
+    if set(actual) != set(expected):
+        return ScenarioResult.failed(f"{what.format('outputs')}: {sorted(actual)}, {reference} {sorted(expected)}")
+    results = [compare(actual[name], expected[name], what.format(name), tolerance, reference, device=device)
+               for name in expected]
+    failed = [result for result in results if result.outcome != "passed"]
+    if failed or not results:
+        return failed[0] if failed else ScenarioResult.passed()
 
-    with torch.no_grad():
-        logits: torch.Tensor = model(**model_inputs(model, input_ids)).logits
-    return logits
+    def share(result: ScenarioResult) -> float:
+        value, bound = (result.parity["value"], result.parity["tolerance"]) if result.parity else (0.0, 1.0)
+        return value / bound if bound > 0 else float(value > 0)
+
+    return max(results, key=share)
 
 
 def _forward_with(ctx: CaseContext, **config: Any) -> ScenarioResult:
-    """The logits of one forward pass on the device equal the CPU's (both with ``config``), within the float32
+    """The outputs of one forward pass on the device equal the CPU's (both with ``config``), within the float32
     tolerance. The device runs first, so that a failure there costs no CPU work."""
     model = load_model(ctx, ctx.device, **config)
     input_ids = sample_ids(ctx, model)
-    actual = _logits(model, input_ids)
-    return compare(actual, _logits(load_model(ctx, "cpu", **config), input_ids), "logits", device=ctx.device)
+    actual = forward_outputs(model, input_ids)
+    return compare_outputs(actual, forward_outputs(load_model(ctx, "cpu", **config), input_ids), "{}",
+                           device=ctx.device)
 
 
 def forward(ctx: CaseContext) -> ScenarioResult:
-    """The logits of one forward pass on the device equal the CPU's, within the float32 tolerance (the tiny
-    config's eager attention)."""
+    """The outputs of one forward pass on the device (a language model's logits) equal the CPU's, within the float32
+    tolerance (the tiny config's eager attention)."""
     return _forward_with(ctx)
 
 
@@ -98,18 +115,19 @@ def flex_attention(ctx: CaseContext) -> ScenarioResult:
     return _forward_with(ctx, attn_implementation="flex_attention")
 
 
-def _diverging_step(actual: Greedy, expected: Greedy, tolerance: Tolerance) -> tuple[int, list[str]]:
-    """The first step whose token differs in some row (``NEW_TOKENS`` when none does), and the rows whose difference
-    is not a tie of the CPU's scores within ``tolerance``."""
-    first, mismatches = expected.tokens.shape[1], []
-    for row in range(expected.tokens.shape[0]):
-        differing = (actual.tokens[row] != expected.tokens[row]).nonzero()
+def _diverging_step(actual: torch.Tensor, expected: torch.Tensor, expected_scores: torch.Tensor,
+                    tolerance: Tolerance) -> tuple[int, list[str]]:
+    """The first step whose token differs in some row between the ``actual`` and ``expected`` tokens (``NEW_TOKENS``
+    when none does), and the rows whose difference is not a tie of the CPU's scores within ``tolerance``."""
+    first, mismatches = expected.shape[1], []
+    for row in range(expected.shape[0]):
+        differing = (actual[row] != expected[row]).nonzero()
         if not len(differing):
             continue
         step = int(differing[0])
         first = min(first, step)
-        scores = expected.scores[step, row]
-        chosen, other = int(expected.tokens[row, step]), int(actual.tokens[row, step])
+        scores = expected_scores[step, row]
+        chosen, other = int(expected[row, step]), int(actual[row, step])
         margin = float(scores[chosen] - scores[other])
         bound = tolerance.bound(float(scores[chosen]))
         if not margin <= bound:
@@ -118,13 +136,25 @@ def _diverging_step(actual: Greedy, expected: Greedy, tolerance: Tolerance) -> t
     return first, mismatches
 
 
-def _agree(actual: Greedy, expected: Greedy, tolerance: Tolerance, what: str) -> ScenarioResult:
+def _agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str) -> ScenarioResult:
     """The scores of every step up to the first differing token within ``tolerance``, element by element (suppressed
-    tokens, -inf, suppressed on both), and the greedy tokens equal but where the CPU's scores of both tokens tie."""
+    tokens, -inf, suppressed on both), and the greedy tokens equal but where the CPU's scores of both tokens tie; what
+    the generation made besides tokens within ``tolerance``."""
+    tokens = _tokens_agree(actual, expected, tolerance, what) if expected.tokens is not None else None
+    if not expected.outputs or (tokens is not None and tokens.outcome != "passed"):
+        return tokens if tokens is not None else ScenarioResult.failed(f"{what} made neither tokens nor outputs")
+    outputs = compare_outputs(actual.outputs, expected.outputs, f"{what}: {{}}", tolerance)
+    return tokens if tokens is not None and outputs.outcome == "passed" else outputs
+
+
+def _tokens_agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str) -> ScenarioResult:
+    assert expected.tokens is not None and expected.scores is not None
+    if actual.tokens is None or actual.scores is None:
+        return ScenarioResult.failed(f"{what}: no tokens, the CPU's {tuple(expected.tokens.shape)}")
     if actual.tokens.shape != expected.tokens.shape or actual.scores.shape != expected.scores.shape:
         return ScenarioResult.failed(f"{what}: shape {tuple(actual.tokens.shape)}, the CPU's "
                                      f"{tuple(expected.tokens.shape)}")
-    steps, mismatches = _diverging_step(actual, expected, tolerance)
+    steps, mismatches = _diverging_step(actual.tokens, expected.tokens, expected.scores, tolerance)
     if mismatches:
         parity = Parity(metric="token_mismatches", value=float(len(mismatches)), tolerance=0.0)
         return ScenarioResult.failed(f"{what} differ from the CPU's: {'; '.join(mismatches)}", parity)
@@ -145,7 +175,9 @@ def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedMod
     compiled = _cpu_compile_config(ctx) if cache == "static" and ctx.device_under_test.startswith("neuron") else {}
     before = device_graphs()
     actual = greedy(model, input_ids, **{**kwargs, **(compiled if ctx.rerun_on_cpu else {}), **generate_kwargs})
-    facts = {"cache": actual.cache, "graphs": device_graphs() - before, DEVICE_STEPS: len(actual.scores)}
+    facts = {"cache": actual.cache, "graphs": device_graphs() - before}
+    if actual.scores is not None:  # the tokens it decoded (a generation of other outputs has no steps to count)
+        facts[DEVICE_STEPS] = len(actual.scores)
     what = f"greedy decoding ({cache or 'default'} cache, {dtype})"
     if cache == "static" and not actual.compileable:
         used = "keeps no cache object" if actual.cache == "NoneType" else f"decodes with {actual.cache}"
@@ -224,11 +256,13 @@ def generate_compiled(ctx: CaseContext) -> ScenarioResult:
 
 
 def bf16(ctx: CaseContext) -> ScenarioResult:
-    """In bfloat16, the logits equal the CPU's within the bfloat16 tolerance, and greedy decoding agrees."""
+    """In bfloat16, the forward outputs (logits) equal the CPU's within the bfloat16 tolerance, and greedy decoding
+    agrees."""
     reference = load_model(ctx, "cpu", dtype="bfloat16")
     model = load_model(ctx, ctx.device, dtype="bfloat16")
     input_ids = sample_ids(ctx, reference)
-    logits = compare(_logits(model, input_ids), _logits(reference, input_ids), "bfloat16 logits", device=ctx.device)
+    logits = compare_outputs(forward_outputs(model, input_ids), forward_outputs(reference, input_ids),
+                             "bfloat16 {}", device=ctx.device)
     decoding = _no_generate(model) or _decoding(ctx, model, reference, input_ids, None)
     return ScenarioResult.of_legs([("logits", logits), ("default cache", decoding)])
 
@@ -242,32 +276,33 @@ def compile_backend(device: str) -> str:
 
 
 def compile_forward(ctx: CaseContext) -> ScenarioResult:
-    """``torch.compile(model, backend=<the device's>)`` computes the eager model's logits on the device."""
+    """``torch.compile(model, backend=<the device's>)`` computes the eager model's forward outputs (logits) on the
+    device."""
     import torch
     import torch._dynamo
 
     torch._dynamo.reset()  # each case compiles afresh: no cache entries or recompile counts left by another case
     model = load_model(ctx, ctx.device)
     input_ids = sample_ids(ctx, model)
-    eager = _logits(model, input_ids)
+    eager = forward_outputs(model, input_ids)
     compiled = torch.compile(model, backend=compile_backend(ctx.device), dynamic=False)
-    return compare(_logits(compiled, input_ids), eager, "compiled logits", reference="eager's",  # type: ignore[arg-type]
-                   device=ctx.device)
+    return compare_outputs(forward_outputs(compiled, input_ids), eager, "compiled {}",  # type: ignore[arg-type]
+                           reference="eager's", device=ctx.device)
 
 
 def save(ctx: CaseContext) -> ScenarioResult:
     """``save_pretrained`` from the device, then ``from_pretrained`` onto it again (with the model's own class):
-    exactly the saved model's logits, and the CPU's within tolerance."""
+    exactly the saved model's forward outputs (logits), and the CPU's within tolerance."""
     model = load_model(ctx, ctx.device)
     input_ids = sample_ids(ctx, model)
-    expected = _logits(model, input_ids)
+    expected = forward_outputs(model, input_ids)
     with tempfile.TemporaryDirectory(dir=ctx.workdir, prefix="save-") as directory:
         model.save_pretrained(directory)
-        reloaded = _logits(type(model).from_pretrained(directory, device_map=ctx.device, dtype=model.dtype).eval(),
-                           input_ids)
-    same = compare(reloaded, expected, "logits after save and reload", EXACT, device=ctx.device,
-                   reference="the saved model's")
+        reloaded = forward_outputs(type(model).from_pretrained(directory, device_map=ctx.device,
+                                                               dtype=model.dtype).eval(), input_ids)
+    same = compare_outputs(reloaded, expected, "{} after save and reload", EXACT, device=ctx.device,
+                           reference="the saved model's")
     if same.outcome != "passed":
         return same
-    return compare(reloaded, _logits(load_model(ctx, "cpu"), input_ids), "logits after save and reload",
-                   device=ctx.device)
+    return compare_outputs(reloaded, forward_outputs(load_model(ctx, "cpu"), input_ids), "{} after save and reload",
+                           device=ctx.device)

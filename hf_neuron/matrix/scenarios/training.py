@@ -1,11 +1,12 @@
-"""The training scenarios of text models: ``train`` (full fine-tuning) and ``lora`` (a PEFT LoRA adapter).
+"""The training scenarios of transformers models: ``train`` (full fine-tuning) and ``lora`` (a PEFT LoRA adapter).
 
 Both train in train mode with training-time randomness off (dropout, layer drop, router jitter), on one fixed
-batch whose labels are its inputs, with AdamW whose ``foreach`` is pinned (AdamW picks the multi-tensor path on a
-device and the per-tensor one on the CPU by itself, and the two round differently). Every step starts from
-``torch.manual_seed(seed)``, so that randomness the switches miss is at least drawn the same way on both sides.
-The first step's loss, gradients and updated weights are compared with the CPU's; further steps on the device
-must lower the loss.
+batch with the labels the model's group gives it (a language model's: its inputs), with AdamW whose ``foreach`` is
+pinned (AdamW picks the multi-tensor path on a device and the per-tensor one on the CPU by itself, and the two round
+differently). Every step starts from ``torch.manual_seed(seed)``, so that randomness the switches miss is at least
+drawn the same way on both sides. The first step's loss, gradients and updated weights are compared with the CPU's;
+further steps on the device must lower the loss. Neither applies to a model that has no training loss (its group says
+why).
 """
 
 from __future__ import annotations
@@ -18,8 +19,14 @@ from hf_neuron.matrix.scenarios.contract import (
     compare,
     compare_named,
 )
-from hf_neuron.matrix.scenarios.text_models import load_model, lora_targets, model_inputs, sample_ids
-from hf_neuron.tiny.transformers.inputs import prompt_of
+from hf_neuron.matrix.scenarios.text_models import (
+    load_model,
+    lora_targets,
+    model_inputs,
+    no_training_loss,
+    sample_ids,
+    training_inputs,
+)
 from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 if TYPE_CHECKING:
@@ -41,8 +48,8 @@ def _step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, input_ids: t
 
     torch.manual_seed(seed)
     optimizer.zero_grad(set_to_none=True)
-    inputs = model_inputs(model, input_ids)  # type: ignore[arg-type]
-    loss: torch.Tensor = model(**inputs, labels=prompt_of(inputs)).loss
+    inputs = training_inputs(model, model_inputs(model, input_ids))  # type: ignore[arg-type]
+    loss: torch.Tensor = model(**inputs).loss
     loss.backward()
     optimizer.step()
     return loss.detach()
@@ -93,9 +100,17 @@ def _loss_goes_down(model: torch.nn.Module, input_ids: torch.Tensor, seed: int, 
     return parity.adding_details({DEVICE_STEPS: 1 + STEPS})
 
 
+def _untrainable(model: torch.nn.Module) -> ScenarioResult | None:
+    """Skipped when the model has no training loss (with its group's reason), else None."""
+    reason = no_training_loss(model)  # type: ignore[arg-type]
+    return None if reason is None else ScenarioResult.skipped(reason)
+
+
 def train(ctx: CaseContext) -> ScenarioResult:
     """One AdamW step matches the CPU's (loss, every gradient, every updated weight); the loss goes down."""
     reference = load_model(ctx, "cpu", train=True)
+    if (untrainable := _untrainable(reference)) is not None:
+        return untrainable
     model = load_model(ctx, ctx.device, train=True)
     input_ids = sample_ids(ctx, reference)
     parity = _first_step_parity(model, reference, input_ids, ctx.seed, ctx.device)
@@ -113,10 +128,12 @@ def train_aux_loss(ctx: CaseContext) -> ScenarioResult:
     if not hasattr(AutoConfig.from_pretrained(ctx.checkpoint), "output_router_logits"):
         return ScenarioResult.skipped("not a mixture of experts: its config has no output_router_logits")
     reference = load_model(ctx, "cpu", train=True, output_router_logits=True)
+    if (untrainable := _untrainable(reference)) is not None:
+        return untrainable
     input_ids = sample_ids(ctx, reference)
     with torch.no_grad():
-        inputs = model_inputs(reference, input_ids)
-        aux_loss = getattr(reference(**inputs, labels=prompt_of(inputs)), "aux_loss", None)
+        inputs = training_inputs(reference, model_inputs(reference, input_ids))
+        aux_loss = getattr(reference(**inputs), "aux_loss", None)
     if aux_loss is None:
         return ScenarioResult.skipped("the model computes no router auxiliary loss with output_router_logits=True")
     model = load_model(ctx, ctx.device, train=True, output_router_logits=True)
@@ -147,6 +164,8 @@ def lora(ctx: CaseContext) -> ScenarioResult:
 
     torch.manual_seed(ctx.seed)
     base = load_model(ctx, "cpu", train=True)
+    if (untrainable := _untrainable(base)) is not None:
+        return untrainable
     input_ids = sample_ids(ctx, base)
     try:
         reference = _with_lora(base)

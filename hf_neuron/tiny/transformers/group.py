@@ -8,9 +8,10 @@ from pathlib import Path
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.tiny.groups import CpuCheck, Reviewed
 from hf_neuron.tiny.transformers.inputs import catalog_types, features, lora_targets, model_inputs, sample_ids
+from hf_neuron.tiny.transformers.outputs import decode, forward_outputs, no_training_loss, training_inputs
 
-__all__ = ["catalog_types", "cpu_check", "features", "lora_targets", "materialize", "model_inputs", "reviewed",
-           "sample_ids"]
+__all__ = ["catalog_types", "cpu_check", "decode", "features", "forward_outputs", "lora_targets", "materialize",
+           "model_inputs", "no_training_loss", "reviewed", "sample_ids", "training_inputs"]
 
 
 def materialize(name: str, out_dir: Path, /, *, seed: int = 0) -> Path:

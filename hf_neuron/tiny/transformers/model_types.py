@@ -3,25 +3,26 @@ builds it and the auto class users load it through.
 
 The groups whose library is transformers declare the auto mappings that list their types
 (:data:`hf_neuron.vocabulary.groups.REGISTRY`); a type listed by two belongs to the group declared first, and within a
-group to its first mapping. A mapping holds a type only when its auto class loads the type's config: the auto class
-finds a config class's model type by its class name (``_LazyAutoMapping.__contains__``), and where two model types
-share a config class (transformers 5.24 maps both ``evolla`` and ``EvollaModel`` to ``EvollaConfig``), it finds the
-last one, so ``AutoModelForImageTextToText`` refuses ``EvollaConfig`` although its mapping lists ``evolla``.
+group to its first mapping, unless the group leaves that type's mapping to others (its ``leaves``). A mapping holds a
+type only when its auto class loads the type's config: the auto class finds a config class's model type by its class
+name (``_LazyAutoMapping.__contains__``), and where two model types share a config class (transformers 5.24 maps both
+``evolla`` and ``EvollaModel`` to ``EvollaConfig``), it finds the last one, so ``AutoModelForImageTextToText`` refuses
+``EvollaConfig`` although its mapping lists ``evolla``.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
-from hf_neuron.vocabulary.groups import REGISTRY, Group
+from hf_neuron.vocabulary.groups import REGISTRY, Group, GroupDeclaration
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel
 
-__all__ = ["GenerativeType", "generative_types", "model_class", "model_config"]
+__all__ = ["GenerativeType", "generative_types", "model_class", "model_config", "types_of"]
 
 
 class GenerativeType(NamedTuple):
@@ -35,20 +36,27 @@ class GenerativeType(NamedTuple):
 @functools.cache
 def generative_types() -> Mapping[str, GenerativeType]:
     """Every generative ``model_type`` of the installed transformers whose group's auto class loads it, sorted."""
+    return MappingProxyType(types_of(REGISTRY))
+
+
+def types_of(registry: Sequence[GroupDeclaration]) -> dict[str, GenerativeType]:
+    """The generative types the transformers groups of ``registry`` hold, walked in its order (see the module
+    docstring), sorted."""
     from transformers.models.auto import modeling_auto
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     looked_up = {config_name: model_type for model_type, config_name in CONFIG_MAPPING_NAMES.items()}
     found: dict[str, GenerativeType] = {}
-    for declared in REGISTRY:
+    for declared in registry:
         if declared.library != "transformers":
             continue
+        left = {model_type for name in declared.leaves for model_type in getattr(modeling_auto, name)}
         for mapping_name, auto_class in declared.auto_classes:
             mapping = getattr(modeling_auto, mapping_name)
             for model_type, class_name in mapping.items():
-                if looked_up.get(CONFIG_MAPPING_NAMES.get(model_type, "")) in mapping:
+                if model_type not in left and looked_up.get(CONFIG_MAPPING_NAMES.get(model_type, "")) in mapping:
                     found.setdefault(model_type, GenerativeType(declared.name, class_name, auto_class))
-    return MappingProxyType(dict(sorted(found.items())))
+    return dict(sorted(found.items()))
 
 
 def model_class(model_type: str) -> type[PreTrainedModel]:

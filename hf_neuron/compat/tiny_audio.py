@@ -1,0 +1,78 @@
+"""The reviewed per-architecture data of the audio group: ``compat/tiny_audio.toml``.
+
+Each table is named for a ``model_type`` and holds what the generic rules of :mod:`hf_neuron.tiny.audio` cannot know,
+with a ``reason`` (required: why, precise enough to re-check on a transformers update):
+
+- ``feature_extractor``: the transformers feature extractor class to use instead of the architecture's own (when that
+  one cannot be built here, e.g. it needs torchaudio or librosa, and another makes the same inputs);
+- ``feature_extractor_config``: keyword arguments merged into the tiny feature extractor's;
+- ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
+- ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
+  optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
+  build); the matrix then records the cases that fail the same way on the CPU as untested, with the reason.
+
+Config fixes of the tiny model itself stay in ``compat/tiny_overrides.toml`` (:mod:`~.tiny_overrides`)::
+
+    [whisper]
+    reason = "..."
+    feature_extractor_config = { chunk_length = 1 }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hf_neuron.compat.files import COMPAT_DIR
+from hf_neuron.compat.reviewed_tables import check_table, load_tables
+from hf_neuron.vocabulary.datafiles import DataFileError
+from hf_neuron.vocabulary.gaps import Gap
+
+__all__ = ["AUDIO_PATH", "SECONDS", "AudioRecipe", "audio_recipe", "load_audio"]
+
+AUDIO_PATH = COMPAT_DIR / "tiny_audio.toml"
+#: Seconds of synthetic sound per row, unless a table says otherwise.
+SECONDS = 1.0
+
+_KEYS = {"feature_extractor", "feature_extractor_config", "seconds"}
+
+
+@dataclasses.dataclass(frozen=True)
+class AudioRecipe:
+    """What the data file says of one architecture (the defaults when it says nothing)."""
+
+    model_type: str
+    reason: str = ""
+    feature_extractor: str | None = None
+    feature_extractor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    seconds: float = SECONDS
+    runs: bool = True
+    gap: Gap | None = None
+
+
+def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
+    reviewed = check_table(path, model_type, table, _KEYS)
+    feature_extractor = table.get("feature_extractor")
+    if feature_extractor is not None and (not isinstance(feature_extractor, str) or not feature_extractor):
+        raise DataFileError(path, "must be a transformers class name", table=model_type, key="feature_extractor")
+    config = table.get("feature_extractor_config", {})
+    if not isinstance(config, dict):
+        raise DataFileError(path, "must be a table", table=model_type, key="feature_extractor_config")
+    seconds = table.get("seconds", SECONDS)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 60:
+        raise DataFileError(path, "must be a number of seconds above 0, at most 60", table=model_type,
+                              key="seconds")
+    return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), reviewed.runs,
+                       reviewed.gap)
+
+
+def load_audio(path: Path | None = None) -> dict[str, AudioRecipe]:
+    """The reviewed entries by ``model_type`` (empty when the file does not exist)."""
+    return load_tables(AUDIO_PATH if path is None else Path(path), _parse)
+
+
+def audio_recipe(model_type: str, path: Path | None = None) -> AudioRecipe:
+    """The entry of ``model_type``, or the defaults (nothing reviewed) when the file has none."""
+    return load_audio(path).get(model_type, AudioRecipe(model_type))

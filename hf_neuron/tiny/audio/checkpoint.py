@@ -1,0 +1,93 @@
+"""Write tiny audio checkpoints: config, seeded weights, the tiny tokenizer, and the architecture's feature extractor.
+
+A materialized directory loads offline with the auto class the catalog names for the type
+(``AutoModelForSpeechSeq2Seq.from_pretrained(dir)``...), ``AutoTokenizer.from_pretrained(dir)`` and, for a model
+with a feature extractor that builds here, ``AutoFeatureExtractor.from_pretrained(dir)`` (what
+``pipeline("automatic-speech-recognition", model=dir)`` reads). The stamp says which feature extractor was saved, or
+why none was. Publishing is the text checkpoints' (:func:`hf_neuron.tiny.transformers.checkpoint.publish`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron.compat.tiny_audio import audio_recipe
+from hf_neuron.tiny.audio.feature_extractor import (
+    FeatureExtractorUnavailableError,
+    feature_extractor_class,
+    tiny_feature_extractor,
+    tiny_feature_extractor_kwargs,
+)
+from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
+from hf_neuron.tiny.transformers.checkpoint import publish
+from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.transformers.models import build_model
+
+if TYPE_CHECKING:
+    from transformers.feature_extraction_utils import FeatureExtractionMixin
+
+__all__ = ["FEATURE_EXTRACTOR_FILE", "content_key", "load_feature_extractor", "materialize"]
+
+_FORMAT = 1
+#: The file a saved feature extractor writes.
+FEATURE_EXTRACTOR_FILE = "preprocessor_config.json"
+
+
+def _feature_extractor_recipe(model_type: str) -> Any:
+    try:
+        return [feature_extractor_class(model_type).__name__,
+                tiny_feature_extractor_kwargs(model_type, tiny_config(model_type))]
+    except (FeatureExtractorUnavailableError, ImportError) as why:
+        return str(why)
+
+
+def content_key(model_type: str, *, seed: int = 0) -> str:
+    """A hash of everything the checkpoint's files depend on."""
+    import tokenizers
+    import torch
+    import transformers
+
+    recipe = {
+        "format": _FORMAT,
+        "model_type": model_type,
+        "seed": seed,
+        "config": tiny_config_kwargs(model_type),
+        "feature_extractor": _feature_extractor_recipe(model_type),
+        "reviewed": repr(audio_recipe(model_type)),
+        "tokenizer": tokenizer_fingerprint(),
+        "versions": [transformers.__version__, torch.__version__, tokenizers.__version__],
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def load_feature_extractor(model_type: str, checkpoint: Path) -> FeatureExtractionMixin | None:
+    """The feature extractor saved in ``checkpoint`` (with the class it was built with), or None when none was."""
+    if not (Path(checkpoint) / FEATURE_EXTRACTOR_FILE).is_file():
+        return None
+    return feature_extractor_class(model_type).from_pretrained(checkpoint)
+
+
+def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
+    """Write the tiny audio ``model_type`` checkpoint to ``out_dir`` (reused when already there)."""
+
+    def write(staging: Path) -> dict[str, Any]:
+        config = tiny_config(model_type)
+        model = build_model(model_type, seed=seed, config=config)
+        model.save_pretrained(staging)
+        if model.config is not config:  # the decoder of a composite: keep the model_type the auto classes know
+            config.architectures = [type(model).__name__]
+            config.save_pretrained(staging)
+        tiny_tokenizer().save_pretrained(staging)
+        try:
+            feature_extractor = tiny_feature_extractor(model_type, config)
+        except (FeatureExtractorUnavailableError, ImportError) as why:
+            saved = f"none: {why}"
+        else:
+            feature_extractor.save_pretrained(staging)
+            saved = type(feature_extractor).__name__
+        return {"model_type": model_type, "seed": seed, "feature_extractor": saved}
+
+    return publish(out_dir, content_key(model_type, seed=seed), write)

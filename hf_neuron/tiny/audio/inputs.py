@@ -1,0 +1,238 @@
+"""Audio inputs for a tiny audio model: sounds through the architecture's feature extractor, text around them.
+
+The inputs are what the architecture's processor would give, built from generic rules instead of per-model code. A
+model that *listens* (one loaded through a speech-to-text or audio-text-to-text auto class whose ``forward`` takes a
+sound) gets its feature extractor's output for each row's sound, under the names its ``forward`` takes (the features
+as ``input_features``, ``input_values``, ``inputs``...; their mask as ``input_features_mask``,
+``feature_attention_mask``, ``padding_mask``..., or as an encoder-decoder's ``attention_mask``), and text: an
+encoder-decoder's decoder reads the row's transcript prompt (``decoder_input_ids``); a language model reads a chat
+prompt in which the sound's placeholder is expanded to as many audio tokens (``config.audio_token_id`` or
+``audio_token_index``, between the config's audio start and end tokens when it has them) as the model computes
+audio embeddings for it (counted by calling its ``get_audio_features``). A model that *speaks* (text-to-waveform,
+text-to-spectrogram, or a speech-to-text class whose ``forward`` takes no sound) reads the row's text. Rows share one
+length, so that nothing is padded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
+from hf_neuron.tiny.transformers.inputs import FIRST_ORDINARY_ID
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+    from transformers.feature_extraction_utils import FeatureExtractionMixin
+
+__all__ = ["LISTENING_CLASSES", "TEXTS", "TEXT_TOKENS", "AudioTokens", "Row", "audio_tokens", "batch_inputs",
+           "features_per_sound", "listens", "sound_inputs"]
+
+#: The text of each row: a transcript (what a decoder writes) or what a speaking model says.
+TEXTS = ("The quick brown fox jumps over the lazy dog.", "Hello, world! Good morning and good night.")
+#: Text tokens of each row (all rows have as many: nothing to pad, and any subset of the rows gives the same ids).
+TEXT_TOKENS = 8
+#: What a listening language model is asked about each row's sound (before the row's text).
+QUESTION = "Transcribe the audio."
+#: The auto classes of models that read a sound.
+LISTENING_CLASSES = ("AutoModelForSpeechSeq2Seq", "AutoModelForMultimodalLM")
+
+_AUDIO = re.compile(r"^audio_token_(id|index)$")
+_START = re.compile(r"^(audio_start|audio_bos|begin_audio|boa|start_of_audio)_token_(id|index)$")
+_END = re.compile(r"^(audio_end|audio_eos|end_audio|eoa|end_of_audio)_token_(id|index)$")
+#: Forward parameters that take the feature extractor's features, and those that take its mask, in preference order.
+_FEATURES = ("input_features", "input_values", "audio_input_features", "inputs", "audio_values")
+_MASKS = ("input_features_mask", "feature_attention_mask", "audio_attention_mask", "padding_mask")
+#: Feature-extractor outputs that hold a mask.
+_OUTPUT_MASKS = ("attention_mask", "padding_mask", "input_features_mask", "audio_attention_mask")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row: its text and its sound (float samples at the feature extractor's rate; None for a speaking model)."""
+
+    text: str
+    sound: np.ndarray | None
+
+
+@dataclasses.dataclass(frozen=True)
+class AudioTokens:
+    """The token ids a prompt uses around a sound: the placeholder repeated per embedding, optional start and end."""
+
+    audio: int | None
+    start: int | None = None
+    end: int | None = None
+
+    def block(self, embeddings: int) -> list[int]:
+        """The ids that stand for one sound of ``embeddings`` embeddings."""
+        if self.audio is None:
+            return []
+        return [*([self.start] if self.start is not None else []), *[self.audio] * embeddings,
+                *([self.end] if self.end is not None else [])]
+
+
+def _token_field(config: PreTrainedConfig, pattern: re.Pattern[str]) -> int | None:
+    parts = [config, *(getattr(config, name, None) for name in getattr(config, "sub_configs", {}))]
+    for part in parts:
+        if part is None:
+            continue
+        for name, value in sorted(part.to_dict().items()):
+            if pattern.match(name) and isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def audio_tokens(config: PreTrainedConfig) -> AudioTokens:
+    """The audio placeholder, start and end token ids of ``config`` (None where it has none)."""
+    return AudioTokens(_token_field(config, _AUDIO), _token_field(config, _START), _token_field(config, _END))
+
+
+def _parameters(function: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    return inspect.signature(function).parameters
+
+
+def listens(model: PreTrainedModel, load_class: str) -> bool:
+    """Whether ``model`` (loaded through ``load_class``) reads a sound: a speech-to-text or audio-text class whose
+    ``forward`` takes one of the feature parameters."""
+    return load_class in LISTENING_CLASSES and any(name in _parameters(model.forward) for name in _FEATURES)
+
+
+def _is_encoder_decoder(model: PreTrainedModel) -> bool:
+    return bool(model.config.is_encoder_decoder) or "decoder_input_ids" in _parameters(model.forward)
+
+
+def sound_inputs(model: PreTrainedModel, feature_extractor: FeatureExtractionMixin,
+                 sounds: Sequence[np.ndarray]) -> dict[str, torch.Tensor]:
+    """The feature extractor's output for ``sounds`` (on the CPU), under the names ``model.forward`` takes."""
+    import torch
+
+    rate = getattr(feature_extractor, "sampling_rate", None)
+    try:
+        output = feature_extractor(list(sounds), sampling_rate=rate, return_tensors="pt",  # type: ignore[operator]
+                                   return_attention_mask=True)
+    except TypeError:  # a feature extractor without that option
+        output = feature_extractor(list(sounds), sampling_rate=rate, return_tensors="pt")  # type: ignore[operator]
+    processed = {key: value for key, value in dict(output).items() if isinstance(value, torch.Tensor)}
+    parameters = _parameters(model.forward)
+    wanted = [name for name in _FEATURES if name in parameters]
+    found = [name for name in _FEATURES if name in processed]
+    if not wanted or not found:
+        raise LookupError(f"{type(model).__name__}.forward takes none of {_FEATURES} or "
+                          f"{type(feature_extractor).__name__} gives none (it gives {sorted(processed)})")
+    inputs = {wanted[0]: processed[found[0]].float() if processed[found[0]].is_floating_point()
+              else processed[found[0]]}
+    mask = next((processed[name] for name in _OUTPUT_MASKS if name in processed), None)
+    if mask is not None:
+        mask_names = [name for name in _MASKS if name in parameters]
+        if mask_names:
+            inputs[mask_names[0]] = mask
+        elif _is_encoder_decoder(model) and "attention_mask" in parameters:
+            inputs["attention_mask"] = mask
+    return inputs
+
+
+def _feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
+    """The model's ``get_audio_features``, or its base model's when the model's only forwards ``*args, **kwargs``."""
+    found = [method for part in (model, getattr(model, "model", None))
+             if callable(method := getattr(part, "get_audio_features", None))]
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    named = [method for method in found if any(p.kind in kinds for p in _parameters(method).values())]
+    return named[0] if named else (found[0] if found else None)
+
+
+def _count(features: Any) -> int:
+    import torch
+
+    if isinstance(features, torch.Tensor):
+        return features.numel()
+    return sum(_count(part) for part in features)
+
+
+def features_per_sound(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> list[int]:
+    """How many audio embeddings the model computes for each row's sound in ``inputs`` (its :func:`sound_inputs`):
+    its ``get_audio_features`` on each row alone, in units of the language model's width (0 without the method)."""
+    import torch
+
+    method = _feature_method(model)
+    if method is None:
+        return [0] * len(next(iter(inputs.values())))
+    accepted = _parameters(method)
+    width = model.config.get_text_config(decoder=True).hidden_size
+    counts = []
+    for row in range(len(next(iter(inputs.values())))):
+        given = {key: value[row : row + 1].to(model.device) for key, value in inputs.items() if key in accepted}
+        given = {key: value.to(model.dtype) if value.is_floating_point() else value for key, value in given.items()}
+        with torch.no_grad():
+            output = method(**given)
+        features = getattr(output, "pooler_output", output)
+        count = _count(features)
+        if count % width:
+            raise ValueError(f"{type(model).__name__}.get_audio_features gave {count} values, not a whole number of "
+                             f"{width}-wide embeddings")
+        counts.append(count // width)
+    return counts
+
+
+def _prompt(tokenizer: PreTrainedTokenizerBase, question: str, block: Sequence[int]) -> list[int]:
+    """A user turn holding the sound then ``question``, and the assistant's turn opened (the tiny chat format)."""
+    head = tokenizer.encode("<|im_start|>user\n", add_special_tokens=False)
+    tail = tokenizer.encode(f"{question}<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False)
+    return [*head, *block, *tail]
+
+
+def _in_vocabulary(model: PreTrainedModel, ids: Sequence[int]) -> list[int]:
+    """``ids`` folded into the model's input vocabulary when it is smaller than the tiny tokenizer's (a
+    text-to-speech model's character or phoneme table), above the special ids."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):  # a model without one input table
+        embeddings = None
+    size = getattr(embeddings, "num_embeddings", None)
+    if not isinstance(size, int) or size <= FIRST_ORDINARY_ID or all(token < size for token in ids):
+        return list(ids)
+    return [token if token < size else FIRST_ORDINARY_ID + token % (size - FIRST_ORDINARY_ID) for token in ids]
+
+
+def _padded(sequences: Sequence[Sequence[int]], length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded ids and their attention mask, at least ``length`` long."""
+    import torch
+
+    length = max(length, *(len(ids) for ids in sequences))
+    ids = torch.tensor([[PAD_TOKEN_ID] * (length - len(row)) + list(row) for row in sequences])
+    mask = torch.tensor([[0] * (length - len(row)) + [1] * len(row) for row in sequences])
+    return ids, mask
+
+
+def batch_inputs(model: PreTrainedModel, load_class: str, feature_extractor: FeatureExtractionMixin | None,
+                 tokenizer: PreTrainedTokenizerBase, rows: Sequence[Row], *, embeddings: Sequence[int] | None = None,
+                 length: int = 0) -> dict[str, torch.Tensor]:
+    """The forward inputs of ``rows`` for ``model`` (on the CPU; see the module docstring), text left-padded to at
+    least ``length``; each row's text is cut to :data:`TEXT_TOKENS` tokens. ``embeddings`` gives each row's
+    audio embedding count (default: :func:`features_per_sound`)."""
+    parameters = _parameters(model.forward)
+    inputs: dict[str, torch.Tensor] = {}
+    encoded = [tokenizer.encode(row.text, add_special_tokens=False) for row in rows]
+    texts = [_in_vocabulary(model, ids[: min(TEXT_TOKENS, *(len(ids) for ids in encoded))]) for ids in encoded]
+    if feature_extractor is None and listens(model, load_class):
+        raise LookupError(f"{type(model).__name__} reads a sound, and its feature extractor cannot be built here: "
+                          "running it on text alone would test no audio")
+    if feature_extractor is not None and listens(model, load_class):
+        inputs.update(sound_inputs(model, feature_extractor, [row.sound for row in rows]))  # type: ignore[misc]
+        if _is_encoder_decoder(model):
+            ids, mask = _padded(texts, length)
+            inputs.update(decoder_input_ids=ids, decoder_attention_mask=mask)
+        else:
+            tokens = audio_tokens(model.config)
+            counts = features_per_sound(model, inputs) if embeddings is None else embeddings
+            ids, mask = _padded([_prompt(tokenizer, f"{QUESTION} {row.text}", tokens.block(count))
+                                 for row, count in zip(rows, counts, strict=True)], length)
+            inputs.update(input_ids=ids, attention_mask=mask)
+    else:
+        ids, mask = _padded(texts, length)
+        inputs.update(input_ids=ids, attention_mask=mask)
+    return {key: value for key, value in inputs.items() if key in parameters}

@@ -1,0 +1,103 @@
+"""What the transformers scenarios compute with an audio model (:class:`hf_neuron.tiny.groups.TransformersModels`).
+
+A model that listens writes tokens: its forward pass compares its ``logits``, its generation is greedy decoding
+(:mod:`hf_neuron.tiny.transformers.outputs`) and its training step's labels are its prompt (the transcript the
+decoder reads, or the language model's prompt). A model that speaks makes something else: its forward pass compares
+every floating output it returns (a waveform, a spectrogram, per-codebook logits...), and its generation gives what
+``generate`` returns (a waveform, audio codes, a spectrogram) by name, compared with the CPU's within tolerance.
+A model whose ``forward`` takes no ``labels`` has no training loss.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron.tiny.audio.inputs import listens
+from hf_neuron.tiny.groups import Decoding
+from hf_neuron.tiny.transformers import outputs as text_outputs
+from hf_neuron.tiny.transformers.inputs import generation_inputs
+from hf_neuron.tiny.transformers.model_types import generative_types
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
+
+__all__ = ["decode", "floating_outputs", "forward_outputs", "no_training_loss", "training_inputs", "writes_tokens"]
+
+
+def _base(model: Any) -> Any:
+    """The model behind a compiled wrapper."""
+    return getattr(model, "_orig_mod", model)
+
+
+def writes_tokens(model: PreTrainedModel) -> bool:
+    """Whether ``model`` is one that listens and writes text (see the module docstring)."""
+    base = _base(model)
+    return listens(base, generative_types()[base.config.model_type].auto_class)
+
+
+def floating_outputs(output: Any, name: str = "output") -> dict[str, torch.Tensor]:
+    """The floating tensors of a model's output by name: a tensor itself, a tuple's items (``name.0``...), or a
+    ``ModelOutput``'s fields (``logits`` alone when it has them)."""
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return {name: output} if output.is_floating_point() else {name: output.float()}
+    if isinstance(output, Mapping):
+        items = dict(output)
+        if isinstance(items.get("logits"), torch.Tensor):
+            return {"logits": items["logits"]}
+        return {key: value for key, value in items.items() if isinstance(value, torch.Tensor)
+                and value.is_floating_point()}
+    if isinstance(output, (tuple, list)):
+        found: dict[str, torch.Tensor] = {}
+        for index, item in enumerate(output):
+            found.update(floating_outputs(item, f"{name}.{index}"))
+        return found
+    return {}
+
+
+def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The outputs one forward pass compares, without gradients (see the module docstring)."""
+    import torch
+
+    with torch.no_grad():
+        found = floating_outputs(model(**inputs))
+    if not found:
+        raise LookupError(f"{type(_base(model)).__name__}'s forward returned no floating output to compare")
+    return found
+
+
+def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
+           **generate_kwargs: Any) -> Decoding:
+    """Greedy transcription for a model that writes tokens; else ``generate``'s output (at most ``new_tokens`` steps
+    where it decodes step by step), by name."""
+    import torch
+
+    if writes_tokens(model):
+        return text_outputs.greedy_decoding(model, inputs, new_tokens, **generate_kwargs)
+    start = generation_inputs(inputs)
+    if getattr(model, "generation_config", None) is not None:  # it decodes step by step
+        generate_kwargs = {"max_new_tokens": new_tokens, "do_sample": False, **generate_kwargs}
+    with torch.no_grad():
+        output = model.generate(**start, **generate_kwargs)  # type: ignore[operator]
+    found = floating_outputs(output, "generated")
+    if not found:
+        raise LookupError(f"{type(model).__name__}.generate returned nothing to compare")
+    device = str(next(iter(found.values())).device)
+    return Decoding(device, outputs={key: value.to("cpu", torch.float32) for key, value in found.items()})
+
+
+def training_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The forward inputs with the prompt as ``labels``."""
+    return text_outputs.training_inputs(model, inputs)
+
+
+def no_training_loss(model: PreTrainedModel) -> str | None:
+    """Why ``model`` computes no loss: its ``forward`` takes no ``labels``; else None."""
+    base = _base(model)
+    if "labels" in inspect.signature(base.forward).parameters:
+        return None
+    return f"{type(base).__name__}.forward takes no labels: it computes no training loss"

@@ -1,0 +1,75 @@
+"""Tiny audio models: the group's types, the reviewed data's reader, synthetic sounds, feature extractors sized to
+the tiny model, and a listening model that is never run on text alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hf_neuron.compat.tiny_audio import SECONDS, audio_recipe, load_audio
+from hf_neuron.tiny.audio.feature_extractor import tiny_feature_extractor
+from hf_neuron.tiny.audio.inputs import batch_inputs
+from hf_neuron.tiny.audio.rows import row_texts, sample_rows
+from hf_neuron.tiny.audio.sounds import synthetic_sound
+from hf_neuron.tiny.tokenizer import tiny_tokenizer
+from hf_neuron.tiny.transformers.model_types import generative_types
+from hf_neuron.tiny.transformers.models import build_model
+from hf_neuron.vocabulary.datafiles import DataFileError
+
+torch = pytest.importorskip("torch")
+
+
+def test_the_audio_group_claims_the_speech_types_and_leaves_image_text_its_own() -> None:
+    types = generative_types()
+    audio = {name for name, found in types.items() if found.group == "audio"}
+    assert len(audio) == 39
+    assert types["whisper"].auto_class == "AutoModelForSpeechSeq2Seq"
+    assert types["seamless_m4t"].model_class == "SeamlessM4TForSpeechToText", "speech-to-text first"
+    assert types["qwen2_audio"].auto_class == "AutoModelForMultimodalLM"
+    assert types["vits"].auto_class == "AutoModelForTextToWaveform"
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    assert not audio & set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES), "image-text models that also hear stay out"
+
+
+def test_the_reviewed_data_is_read_and_checked(tmp_path: Path) -> None:
+    assert audio_recipe("speech-encoder-decoder").feature_extractor == "Wav2Vec2FeatureExtractor"
+    assert not audio_recipe("granite_speech").runs and audio_recipe("granite_speech").gap == "inputs"
+    assert audio_recipe("whisper").seconds == SECONDS and audio_recipe("whisper").runs
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[whisper]\nreason = "r"\nseconds = 0\n')
+    with pytest.raises(DataFileError, match="seconds"):
+        load_audio(bad)
+    bad.write_text('[whisper]\nreason = "r"\nsounds = 2\n')
+    with pytest.raises(DataFileError, match="unknown keys"):
+        load_audio(bad)
+    good = tmp_path / "good.toml"
+    good.write_text('[whisper]\nreason = "r"\nseconds = 2.5\nfeature_extractor_config = { chunk_length = 3 }\n')
+    assert load_audio(good)["whisper"].seconds == 2.5
+
+
+def test_synthetic_sounds_are_deterministic_and_not_silence() -> None:
+    sound = synthetic_sound(0.5, 16000, seed=3)
+    assert sound.shape == (8000,) and sound.dtype.name == "float32"
+    assert (synthetic_sound(0.5, 16000, seed=3) == sound).all()
+    assert not (synthetic_sound(0.5, 16000, seed=4) == sound).all()
+    assert 0.01 < float(abs(sound).mean()) < 1.0
+
+
+def test_each_row_has_its_own_text() -> None:
+    texts = row_texts(4, seed=0)
+    assert len(set(texts)) == 4 and row_texts(4, seed=0) == texts
+
+
+def test_the_feature_extractor_reads_as_many_mel_bins_as_the_tiny_encoder() -> None:
+    model = build_model("whisper")
+    extractor = tiny_feature_extractor("whisper", model.config)
+    assert extractor.feature_size == model.config.num_mel_bins
+
+
+def test_a_listening_model_without_its_feature_extractor_is_refused() -> None:
+    model = build_model("whisper")
+    rows = sample_rows("whisper", None, model.config, 2)
+    with pytest.raises(LookupError, match="running it on text alone would test no audio"):
+        batch_inputs(model, "AutoModelForSpeechSeq2Seq", None, tiny_tokenizer(), rows)
