@@ -2,12 +2,13 @@
 
 Cases: a tiny Llama forward (per-op overhead dominates), a compute-bound forward (hidden 1024, 4 layers,
 seq 256), a tiny Llama train step (forward, backward, AdamW), and the cost that hf-neuron adds to
-``import torch`` with the device off and on (built). Targets from the issue: <= 1.10x compute-bound,
-<= 1.5x tiny forward, <= 30 ms import cost when off.
+``import torch`` with the device off and on (built). Each case is timed in interleaved rounds
+(``paired.py``): the median ratio, its 95% interval, and a verdict on the target (:data:`TARGETS`) only when the
+interval is clear of it.
 
 ``--op-log`` measures instead what the operator log costs: the same three cases on the device, the log turned off
-and on alternately in one process (run it with the switches of the profile to measure, e.g. the ``trainium``
-profile's ``HF_NEURON_EMULATOR_DISPATCH=trainium``); it prints the median time of each and their ratio (on / off).
+and on, interleaved in one process (run it with the switches of the profile to measure, e.g. the ``trainium``
+profile's ``HF_NEURON_EMULATOR_DISPATCH=trainium``); it prints the median of each and the ratio (on / off).
 
     HF_NEURON_EMULATOR=1 python scripts/bench_device.py [--repeats N] [--op-log]
 """
@@ -17,26 +18,14 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import torch
+from paired import Comparison, interleaved  # beside this script
 
-
-def _paired_medians(cpu: Callable[[], object], neuron: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """Median seconds of each, sampled alternately after a warm-up, so load on the machine hits both alike."""
-    for _ in range(max(3, repeats // 5)):
-        cpu()
-        neuron()
-    samples: dict[Callable[[], object], list[float]] = {cpu: [], neuron: []}
-    for _ in range(repeats):
-        for fn in (cpu, neuron):
-            start = time.perf_counter()
-            fn()
-            samples[fn].append(time.perf_counter() - start)
-    return statistics.median(samples[cpu]), statistics.median(samples[neuron])
+#: The targets for the reference device's time over the CPU's (a ratio), each met only when its interval is clear of it.
+TARGETS = {"tiny forward": 1.05, "train step": 1.10, "compute-bound forward": 1.02}
 
 
 def _llama(hidden: int, layers: int, heads: int, vocab: int = 1000) -> torch.nn.Module:
@@ -51,16 +40,16 @@ def _llama(hidden: int, layers: int, heads: int, vocab: int = 1000) -> torch.nn.
     return LlamaForCausalLM(config)
 
 
-def _forward_ratio(model: torch.nn.Module, seq: int, repeats: int) -> tuple[float, float]:
+def _forward(name: str, model: torch.nn.Module, seq: int, rounds: int) -> Comparison:
     ids = torch.randint(0, model.config.vocab_size, (1, seq))
     on_device = copy.deepcopy(model).to("neuron").eval()
     model.eval()
     device_ids = ids.to("neuron")
     with torch.no_grad():
-        return _paired_medians(lambda: model(ids), lambda: on_device(device_ids).logits.cpu(), repeats)
+        return interleaved(name, lambda: model(ids), lambda: on_device(device_ids).logits.cpu(), rounds)
 
 
-def _train_ratio(model: torch.nn.Module, seq: int, repeats: int) -> tuple[float, float]:
+def _train(name: str, model: torch.nn.Module, seq: int, rounds: int) -> Comparison:
     ids = torch.randint(0, model.config.vocab_size, (2, seq))
 
     def stepper(m: torch.nn.Module, batch: torch.Tensor) -> Callable[[], object]:
@@ -77,33 +66,22 @@ def _train_ratio(model: torch.nn.Module, seq: int, repeats: int) -> tuple[float,
 
     on_device = copy.deepcopy(model).to("neuron").train()
     model.train()
-    return _paired_medians(stepper(model, ids), stepper(on_device, ids.to("neuron")), repeats)
+    return interleaved(name, stepper(model, ids), stepper(on_device, ids.to("neuron")), rounds)
 
 
-_OP_LOG_CASES = ("tiny Llama forward (1 thread)", "tiny Llama train step (1 thread)", "compute-bound forward")
-
-
-def _op_log_cost(repeats: int) -> int:
-    """The three cases on the device with the operator log off and on, alternately in this process; medians, ratio."""
+def _op_log_cost(rounds: int) -> int:
+    """The three cases on the device with the operator log off (A) and on (B), interleaved in this process."""
     from hf_neuron.device import runtime
 
-    def paired(fn: Callable[[], object], count: int) -> tuple[float, float]:
-        samples: dict[bool, list[float]] = {False: [], True: []}
-        for i in range(max(3, count // 5) + count):
-            for log in (False, True) if i % 2 == 0 else (True, False):
-                runtime.extension().set_op_log(log)
-                start = time.perf_counter()
-                fn()
-                if i >= max(3, count // 5):  # the first rounds warm up
-                    samples[log].append(time.perf_counter() - start)
-        runtime.extension().set_op_log(False)
-        return statistics.median(samples[False]), statistics.median(samples[True])
+    def logged(fn: Callable[[], object], log: bool) -> Callable[[], object]:
+        def run() -> object:
+            runtime.extension().set_op_log(log)
+            return fn()
+        return run
 
     torch.set_num_threads(1)
     tiny = _llama(64, 2, 4).to("neuron").eval()
     ids = torch.randint(0, 1000, (1, 16), device="neuron")
-    with torch.no_grad():
-        rows = [paired(lambda: tiny(ids).logits.cpu(), repeats * 5)]
     model = _llama(64, 2, 4).to("neuron").train()
     batch = torch.randint(0, 1000, (2, 32), device="neuron")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
@@ -115,22 +93,32 @@ def _op_log_cost(repeats: int) -> int:
         optimizer.zero_grad()
         return loss.item()
 
-    rows.append(paired(step, repeats * 2))
+    def forward() -> object:
+        with torch.no_grad():
+            return tiny(ids).logits.cpu()
+
+    rows = [interleaved("tiny Llama forward (1 thread)", logged(forward, False), logged(forward, True), rounds * 5),
+            interleaved("tiny Llama train step (1 thread)", logged(step, False), logged(step, True), rounds * 2)]
     torch.set_num_threads(os.cpu_count() or 1)
     big = _llama(1024, 4, 16).to("neuron").eval()
     big_ids = torch.randint(0, 1000, (1, 256), device="neuron")
-    with torch.no_grad():
-        rows.append(paired(lambda: big(big_ids).logits.cpu(), repeats))
-    print("operator log off / on, alternating in one process (median of each)")
-    print(f"{'case':40} {'off ms':>9} {'on ms':>9} {'on/off':>7}")
-    for name, (off, on) in zip(_OP_LOG_CASES, rows, strict=True):
-        print(f"{name:40} {off * 1e3:9.2f} {on * 1e3:9.2f} {on / off:7.3f}")
+
+    def big_forward() -> object:
+        with torch.no_grad():
+            return big(big_ids).logits.cpu()
+
+    rows.append(interleaved("compute-bound forward", logged(big_forward, False), logged(big_forward, True), rounds))
+    runtime.extension().set_op_log(False)
+    print("operator log off (A) / on (B), interleaved in one process: medians, ratio B/A and its 95% interval")
+    print(f"{'case':52} {'off ms':>9} {'on ms':>9} {'ratio':>7}")
+    for row in rows:
+        print(row.line())
     return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=10, help="rounds (the tiny cases run 5x and 2x as many)")
     parser.add_argument("--op-log", action="store_true", help="what the operator log costs (log off and on)")
     args = parser.parse_args()
     if not (hasattr(torch, "neuron") and torch.neuron.is_available()):
@@ -138,21 +126,20 @@ def main() -> int:
         return 2
     if args.op_log:
         return _op_log_cost(args.repeats)
-    rows: list[tuple[str, float, float, str]] = []
     # Tiny models measure per-operator overhead: one thread, so that thread-pool wake-ups under load on a
     # shared machine do not swamp it.
     torch.set_num_threads(1)
-    cpu, neuron = _forward_ratio(_llama(64, 2, 4), 16, args.repeats * 5)
-    rows.append(("tiny Llama forward (h64, 2 layers, seq 16; 1 thread)", cpu, neuron, "<= 1.50"))
-    cpu, neuron = _train_ratio(_llama(64, 2, 4), 32, args.repeats * 2)
-    rows.append(("tiny Llama train step (AdamW; 1 thread)", cpu, neuron, "-"))
+    rows = [(_forward("tiny Llama forward (h64, 2 layers, seq 16; 1 thread)", _llama(64, 2, 4), 16,
+                      args.repeats * 5), TARGETS["tiny forward"]),
+            (_train("tiny Llama train step (AdamW; 1 thread)", _llama(64, 2, 4), 32, args.repeats * 2),
+             TARGETS["train step"])]
     torch.set_num_threads(os.cpu_count() or 1)
-    cpu, neuron = _forward_ratio(_llama(1024, 4, 16), 256, args.repeats)
-    rows.append(("compute-bound forward (h1024, 4 layers, seq 256)", cpu, neuron, "<= 1.10"))
-
-    print(f"{'case':56} {'cpu ms':>9} {'neuron ms':>10} {'ratio':>7}  target")
-    for name, cpu_s, neuron_s, target in rows:
-        print(f"{name:56} {cpu_s * 1e3:9.2f} {neuron_s * 1e3:10.2f} {neuron_s / cpu_s:7.2f}  {target}")
+    rows.append((_forward("compute-bound forward (h1024, 4 layers, seq 256)", _llama(1024, 4, 16), 256,
+                          args.repeats), TARGETS["compute-bound forward"]))
+    print("CPU (A) / reference device (B), interleaved: medians, ratio B/A and its 95% interval, verdict")
+    print(f"{'case':52} {'cpu ms':>9} {'neuron ms':>9} {'ratio':>7}")
+    for comparison, target in rows:
+        print(comparison.line(target))
 
     print()
     import bench_import  # beside this script

@@ -2,8 +2,10 @@
 
 Each measurement is a fresh interpreter timing its own ``import torch``. "Not installed" hides hf-neuron's entry
 point from torch's backend autoload, so the baseline still pays torch's own entry-point scan, as it would without
-hf-neuron. The modes are interleaved and the median is reported (the first round warms the file cache and is not
-counted). Target for the inactive case: under 30 ms more than not installed.
+hf-neuron. Each round runs every mode once, in rotating order (the first round warms the file cache and is not
+counted); a mode's cost is the median of its paired rounds' differences from the first mode, with a 95% interval
+(``paired.py``). Target for the inactive case: at most 30 ms more than not installed, judged only when the interval
+is clear of it.
 
     python scripts/bench_import.py [--runs 15]
 """
@@ -15,6 +17,8 @@ import os
 import statistics
 import subprocess
 import sys
+
+from paired import MIN_ROUNDS, median_interval  # beside this script
 
 # Hides hf-neuron's entry point from torch's autoload: `import torch` as if hf-neuron were not installed.
 _WITHOUT_HF_NEURON = """
@@ -46,29 +50,42 @@ def _milliseconds(prelude: str, overrides: dict[str, str]) -> float:
     return float(result.stdout.strip().splitlines()[-1]) * 1e3
 
 
-def measure(runs: int) -> dict[str, float]:
-    """Median milliseconds of ``import torch`` per mode, over ``runs`` interleaved rounds after a warm-up."""
+def measure(runs: int) -> dict[str, list[float]]:
+    """Milliseconds of ``import torch`` per mode, over ``runs`` rounds after a warm-up round; each round runs every
+    mode once, in an order that rotates from round to round, so the i-th sample of each mode is one paired round."""
     samples: dict[str, list[float]] = {mode: [] for mode in MODES}
+    modes = list(MODES)
     for round_ in range(runs + 1):
-        for mode, (prelude, overrides) in MODES.items():
+        shift = round_ % len(modes)
+        for mode in modes[shift:] + modes[:shift]:
+            prelude, overrides = MODES[mode]
             milliseconds = _milliseconds(prelude, overrides)
             if round_:
                 samples[mode].append(milliseconds)
-    return {mode: statistics.median(values) for mode, values in samples.items()}
+    return samples
 
 
-def report(medians: dict[str, float], runs: int) -> None:
-    """Print the medians, each against the not-installed baseline, and the verdict on the target."""
-    baseline = next(iter(medians.values()))
-    print(f"import torch, median of {runs} fresh interpreters per mode:")
-    for index, (mode, median) in enumerate(medians.items()):
-        line = f"  {mode:<62} {median:8.1f} ms"
-        if index:
-            line += f"   {median - baseline:+7.1f} ms  (x{median / baseline:.3f})"
+def report(samples: dict[str, list[float]], runs: int) -> None:
+    """Print each mode's median, and its cost over the not-installed baseline as the median of the paired rounds'
+    differences with a 95% interval; the verdict on the inactive target only when the interval is clear of it."""
+    baseline_mode = next(iter(samples))
+    baseline = samples[baseline_mode]
+    print(f"import torch, {runs} paired rounds of fresh interpreters (median; cost over the first mode with its 95% "
+          "interval):")
+    for mode, values in samples.items():
+        line = f"  {mode:<62} {statistics.median(values):8.1f} ms"
+        if mode != baseline_mode:
+            differences = [value - base for value, base in zip(values, baseline, strict=True)]
+            low, high = median_interval(differences)
+            line += f"   {statistics.median(differences):+7.1f} ms [{low:+.1f}, {high:+.1f}]"
         print(line)
-    inactive = medians["hf-neuron installed, device inactive"] - baseline
-    print(f"inactive overhead {inactive:+.1f} ms: {'within' if inactive < TARGET_MS else 'OVER'} the "
-          f"{TARGET_MS:.0f} ms target")
+    differences = [value - base for value, base in
+                   zip(samples["hf-neuron installed, device inactive"], baseline, strict=True)]
+    low, high = median_interval(differences)
+    verdict = (f"cannot tell from {runs} rounds (at least {MIN_ROUNDS})" if runs < MIN_ROUNDS
+               else "within" if high <= TARGET_MS else "OVER" if low > TARGET_MS
+               else f"cannot tell (interval {low:+.1f} to {high:+.1f} ms): run more rounds")
+    print(f"inactive overhead {statistics.median(differences):+.1f} ms, target {TARGET_MS:.0f} ms: {verdict}")
 
 
 def main() -> int:
