@@ -67,7 +67,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def write_tiny_pipeline(backbone: str, folder: Path, *, seed: int = 0) -> Path:
-    """hf-neuron's tiny pipeline of ``backbone`` (the matrix's recipe, every part built locally), saved to ``folder``."""
+    """hf-neuron's tiny pipeline of ``backbone`` (the matrix's recipe, every part built locally) saved to ``folder``."""
     from hf_neuron.compat.tiny_diffusion import presets, recipe
     from hf_neuron.tiny.diffusion.backbones import build_backbone
     from hf_neuron.tiny.diffusion.pipelines import build_pipeline
@@ -77,7 +77,7 @@ def write_tiny_pipeline(backbone: str, folder: Path, *, seed: int = 0) -> Path:
     return folder
 
 
-class SyntheticImages(torch.utils.data.Dataset):  # type: ignore[type-arg]
+class SyntheticImages(torch.utils.data.Dataset):
     """``size`` seeded RGB pictures of ``side`` pixels in [-1, 1], each with a caption."""
 
     def __init__(self, size: int, side: int) -> None:
@@ -97,11 +97,11 @@ class SyntheticImages(torch.utils.data.Dataset):  # type: ignore[type-arg]
         return self.items[index]
 
 
-def _latent_side(denoiser: torch.nn.Module) -> int:
+def _latent_side(denoiser: Any) -> int:
     """The denoiser's ``sample_size`` (a UNet's), else the tiny models' latent side."""
     from hf_neuron.tiny.diffusion.backbones import LATENT_SIZE
 
-    size = denoiser.config.get("sample_size")  # type: ignore[attr-defined]
+    size = denoiser.config.get("sample_size")
     return int(size[0] if isinstance(size, (list, tuple)) else size or LATENT_SIZE)
 
 
@@ -181,15 +181,15 @@ class Denoising:
         return torch.nn.functional.mse_loss(prediction.float(), (noise - latents).float())
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Train, save the adapter, and return what ``trainer_state.json`` records."""
+def train(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    """Train, save the adapter; return what ``trainer_state.json`` records and the pipeline (its denoiser trained,
+    with the adapter)."""
     from accelerate import Accelerator
     from diffusers import DiffusionPipeline
     from diffusers.utils import convert_state_dict_to_diffusers
     from peft import LoraConfig
     from peft.utils import get_peft_model_state_dict
 
-    args = parse_args(argv)
     accelerator = Accelerator(cpu=args.cpu, mixed_precision=args.mixed_precision)
     folder = args.pretrained_model_name_or_path
     if args.tiny and accelerator.is_main_process and not (folder / "model_index.json").is_file():
@@ -241,7 +241,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         (args.output_dir / "trainer_state.json").write_text(json.dumps(state, indent=1) + "\n")
     accelerator.wait_for_everyone()
     accelerator.end_training()
-    return state
+    return state, pipeline
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Parse the command line, train, save the adapter; return what ``trainer_state.json`` records."""
+    return train(parse_args(argv))[0]
 
 
 if __name__ == "__main__":
