@@ -119,6 +119,7 @@ def cpu_runs(folders: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BACKBONES)
 def test_the_lora_script_trains_on_neuron_like_the_cpu(name: str, folders: dict[str, Path],
                                                        cpu_runs: dict[str, dict[str, Any]], tmp_path: Path) -> None:
@@ -144,6 +145,7 @@ def test_the_lora_script_trains_on_neuron_like_the_cpu(name: str, folders: dict[
     assert sum(_is_adapter(n) for n in after) == len(adapter)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BACKBONES)
 def test_a_perturbed_device_fails_the_scripts_parity(name: str, folders: dict[str, Path],
                                                       cpu_runs: dict[str, dict[str, Any]], tmp_path: Path) -> None:
@@ -178,6 +180,7 @@ def _placed(pipeline: Any) -> set[torch.device]:
             for p in part.parameters()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BACKBONES)
 def test_a_pipeline_from_a_folder_lands_on_neuron_and_makes_the_cpus_images(name: str,
                                                                             folders: dict[str, Path]) -> None:
@@ -197,6 +200,7 @@ def test_a_pipeline_from_a_folder_lands_on_neuron_and_makes_the_cpus_images(name
     assert perturbed.outcome == "failed" and "differ from the CPU's" in (perturbed.message or ""), perturbed.message
 
 
+@pytest.mark.slow
 def test_the_trained_adapter_loads_into_a_pipeline_on_neuron_like_on_the_cpu(
         folders: dict[str, Path], cpu_runs: dict[str, dict[str, Any]]) -> None:
     from diffusers import DiffusionPipeline
@@ -216,6 +220,7 @@ def test_the_trained_adapter_loads_into_a_pipeline_on_neuron_like_on_the_cpu(
         "the adapter changes nothing: the comparison could not tell a pipeline that ignored it"
 
 
+@pytest.mark.slow
 @pytest.mark.distributed
 def test_accelerate_launch_trains_on_two_neuron_devices_and_saves_the_adapter(tmp_path: Path) -> None:
     command = [str(SCRIPTS / "accelerate"), "launch", "--device", "neuron", "--num_processes", str(WORLD),
