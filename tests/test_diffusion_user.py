@@ -100,13 +100,11 @@ def changed_outside_adapter(before: dict[str, torch.Tensor], after: dict[str, to
     return sorted(changed)
 
 
-def parity(device_run: dict[str, Any], cpu_run: dict[str, Any]) -> ScenarioResult:
-    """The device run's first loss and saved adapter weights against the CPU run's (float32 tolerance), the first
-    failing comparison or the adapter's."""
-    first = compare(torch.tensor(device_run["losses"][0]), torch.tensor(cpu_run["losses"][0]), "first step's loss")
-    if first.outcome != "passed":
-        return first
-    return compare_named(_adapter(device_run), _adapter(cpu_run), "LoRA weight")
+def parity(device_run: dict[str, Any], cpu_run: dict[str, Any]) -> dict[str, ScenarioResult]:
+    """The device run's first loss and saved adapter weights against the CPU run's (float32 tolerance)."""
+    return {"loss": compare(torch.tensor(device_run["losses"][0]), torch.tensor(cpu_run["losses"][0]),
+                            "first step's loss"),
+            "adapter": compare_named(_adapter(device_run), _adapter(cpu_run), "LoRA weight")}
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +127,8 @@ def test_the_lora_script_trains_on_neuron_like_the_cpu(name: str, folders: dict[
     assert state["devices"] == ["neuron:0"] and cpu_runs[name]["devices"] == ["cpu"]
     assert json.loads((tmp_path / "neuron" / "trainer_state.json").read_text()) == state
     assert len(state["losses"]) == STEPS
-    result = parity(state, cpu_runs[name])
-    assert result.outcome == "passed", result.message
+    for result in parity(state, cpu_runs[name]).values():
+        assert result.outcome == "passed", result.message
     adapter = _adapter(state)
     prefix = f"{state['denoiser']}."
     assert adapter and all(key.startswith(prefix) and _is_adapter(key) for key in adapter), sorted(adapter)[:4]
@@ -145,14 +143,23 @@ def test_the_lora_script_trains_on_neuron_like_the_cpu(name: str, folders: dict[
     assert sum(_is_adapter(n) for n in after) == len(adapter)
 
 
+#: What a device whose linear layers are off by a relative ``eps`` fails, by (backbone, eps). A UNet is mostly
+#: convolutions: 0.1% on its linear layers moves its first loss by less than the tolerance, but not its adapter
+#: (which lives on those layers); 1% fails both.
+PERTURBED = {("UNet2DConditionModel", 1e-3): ["adapter"], ("UNet2DConditionModel", 1e-2): ["loss", "adapter"],
+             ("FluxTransformer2DModel", 1e-3): ["loss", "adapter"]}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", BACKBONES)
-def test_a_perturbed_device_fails_the_scripts_parity(name: str, folders: dict[str, Path],
+@pytest.mark.parametrize(("name", "eps"), list(PERTURBED))
+def test_a_perturbed_device_fails_the_scripts_parity(name: str, eps: float, folders: dict[str, Path],
                                                       cpu_runs: dict[str, dict[str, Any]], tmp_path: Path) -> None:
-    with linear_off_by(1e-3):
+    with linear_off_by(eps):
         state, _ = _train(folders[name], tmp_path / "perturbed")
-    result = parity(state, cpu_runs[name])
-    assert result.outcome == "failed" and "differ from the CPU's" in (result.message or ""), result.message
+    results = parity(state, cpu_runs[name])
+    failed = [what for what, result in results.items()
+              if result.outcome == "failed" and "differ from the CPU's" in (result.message or "")]
+    assert failed == PERTURBED[name, eps], {what: result.message for what, result in results.items()}
 
 
 def test_a_base_weight_that_moved_is_found() -> None:
