@@ -67,7 +67,8 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _pipelines(task: str, path: Path, **options: Any) -> tuple[Any, Any]:
     from transformers import pipeline
 
-    return pipeline(task, model=str(path), **options), pipeline(task, model=str(path), device="cpu", **options)
+    make: Any = pipeline  # the task is a parameter here, not one of pipeline's literal overloads
+    return make(task, model=str(path), **options), make(task, model=str(path), device="cpu", **options)
 
 
 def test_speech_recognition_pipeline_transcribes_on_neuron_like_the_cpu(checkpoints: Path) -> None:

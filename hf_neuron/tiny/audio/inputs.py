@@ -158,13 +158,13 @@ def _output_lengths(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
     (transformers' Whisper-derived encoders, whose model has no ``get_audio_features``); None without either."""
     import torch
 
-    towers = [tower for part in (model, getattr(model, "model", None)) if part is not None
-              and callable(getattr(tower := getattr(part, "audio_tower", None), "_get_feat_extract_output_lengths",
-                                   None))]
+    towers = [getattr(part, "audio_tower", None) for part in (model, getattr(model, "model", None))]
+    methods = [method for tower in towers if callable(method := getattr(tower, "_get_feat_extract_output_lengths",
+                                                                         None))]
     mask = next((inputs[name] for name in _MASKS if name in inputs), None)
-    if not towers or mask is None:
+    if not methods or mask is None:
         return None
-    lengths = towers[0]._get_feat_extract_output_lengths(mask.sum(-1))
+    lengths = methods[0](mask.sum(-1))
     lengths = lengths[-1] if isinstance(lengths, tuple) else lengths  # (after the convolutions, after the pooling)
     return [int(value) for value in torch.as_tensor(lengths).reshape(-1)]
 
