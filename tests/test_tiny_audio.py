@@ -4,6 +4,7 @@ the tiny model, and a listening model that is never run on text alone."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,3 +74,46 @@ def test_a_listening_model_without_its_feature_extractor_is_refused() -> None:
     rows = sample_rows("whisper", None, model.config, 2)
     with pytest.raises(LookupError, match="running it on text alone would test no audio"):
         batch_inputs(model, "AutoModelForSpeechSeq2Seq", None, tiny_tokenizer(), rows)
+
+
+def _listening_inputs(model_type: str) -> tuple[Any, dict[str, torch.Tensor]]:
+    from hf_neuron.tiny.audio.inputs import sound_inputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config(model_type)
+    model = build_model(model_type, config=config)
+    extractor = tiny_feature_extractor(model_type, config)
+    rows = sample_rows(model_type, extractor, config, 2)
+    return model, sound_inputs(model, extractor, [row.sound for row in rows])  # type: ignore[misc,unused-ignore]
+
+
+def test_every_mask_the_forward_takes_is_given_under_its_own_name() -> None:
+    _, inputs = _listening_inputs("moss_transcribe_diarize")  # its audio path reads both masks
+    assert {"input_features", "input_features_mask", "padding_mask"} <= set(inputs)
+    assert inputs["padding_mask"].shape != inputs["input_features_mask"].shape  # samples, not frames
+
+
+def test_audio_embeddings_are_counted_from_the_encoder_without_get_audio_features() -> None:
+    from hf_neuron.tiny.audio.inputs import features_per_sound
+
+    model, inputs = _listening_inputs("qwen2_audio")
+    assert not callable(getattr(model, "get_audio_features", None))
+    counts = features_per_sound(model, inputs)
+    frames = int(inputs["feature_attention_mask"][0].sum())
+    assert counts[0] == ((frames - 1) // 2 + 1 - 2) // 2 + 1  # the encoder's convolution then its pooling
+    with torch.no_grad():
+        model(**batch_inputs(model, "AutoModelForMultimodalLM", tiny_feature_extractor("qwen2_audio", model.config),
+                             tiny_tokenizer(), sample_rows("qwen2_audio", tiny_feature_extractor(
+                                 "qwen2_audio", model.config), model.config, 2)))
+    inputs.pop("feature_attention_mask")
+    assert features_per_sound(model, inputs) == [0, 0]  # nothing to count from
+
+
+def test_a_feature_extractor_parameter_the_tiny_config_has_takes_its_value() -> None:
+    from hf_neuron.tiny.audio.feature_extractor import tiny_feature_extractor_kwargs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("qwen3_asr")
+    assert tiny_feature_extractor_kwargs("qwen3_asr", config)["n_window"] == config.audio_config.n_window == 16
+    config.audio_config.n_window = 50  # the class's default: nothing to change
+    assert "n_window" not in tiny_feature_extractor_kwargs("qwen3_asr", config)

@@ -4,7 +4,9 @@ The class comes from transformers' feature-extractor mapping, else from the arch
 names for its ``feature_extractor`` or ``audio_processor``), or from ``compat/tiny_audio.toml``. Its defaults stay but
 for what the tiny config also says: the number of mel bins (or other features per frame) the audio encoder reads
 (``num_mel_bins``, ``n_mels``, ``input_feat_per_channel``... of the config or its audio sub-config), and the sampling
-rate where the config has one. The reviewed ``feature_extractor_config`` is merged last.
+rate where the config has one, and any other whole-number parameter that the config also has under its name (a
+window the encoder chunks its features by, such as qwen3_asr's ``n_window``). The reviewed
+``feature_extractor_config`` is merged last.
 """
 
 from __future__ import annotations
@@ -83,6 +85,10 @@ def _parameters(cls: type) -> Mapping[str, inspect.Parameter]:
     return inspect.signature(cls).parameters
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def tiny_feature_extractor_kwargs(model_type: str, config: PreTrainedConfig) -> dict[str, Any]:
     """The keyword arguments of the tiny feature extractor (see the module docstring)."""
     cls = feature_extractor_class(model_type)
@@ -97,6 +103,11 @@ def tiny_feature_extractor_kwargs(model_type: str, config: PreTrainedConfig) -> 
     rate = find_field(config, "sampling_rate")
     if "sampling_rate" in parameters and isinstance(rate, int) and rate > 0:
         kwargs["sampling_rate"] = rate
+    for name, parameter in parameters.items():  # a whole-number parameter the tiny config also has (qwen3_asr's
+        value = find_field(config, name)         # n_window): the encoder's value, which the shrinker may have cut
+        if (name not in kwargs and _whole(parameter.default) and _whole(value) and value > 0
+                and value != parameter.default):
+            kwargs[name] = value
     return {**kwargs, **audio_recipe(model_type).feature_extractor_config}
 
 

@@ -126,6 +126,11 @@ def sound_inputs(model: PreTrainedModel, feature_extractor: FeatureExtractionMix
                           f"{type(feature_extractor).__name__} gives none (it gives {sorted(processed)})")
     inputs = {wanted[0]: processed[found[0]].float() if processed[found[0]].is_floating_point()
               else processed[found[0]]}
+    named = {name: processed[name] for name in _OUTPUT_MASKS if name in processed and name in _MASKS
+             and name in parameters}
+    if named:  # masks the forward takes under the feature extractor's own names (each of them)
+        inputs.update(named)
+        return inputs
     mask = next((processed[name] for name in _OUTPUT_MASKS if name in processed), None)
     if mask is not None:
         mask_names = [name for name in _MASKS if name in parameters]
@@ -136,13 +141,32 @@ def sound_inputs(model: PreTrainedModel, feature_extractor: FeatureExtractionMix
     return inputs
 
 
-def _feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
-    """The model's ``get_audio_features``, or its base model's when the model's only forwards ``*args, **kwargs``."""
+def _feature_method(model: PreTrainedModel, given: Sequence[str] = ()) -> Callable[..., Any] | None:
+    """The model's ``get_audio_features`` or its base model's: of those that name parameters, the one that names the
+    most of ``given`` (the model's first on a tie), as a model's often forwards only some of them by name."""
     found = [method for part in (model, getattr(model, "model", None))
              if callable(method := getattr(part, "get_audio_features", None))]
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     named = [method for method in found if any(p.kind in kinds for p in _parameters(method).values())]
-    return named[0] if named else (found[0] if found else None)
+    if not named:
+        return found[0] if found else None
+    return max(named, key=lambda method: sum(name in _parameters(method) for name in given))
+
+
+def _output_lengths(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> list[int] | None:
+    """Audio embeddings per row from the audio encoder's ``_get_feat_extract_output_lengths`` of the mask's lengths
+    (transformers' Whisper-derived encoders, whose model has no ``get_audio_features``); None without either."""
+    import torch
+
+    towers = [getattr(part, "audio_tower", None) for part in (model, getattr(model, "model", None))]
+    methods = [method for tower in towers if callable(method := getattr(tower, "_get_feat_extract_output_lengths",
+                                                                         None))]
+    mask = next((inputs[name] for name in _MASKS if name in inputs), None)
+    if not methods or mask is None:
+        return None
+    lengths = methods[0](mask.sum(-1))
+    lengths = lengths[-1] if isinstance(lengths, tuple) else lengths  # (after the convolutions, after the pooling)
+    return [int(value) for value in torch.as_tensor(lengths).reshape(-1)]
 
 
 def _count(features: Any) -> int:
@@ -155,12 +179,14 @@ def _count(features: Any) -> int:
 
 def features_per_sound(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> list[int]:
     """How many audio embeddings the model computes for each row's sound in ``inputs`` (its :func:`sound_inputs`):
-    its ``get_audio_features`` on each row alone, in units of the language model's width (0 without the method)."""
+    its ``get_audio_features`` on each row alone, in units of the language model's width; without the method, its audio
+    encoder's output lengths of the mask (:func:`_output_lengths`), else 0."""
     import torch
 
-    method = _feature_method(model)
+    method = _feature_method(model, list(inputs))
     if method is None:
-        return [0] * len(next(iter(inputs.values())))
+        counted = _output_lengths(model, inputs)
+        return [0] * len(next(iter(inputs.values()))) if counted is None else counted
     accepted = _parameters(method)
     width = model.config.get_text_config(decoder=True).hidden_size
     counts = []
