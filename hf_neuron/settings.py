@@ -176,6 +176,10 @@ SWITCHES: tuple[Switch, ...] = (
            "A transformers checkout of the installed version's tag for the nightly's `hf-neuron upstream "
            "transformers` step (without it, and without `HF_NEURON_UPSTREAM_FETCH=1`, the step is skipped, saying "
            "so).", "scripts/nightly.sh"),
+    Switch("HF_NEURON_DEVICE_PROBE", _text, "",
+           "A directory: each process that imports torch writes there, at exit, how many allocations it made on "
+           "neuron. `hf-neuron upstream` sets it for the tests it runs, so that it can tell the processes a test "
+           "launched (`accelerate launch`, `torchrun`) ran on neuron.", "the package (set by hf-neuron upstream)"),
 )
 
 _BY_NAME = {switch.name: switch for switch in SWITCHES}
