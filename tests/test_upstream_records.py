@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,31 @@ def test_stand_ins_are_optional_in_a_record_but_a_list_of_ids_when_present() -> 
     assert validate_record(record) == []  # records written before stand-ins existed
     record["stand_ins"] = "peft-internal-testing/x"
     assert validate_record(record) == ["'stand_ins' must be a list of Hub ids"]
+
+
+def _reports(message: str, traceback: str) -> list[pytest.TestReport]:
+    failure = {"type": "RuntimeError", "message": message, "frame": "t.py:t", "fingerprint": "f",
+               "traceback": traceback}
+    common = {"nodeid": "tests/test_multidevice.py::T::test_loop", "location": ("t.py", 1, "t"), "keywords": {},
+              "longrepr": None, "start": 0.0, "stop": 1.0}
+    return [pytest.TestReport(outcome="failed", when="call", user_properties=[("hf_neuron_failure", failure)],
+                              **common),
+            pytest.TestReport(outcome="passed", when="teardown", **common)]
+
+
+@pytest.mark.parametrize(("message", "listed"), [
+    ("x" * 2000, True),  # a launcher's message, cut at its limit: the reason is in the traceback
+    ("'accelerate launch' failed with returncode 1", False),  # a whole message that does not say it: not excused
+])
+def test_a_listed_failure_is_matched_in_the_traceback_only_past_a_cut_message(message: str, listed: bool) -> None:
+    from hf_neuron.compat.expected_failures import EVERY, ExpectedFailure
+    from hf_neuron.compat.upstream_not_applicable import NotApplicableList
+    from hf_neuron.upstream.plugin import record_of
+
+    config = PluginConfig("run-1", "accelerate", None, "neuron", "results", {"backend": "reference"}, "l.toml",
+                          unit_pattern=r"test_(?P<unit>[a-z]+)\.py")
+    names = {"suite": ("accelerate",), "test": ("test_loop",), "model_type": (EVERY,)}
+    entries = NotApplicableList((ExpectedFailure(names, "needs torchdata", re.compile("StatefulDataLoader is not "
+                                                 "available"), patterns=frozenset({"test"})),))
+    record = record_of(_reports(message, "ImportError: StatefulDataLoader is not available"), config, entries)
+    assert record["outcome"] == ("known-failure" if listed else "failed")

@@ -9,7 +9,8 @@ fail the run; a listed test that passes on neuron is reported as removable from 
     suite = "transformers"                        # whose test suite
     test = ["test_generate_compile_*"]            # fnmatch patterns on the test's name (a string or a list)
     reason = "why the test cannot run on neuron as written, in one sentence"
-    message = "InductorError"                     # regex searched in "Type: message" of the neuron failure
+    message = "InductorError"                     # regex searched in "Type: message" of the neuron failure (and in
+                                                  # its traceback when the message was cut at its length limit)
     model_type = ["llama"]                        # optional: only these units (default: every one): architectures
                                                   # for transformers, test modules for the others
 

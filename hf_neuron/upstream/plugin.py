@@ -30,7 +30,7 @@ from typing import Any, cast
 import pytest
 
 from hf_neuron.compat.upstream_not_applicable import NotApplicableList, load_not_applicable
-from hf_neuron.matrix.case.capture import describe_exception
+from hf_neuron.matrix.case.capture import MESSAGE_CHARS, describe_exception
 from hf_neuron.matrix.results.store import RecordWriter
 from hf_neuron.upstream.records import SCHEMA_VERSION, Device, UpstreamRecord, short_name
 from hf_neuron.vocabulary.failures import Failure, failure, failure_text
@@ -174,6 +174,10 @@ def record_of(
     entry = None
     if config.device == "neuron" and outcome in (*DID_NOT_WORK, "passed"):
         text = None if failed is None else failure_text(failed)
+        if failed is not None and len(failed["message"]) >= MESSAGE_CHARS:
+            # a message cut at its limit goes on in the traceback: a launcher's (accelerate launch, torchrun) says why
+            # its workers failed after its command line and their warnings
+            text = f"{text}\n{failed['traceback']}"
         entry = not_applicable.match(text, suite=config.suite, model_type=config.unit(node_id),
                                      test=short_name(node_id))
         if entry is not None and outcome != "passed":

@@ -281,7 +281,6 @@ def run(options: UpstreamOptions, progress: Callable[[str], None] = print) -> li
     _check_prerequisites(options)
     chosen = suite(options.suite)
     tree = resolve_source(chosen, options)
-    progress(f"{chosen.name} tests from {tree.root} ({tree.describe()})")
     jobs = plan(chosen, tree.root, options, progress)
     not_applicable = options.not_applicable or NOT_APPLICABLE_PATH
     load_not_applicable(not_applicable)  # a malformed list stops the run before it starts
@@ -291,6 +290,7 @@ def run(options: UpstreamOptions, progress: Callable[[str], None] = print) -> li
     if (held := read_records([options.results])[0]):
         raise InputError(f"--results {options.results} already holds {len(held)} upstream records of run "
                          f"{held[0]['run_id']}: choose a new directory (or remove that one)")
+    progress(f"{chosen.name} tests from {tree.root} ({tree.describe()})")
     run_id = new_run_id()
     logs = options.results / "logs"
     logs.mkdir(parents=True, exist_ok=True)
