@@ -24,7 +24,8 @@ _FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("qwenimage", "QwenImageTransformer2DModel", f"{_T}transformer_qwenimage.py"),
     ("unet-2d", "UNet2DModel", f"{_U}unet_2d.py"),
 )
-_FILES = tuple(path for _, _, path in _FAMILIES)
+#: diffusers' neuron tensor-parallel tests launch two torchrun workers: they run in the two-device group only.
+_ONE_DEVICE = "not tensor_parallel_neuron"
 
 SUITE = Suite(
     name="diffusers",
@@ -35,14 +36,14 @@ SUITE = Suite(
     device_probes=("tests.testing_utils:torch_device", "diffusers.utils.testing_utils:torch_device"),
     unit_pattern=r"(?:^|/)test_models_(?P<unit>[A-Za-z0-9_]+)\.py(?:::|$)",
     groups=(
-        *(Group(name, f"the model tests of {what}", (path,)) for name, what, path in _FAMILIES),
+        *(Group(name, f"the model tests of {what}", (path,), _ONE_DEVICE) for name, what, path in _FAMILIES),
         Group("neuron-tp", "diffusers' tensor parallelism for neuron: torchrun workers on two devices, each "
               "output compared with the unsharded model's", (f"{_T}transformer_flux.py", f"{_T}transformer_flux2.py",
                                                              f"{_T}transformer_qwenimage.py"),
-              "neuron", devices=2),
+              "tensor_parallel_neuron", devices=2),
         Group("ci", "the model tests of Flux and PixArt, without the slow ones (compile, offloading)",
               (f"{_T}transformer_flux.py", f"{_T}pixart_transformer2d.py"),
-              "not compile and not offload and not group_offloading and not layerwise"),
+              "not compile and not offload and not group_offloading and not layerwise and not tensor_parallel_neuron"),
     ),
     selections={
         "default": tuple(name for name, _, _ in _FAMILIES),
