@@ -3,13 +3,24 @@
 A library's suite loads some tiny models and datasets by Hub id (``hf-internal-testing/...``,
 ``peft-internal-testing/...``, ``trl-internal-testing/...``); offline, those tests fail on both devices. Each entry
 names such an id and what ``hf-neuron upstream`` builds locally to place under it (a tiny model of the same
-architecture from :mod:`hf_neuron.tiny`, or a dataset from a recipe), and the suites whose runs place it. ::
+architecture from :mod:`hf_neuron.tiny`, a diffusers model built from the configuration its tests expect, or a
+dataset from a recipe), and the suites whose runs place it. ::
 
     [[model]]
     id = "trl-internal-testing/tiny-random-LlamaForCausalLM"
     model_type = "llama"
     suites = ["peft", "trl"]
     config = { tie_word_embeddings = false }      # optional: merged into the tiny config
+
+    [[diffusers_model]]
+    id = "hf-internal-testing/unet2d-sharded-dummy-subfolder"
+    class = "UNet2DConditionModel"                # a model class diffusers exports
+    suites = ["diffusers"]
+    subfolder = "unet"                            # optional: saved in this folder of the repository
+    variant = "fp16"                              # optional: its weight files carry this variant in their names
+    max_shard_size = "20KB"                       # optional: saved in shards of at most this size
+    [diffusers_model.config]                      # the constructor's arguments (its defaults for the others)
+    block_out_channels = [4, 8]
 
     [[dataset]]
     id = "trl-internal-testing/zen"
@@ -18,8 +29,9 @@ architecture from :mod:`hf_neuron.tiny`, or a dataset from a recipe), and the su
 
 The reader checks the file's own rules (a malformed file raises :class:`~hf_neuron.vocabulary.datafiles.DataFileError`
 naming the file, the entry and the key): every key known, ids of the form ``owner/name``, the suites known, each
-array sorted by id (:func:`~hf_neuron.vocabulary.datafiles.check_sorted`, as the file's header says) with no id
-twice. Whether a model type builds or a recipe exists is checked where they are built
+array sorted by id (:func:`~hf_neuron.vocabulary.datafiles.check_sorted`, as the file's header says), and no id listed
+twice in the whole file (an id stands for one thing). Whether a model type or a class builds or a recipe exists is
+checked where they are built
 (:mod:`hf_neuron.upstream.stand_ins`).
 """
 
@@ -29,7 +41,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from hf_neuron.compat.files import COMPAT_DIR, read_toml
 from hf_neuron.compat.upstream_not_applicable import SUITES
@@ -38,19 +50,23 @@ from hf_neuron.vocabulary.datafiles import DataFileError, check_sorted
 __all__ = ["STAND_INS_PATH", "StandIn", "StandInKind", "load_stand_ins"]
 
 STAND_INS_PATH = COMPAT_DIR / "upstream_stand_ins.toml"
-StandInKind = Literal["model", "dataset"]
-_KINDS: tuple[StandInKind, ...] = ("model", "dataset")
+StandInKind = Literal["model", "diffusers_model", "dataset"]
+_KINDS: tuple[StandInKind, ...] = get_args(StandInKind)
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _KEYS: dict[StandInKind, tuple[tuple[str, ...], tuple[str, ...]]] = {  # required, optional
     "model": (("id", "model_type", "suites"), ("config",)),
+    "diffusers_model": (("id", "class", "suites", "config"), ("subfolder", "variant", "max_shard_size")),
     "dataset": (("id", "recipe", "suites"), ()),
 }
+#: The keys whose values are tables; every other one is a non-empty string (``suites`` a list of them).
+_TABLES = ("config",)
 
 
 @dataclasses.dataclass(frozen=True)
 class StandIn:
-    """One Hub id and what stands in for it: a tiny ``model_type`` (with ``config`` overrides) or a dataset
-    ``recipe``, placed by the runs of ``suites``."""
+    """One Hub id and what stands in for it, placed by the runs of ``suites``: a tiny ``model_type`` (with ``config``
+    overrides), a diffusers ``model_class`` built from ``config`` (saved in ``subfolder``, under ``variant``, in
+    shards of ``max_shard_size``), or a dataset ``recipe``."""
 
     kind: StandInKind
     id: str
@@ -58,6 +74,10 @@ class StandIn:
     model_type: str | None = None
     recipe: str | None = None
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    model_class: str | None = None
+    subfolder: str | None = None
+    variant: str | None = None
+    max_shard_size: str | None = None
 
 
 def _entry(path: Path, kind: StandInKind, index: int, raw: Any) -> StandIn:
@@ -71,8 +91,8 @@ def _entry(path: Path, kind: StandInKind, index: int, raw: Any) -> StandIn:
     if missing := [key for key in required if key not in raw]:
         raise DataFileError(path, f"missing {', '.join(missing)} (every entry needs {', '.join(required)})",
                             table=where)
-    for key in required:
-        if key != "suites" and (not isinstance(raw[key], str) or not raw[key].strip()):
+    for key in (*required, *optional):
+        if key in raw and key not in ("suites", *_TABLES) and (not isinstance(raw[key], str) or not raw[key].strip()):
             raise DataFileError(path, "must be a non-empty string", table=where, key=key)
     if not _ID.match(raw["id"]):
         raise DataFileError(path, f"{raw['id']!r} is not a Hub id 'owner/name'", table=where, key="id")
@@ -84,7 +104,8 @@ def _entry(path: Path, kind: StandInKind, index: int, raw: Any) -> StandIn:
     config = raw.get("config", {})
     if not isinstance(config, dict):
         raise DataFileError(path, "must be a table", table=where, key="config")
-    return StandIn(kind, raw["id"], tuple(suites), raw.get("model_type"), raw.get("recipe"), config)
+    return StandIn(kind, raw["id"], tuple(suites), raw.get("model_type"), raw.get("recipe"), config,
+                   raw.get("class"), raw.get("subfolder"), raw.get("variant"), raw.get("max_shard_size"))
 
 
 def load_stand_ins(path: Path = STAND_INS_PATH) -> tuple[StandIn, ...]:
@@ -99,9 +120,10 @@ def load_stand_ins(path: Path = STAND_INS_PATH) -> tuple[StandIn, ...]:
         if not isinstance(raw_entries, list):
             raise DataFileError(path, f"{kind} must be an array of tables: write each entry as [[{kind}]]")
         table = [_entry(path, kind, index, raw) for index, raw in enumerate(raw_entries)]
-        ids = [entry.id for entry in table]
-        if twice := sorted({hub_id for hub_id in ids if ids.count(hub_id) > 1}):
-            raise DataFileError(path, f"[[{kind}]] id {twice[0]!r} is listed twice: merge the entries")
-        check_sorted(path, ids, f"the [[{kind}]] tables (by id)")
-        entries += table
+        for entry in table:
+            if (first := next((seen for seen in entries if seen.id == entry.id), None)) is not None:
+                raise DataFileError(path, f"[[{kind}]] id {entry.id!r} is listed twice (also as a [[{first.kind}]]): "
+                                          "an id stands for one thing")
+            entries.append(entry)
+        check_sorted(path, [entry.id for entry in table], f"the [[{kind}]] tables (by id)")
     return tuple(entries)

@@ -6,7 +6,9 @@ build directory) and lays out a fresh Hugging Face cache for the run:
 
 - a model under ``<hub>/models--<owner>--<name>/snapshots/<revision>``, with ``refs/main`` naming the revision,
   as ``huggingface_hub`` lays out a download; offline (``HF_HUB_OFFLINE=1``) ``from_pretrained("owner/name")``
-  resolves there;
+  (and ``snapshot_download``) resolves there. A transformers model is a tiny one of :mod:`hf_neuron.tiny`; a
+  diffusers model is its class built from the configuration the tests expect, weights drawn from seed 0, saved with
+  the subfolder, variant and shard size its entry asks for (content-keyed too);
 - a dataset in the datasets library's own cache layout (``<datasets>/<owner>___<name>/<config>/<version>/<hash>/``),
   which ``load_dataset("owner/name", config)`` reads offline ("Using the latest cached version of the dataset").
 
@@ -36,6 +38,8 @@ Rows = list[dict[str, Any]]
 #: A dataset recipe: config name -> split -> rows.
 Recipe = Callable[[], dict[str, dict[str, Rows]]]
 _VERSION = "0.0.0"
+#: The seed a diffusers stand-in's weights are drawn from, and the file that says a build finished.
+_SEED, _BUILT = 0, "hf-neuron-stand-in.json"
 #: How many examples the TRL-format recipe keeps per split (as many as TRL's own ``zen`` dataset has).
 _TRAIN_ROWS, _TEST_ROWS = 17, 2
 
@@ -153,6 +157,48 @@ def _build_model(entry: StandIn, build: Path) -> Path:
             logging.enable_progress_bar()
 
 
+def _build_diffusers_model(entry: StandIn, build: Path) -> Path:
+    """The folder of ``entry``'s diffusers model (its class built from its config, seed :data:`_SEED`), built once
+    per content under ``build``."""
+    import diffusers
+    import torch
+    from diffusers.models.modeling_utils import ModelMixin
+
+    cls = getattr(diffusers, entry.model_class or "", None)
+    if not (isinstance(cls, type) and issubclass(cls, ModelMixin)):
+        raise InputError(f"stand-in {entry.id}: class {entry.model_class!r} is not a model class of the installed "
+                         "diffusers (compat/upstream_stand_ins.toml)")
+    recipe = {"class": entry.model_class, "config": dict(entry.config), "subfolder": entry.subfolder,
+              "variant": entry.variant, "max_shard_size": entry.max_shard_size, "seed": _SEED}
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+    folder = build / "diffusers" / f"{entry.id.replace('/', '--')}.{digest}"
+    if (folder / _BUILT).is_file():
+        return folder.resolve()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        try:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(_SEED)
+                model = cls(**entry.config)
+        except (TypeError, ValueError) as error:
+            raise InputError(f"stand-in {entry.id}: {entry.model_class} does not build from its config: "
+                             f"{error} (compat/upstream_stand_ins.toml)") from error
+        options: dict[str, Any] = {"variant": entry.variant}
+        if entry.max_shard_size is not None:
+            options["max_shard_size"] = entry.max_shard_size
+        model.save_pretrained(staging / (entry.subfolder or ""), **options)
+        (staging / _BUILT).write_text(json.dumps(recipe, sort_keys=True) + "\n", encoding="utf-8")
+        try:
+            staging.rename(folder)
+        except OSError:
+            if not (folder / _BUILT).is_file():  # not published by a concurrent run either
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder.resolve()
+
+
 def _place_model(entry: StandIn, built: Path, hub: Path) -> str:
     folder = hub / model_folder(entry.id)
     revision = hashlib.sha1(built.name.encode()).hexdigest()
@@ -215,12 +261,14 @@ def prepare(entries: Iterable[StandIn], suite: str, build: Path, home: Path,
     for entry in mine:
         if entry.kind == "model":
             ids[_place_model(entry, _build_model(entry, build), home / "hub")] = entry.id
+        elif entry.kind == "diffusers_model":
+            ids[_place_model(entry, _build_diffusers_model(entry, build), home / "hub")] = entry.id
         else:
             folder = _build_dataset(entry, build)
             shutil.copytree(folder, home / "datasets" / folder.name)
             ids[folder.name] = entry.id
     if mine:
-        models = sum(entry.kind == "model" for entry in mine)
-        progress(f"stand-ins for {suite}: {models} tiny models, {len(mine) - models} datasets under their Hub ids "
+        datasets = sum(entry.kind == "dataset" for entry in mine)
+        progress(f"stand-ins for {suite}: {len(mine) - datasets} models, {datasets} datasets under their Hub ids "
                  f"(offline cache {home})")
     return StandInCache(home, ids)
