@@ -1,7 +1,9 @@
 """PyTorch's device-backend autoload entry point (``torch.backends`` group): runs at the end of ``import torch``.
 
-It must stay cheap when the reference device is off: it reads one environment variable and installs the
-patches' post-import hooks; nothing else is imported. What it decided is kept by :mod:`hf_neuron.backends`.
+It must stay cheap when the reference device is off: it reads its environment switches and installs the
+patches' post-import hooks; nothing else is imported (unless ``HF_NEURON_DEVICE_PROBE`` asks for a device probe
+at exit, as ``hf-neuron upstream`` does for the processes of the tests it runs). What it decided is kept by
+:mod:`hf_neuron.backends`.
 """
 
 from __future__ import annotations
@@ -50,3 +52,7 @@ def _autoload() -> None:
         from hf_neuron import patches
 
         patches.install()
+    if probes := settings.read("HF_NEURON_DEVICE_PROBE"):
+        from hf_neuron.testing.device import probe_at_exit
+
+        probe_at_exit(probes)

@@ -94,6 +94,18 @@ def _choice(*options: str) -> Callable[[str, str], str]:
     return parse
 
 
+def _libraries(name: str, raw: str) -> str:
+    """Names of libraries whose own test suites ``hf-neuron upstream`` runs beyond transformers, separated by spaces."""
+    from hf_neuron.compat.upstream_not_applicable import SUITES
+
+    known = [suite for suite in SUITES if suite != "transformers"]
+    chosen = raw.split()
+    if unknown := [library for library in chosen if library not in known]:
+        raise SettingError(f"{name}={raw!r} names {', '.join(map(repr, unknown))}: use some of {' '.join(known)}, "
+                           "separated by spaces")
+    return " ".join(chosen)
+
+
 @dataclasses.dataclass(frozen=True)
 class Switch:
     """One environment variable: its parser, default and the sentence the README shows."""
@@ -176,6 +188,24 @@ SWITCHES: tuple[Switch, ...] = (
            "A transformers checkout of the installed version's tag for the nightly's `hf-neuron upstream "
            "transformers` step (without it, and without `HF_NEURON_UPSTREAM_FETCH=1`, the step is skipped, saying "
            "so).", "scripts/nightly.sh"),
+    Switch("HF_NEURON_UPSTREAM_LIBRARIES", _libraries, "peft accelerate diffusers trl",
+           "The libraries whose own test suites beyond transformers the nightly runs (their `nightly` selection), "
+           "separated by spaces.", "scripts/nightly.sh"),
+    Switch("HF_NEURON_DIFFUSERS_SOURCE", _text, "",
+           "A tree of diffusers' model tests for the nightly's and CI's `hf-neuron upstream diffusers` step (default "
+           "`../shared/upstream/diffusers-tests` beside the checkout, when it is there; else the step is skipped, "
+           "saying so).", "scripts/nightly.sh, scripts/ci_upstream.sh"),
+    Switch("HF_NEURON_TRL_SOURCE", _text, "",
+           "A TRL checkout, or a git repository (see `HF_NEURON_TRL_REVISION`), for the nightly's and CI's "
+           "`hf-neuron upstream trl` step (TRL's sdist has no tests; without it the step is skipped, saying so, "
+           "unless the nightly may fetch).", "scripts/nightly.sh, scripts/ci_upstream.sh"),
+    Switch("HF_NEURON_TRL_REVISION", _text, "",
+           "With `HF_NEURON_TRL_SOURCE` a git repository: the commit, tag or branch whose tests are exported (default "
+           "HEAD).", "scripts/nightly.sh, scripts/ci_upstream.sh"),
+    Switch("HF_NEURON_DEVICE_PROBE", _text, "",
+           "A directory: each process that imports torch writes there, at exit, how many allocations it made on "
+           "neuron. `hf-neuron upstream` sets it for the tests it runs, so that it can tell the processes a test "
+           "launched (`accelerate launch`, `torchrun`) ran on neuron.", "the package (set by hf-neuron upstream)"),
 )
 
 _BY_NAME = {switch.name: switch for switch in SWITCHES}

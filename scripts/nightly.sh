@@ -12,6 +12,13 @@
 #               compat/ranking.csv on neuron and on the CPU (`hf-neuron upstream`), shown in the report. Needs a
 #               transformers source tree: HF_NEURON_TRANSFORMERS_SOURCE (a checkout of the installed version's tag),
 #               or HF_NEURON_UPSTREAM_FETCH=1 to clone it (network); without either this step is skipped, saying so.
+# OUT/upstream-<library>  the nightly selection (`hf-neuron upstream <library> --list`) of PEFT's, accelerate's,
+#               diffusers' and TRL's own tests, CPU beside neuron, each at most 15 minutes at -n 2 on two cores.
+#               PEFT and accelerate take the sdist of the installed version (--fetch: the package index, once; then
+#               the cache); diffusers HF_NEURON_DIFFUSERS_SOURCE (default ../shared/upstream/diffusers-tests when
+#               it is there); TRL HF_NEURON_TRL_SOURCE (a checkout, or a git repository with HF_NEURON_TRL_REVISION)
+#               or, with HF_NEURON_UPSTREAM_FETCH=1, a clone of its tag. A library without a source is skipped, saying
+#               so; HF_NEURON_UPSTREAM_LIBRARIES (default "peft accelerate diffusers trl") chooses them.
 # Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s).
 # Every variable is declared, checked and documented in hf_neuron/settings.py; this script reads each through
 # `hf-neuron settings NAME`, which exits 2 with the reason for a bad value.
@@ -69,6 +76,46 @@ else
     echo "nightly: upstream tests skipped: set HF_NEURON_TRANSFORMERS_SOURCE to a transformers checkout of the" \
          "installed version's tag, or HF_NEURON_UPSTREAM_FETCH=1 to clone it" >&2
 fi
+
+# The libraries' own suites beyond transformers: their nightly selection, one finished run of each kept.
+shared=$repo/../shared/upstream
+libraries=$(setting HF_NEURON_UPSTREAM_LIBRARIES) fetch=$(setting HF_NEURON_UPSTREAM_FETCH)
+for library in $libraries; do
+    where=()
+    case $library in
+        peft|accelerate) where=(--fetch) ;;
+        diffusers)
+            source_dir=$(setting HF_NEURON_DIFFUSERS_SOURCE)
+            source_dir=${source_dir:-$shared/diffusers-tests}
+            [[ -d $source_dir ]] && where=(--source "$source_dir") ;;
+        trl)
+            trl_source=$(setting HF_NEURON_TRL_SOURCE) trl_revision=$(setting HF_NEURON_TRL_REVISION)
+            if [[ -n $trl_source ]]; then
+                where=(--source "$trl_source")
+                [[ -n $trl_revision ]] && where+=(--revision "$trl_revision")
+            elif [[ $fetch == 1 ]]; then
+                where=(--fetch)
+            fi ;;
+    esac
+    if [[ -f $out/upstream-$library.done ]]; then
+        upstream+=(--upstream "$out/upstream-$library")
+        continue
+    elif (( ${#where[@]} == 0 )); then
+        echo "nightly: $library's own tests skipped: no source (see the header of scripts/nightly.sh)" >&2
+        continue
+    fi
+    rm -rf "$out/upstream-$library"
+    library_status=0
+    hfn upstream "$library" "${where[@]}" --group nightly -n "$workers" --results "$out/upstream-$library" \
+        || library_status=$?
+    if (( library_status <= 1 )); then
+        touch "$out/upstream-$library.done"
+        upstream+=(--upstream "$out/upstream-$library")
+    else
+        echo "nightly: $library's own tests did not run (status $library_status); the site is built without them" >&2
+    fi
+    (( library_status <= upstream_status )) || upstream_status=$library_status
+done
 hfn report build --results "$out/merged" --out "$out/site" --history "$history" "${upstream[@]}"
 echo "nightly: site in $out/site (matrix status $status: 0 none failing on the device, 1 some;" \
      "upstream status $upstream_status)"

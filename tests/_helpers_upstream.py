@@ -1,11 +1,13 @@
-"""A small synthetic transformers-like source tree for the tests of ``hf-neuron upstream``.
+"""Small synthetic source trees for the tests of ``hf-neuron upstream``: transformers-like and PEFT-like.
 
 ``write_tree`` lays out ``tests/models/<arch>/test_modeling_<arch>.py`` files beside a ``tests/test_modeling_common.py``
 that chooses its tolerance by device the way transformers' does, for an architecture hf-neuron has never seen
 (``zebra``): a test for each kind of result (passes, fails everywhere, fails on neuron only, needs an accelerator,
 asks for Inductor, listed although it passes, subtests failing or skipped, hangs, crashes its worker) and,
 optionally, an architecture whose test file cannot be imported (``broken``). The tree is written into a temporary
-directory by each test, so the project's own pytest never collects it.
+directory by each test, so the project's own pytest never collects it. ``write_peft_tree`` lays out a PEFT-like
+tree (``tests/test_custom_models.py`` importing ``tests/testing_common.py`` relatively, without a package
+``__init__.py``, picking its device with ``peft.utils.infer_device()``) with a test that reads a Hub stand-in.
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-__all__ = ["NOT_APPLICABLE", "ZEBRA_TESTS", "write_list", "write_tree"]
+__all__ = [
+    "NOT_APPLICABLE",
+    "PEFT_NOT_APPLICABLE",
+    "PEFT_STAND_INS",
+    "QUAGGA_TESTS",
+    "ZEBRA_TESTS",
+    "write_list",
+    "write_peft_tree",
+    "write_tree",
+]
 
 _COMMON = '''
 import torch
@@ -158,3 +169,91 @@ def write_list(path: Path, text: str = NOT_APPLICABLE) -> Path:
     """Write a list of tests not applicable on neuron."""
     _write(path, text)
     return path
+
+
+_PEFT_COMMON = '''
+def double(x):
+    return x * 2
+'''
+
+_PEFT_TESTS = '''
+import os
+
+import torch
+from peft.utils import infer_device
+
+from .testing_common import double  # a relative import: the tree has no tests/__init__.py, as PEFT's sdist
+
+
+class TestQuagga:
+    torch_device = infer_device()
+
+    def test_forward(self):
+        assert float(double(torch.ones(3, device=self.torch_device)).sum().cpu()) == 6.0
+
+    def test_stand_in(self):
+        from transformers import AutoConfig
+
+        assert AutoConfig.from_pretrained("peft-internal-testing/tiny-random-OPTForCausalLM").model_type == "opt"
+
+    def test_not_on_the_hub(self):
+        from transformers import AutoConfig
+
+        AutoConfig.from_pretrained("hf-internal-testing/no-stand-in-for-this")
+
+    def test_sparse_on_neuron(self):
+        if self.torch_device == "neuron":
+            raise RuntimeError("The neuron device supports dense strided tensors only")
+
+    def test_trains(self):
+        layer = torch.nn.Linear(4, 4).to(self.torch_device)
+        layer(torch.ones(2, 4, device=self.torch_device)).sum().backward()
+        assert layer.weight.grad is not None
+'''
+
+_PEFT_CONFTEST = '''
+import os
+
+if os.environ.get("QUAGGA_DEVICE_LIES") == "1":  # the suite's own device selection answers "cpu" on neuron
+    import peft.utils.other
+
+    peft.utils.other.infer_device = lambda: "cpu"
+    import peft.utils
+
+    peft.utils.infer_device = peft.utils.other.infer_device
+'''
+
+#: The quagga tests of :func:`write_peft_tree`, each with its outcome on the CPU and on neuron under
+#: :data:`PEFT_NOT_APPLICABLE`.
+QUAGGA_TESTS: dict[str, tuple[str, str]] = {
+    "test_forward": ("passed", "passed"),
+    "test_stand_in": ("passed", "passed"),
+    "test_not_on_the_hub": ("failed", "failed"),
+    "test_sparse_on_neuron": ("passed", "known-failure"),
+    "test_trains": ("passed", "passed"),
+}
+
+PEFT_NOT_APPLICABLE = '''
+[[not_applicable]]
+suite = "peft"
+test = "test_sparse_on_neuron"
+model_type = "custom_models"
+reason = "sparse tensors have no neuron kernels"
+message = "dense strided tensors only"
+'''
+
+#: One stand-in, for the quagga tree.
+PEFT_STAND_INS = '''
+[[model]]
+id = "peft-internal-testing/tiny-random-OPTForCausalLM"
+model_type = "opt"
+suites = ["peft"]
+'''
+
+
+def write_peft_tree(root: Path) -> Path:
+    """A PEFT-like tree (as PEFT's source distribution lays it out: no ``tests/__init__.py``) under ``root``."""
+    _write(root / "conftest.py", _PEFT_CONFTEST)
+    _write(root / "tests" / "testing_common.py", _PEFT_COMMON)
+    _write(root / "tests" / "test_custom_models.py", _PEFT_TESTS)
+    return root

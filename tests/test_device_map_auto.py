@@ -44,3 +44,14 @@ def test_max_memory_accepts_neuron_keys() -> None:
     assert list(get_max_memory({"disk": 1, torch.device("neuron", 1): 5, "neuron:0": 7})) == [0, 1, "disk"]
     with pytest.raises(ValueError, match=r"Device 7 is not recognized, available devices are neuron indices 0\.\.1"):
         get_max_memory({"neuron:7": "1GB"})
+
+
+def test_max_memory_keeps_an_integer_index_it_does_not_have_as_accelerate_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """accelerate's own tests balance memory over indices 0 and 1 on a one-device machine: kept, with a warning."""
+    from accelerate.utils import get_max_memory
+
+    with caplog.at_level("WARNING", logger="accelerate.utils.modeling"):
+        assert get_max_memory({0: 100, 5: 200, "cpu": 300}) == {0: 100, 5: 200, "cpu": 300}
+    assert "Device 5 is not available, available devices are [0, 1]" in caplog.text

@@ -178,3 +178,18 @@ def test_object_collectives(results: list[dict[str, Any]]) -> None:
         assert result["scatter_object_list"] == [f"for {rank}"]
     assert results[0]["gather_object"] == [{"r": 0}, {"r": 1}]
     assert results[1]["gather_object"] is None
+
+
+def test_the_group_reports_the_device_type_it_serves() -> None:
+    """FSDP's sharded state dict asks the group for its device (accelerate's merge-weights test did, on two devices):
+    c10d registers no device for a backend that is a ProcessGroup subclass, so the group reports its own."""
+    import datetime
+    import warnings
+
+    from hf_neuron.device.distributed.process_group import NeuronProcessGroup
+
+    group = NeuronProcessGroup(dist.HashStore(), 0, 1, datetime.timedelta(seconds=30), backend_name="neuron")
+    assert group._device_types == [torch.device("neuron")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # _get_pg_default_device says it will be deprecated
+        assert dist.distributed_c10d._get_pg_default_device(group) == torch.device("neuron")

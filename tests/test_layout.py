@@ -152,8 +152,9 @@ ALLOWED: dict[str, set[str]] = {
     # the patch records and registry (a test adaptation is a patch)
     "testing": {"testing", "backends", "errors", "import_hooks", "patches", "vocabulary"},
     # libraries' own test suites on neuron: the matrix's capture of failures, environment block and record writer,
-    # the compat list of tests not applicable, the device plug-ins it hands to the test runs
-    "upstream": {"upstream", "matrix", "compat", "testing", "errors", "vocabulary"},
+    # the compat lists (tests not applicable, Hub stand-ins), the tiny builders of the stand-ins, the device plug-ins
+    # it hands to the test runs
+    "upstream": {"upstream", "matrix", "compat", "tiny", "testing", "errors", "vocabulary"},
 }
 #: Modules the report may read although their part is not in its list (schemas and pure functions of records).
 _READABLE = (["upstream", "records"], ["upstream", "summary"])

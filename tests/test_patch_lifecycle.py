@@ -173,6 +173,28 @@ def _peft(model: Path, tmp: Path) -> Any:
     return infer_device()
 
 
+def _sparse_adapter_layer(kind: str) -> Any:
+    from peft import FrodConfig, ShiraConfig, get_peft_model
+
+    config = ShiraConfig(r=2, target_modules=["0"]) if kind == "shira" else FrodConfig(target_modules=["0"])
+    return get_peft_model(torch.nn.Sequential(torch.nn.Linear(8, 8)), config).to("neuron").base_model.model[0]
+
+
+def _shira(model: Path, tmp: Path) -> Any:
+    return _error(lambda: _sparse_adapter_layer("shira").get_delta_weight("default").layout)
+
+
+def _frod_tensors(model: Path, tmp: Path) -> Any:
+    layer = _sparse_adapter_layer("frod")
+    return _error(lambda: layer._get_frod_tensors("default", device="neuron", dtype=torch.float32)[2].layout)
+
+
+def _frod_product(model: Path, tmp: Path) -> Any:
+    layer = _sparse_adapter_layer("frod")
+    return _error(lambda: tuple(layer._sparse_activation_mm(torch.ones(2, 3, device="neuron"),
+                                                            torch.zeros(4, 3, device="neuron")).shape))
+
+
 def _trl(model: Path, tmp: Path) -> Any:
     from trl.trainer.utils import get_peak_flops_per_device
 
@@ -219,6 +241,9 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.flex-attention-mask-explains-neuron": (_flex_attention_mask, "NotImplementedError", "InductorError"),
     "transformers.compile-config-explains-neuron": (_compile_config, "ValueError", "function"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),
+    "peft.shira-dense-delta-on-neuron": (_shira, torch.strided, "RuntimeError"),
+    "peft.frod-dense-s-on-neuron": (_frod_tensors, torch.strided, "RuntimeError"),
+    "peft.frod-dense-product-on-neuron": (_frod_product, (2, 4), "NotImplementedError"),
     "trl.loads-model-on-the-process-device": (_trl_device_map, None, "auto"),
     "trl.peak-flops-by-device": (_trl, None, "AssertionError"),
     "diffusers.detect-neuron-by-device": (_diffusers, True, False),

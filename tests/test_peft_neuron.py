@@ -66,3 +66,47 @@ def test_adapters_load_straight_onto_neuron(tiny_llama: Path, tmp_path: Path) ->
         if "lora_" in name:
             assert parameter.device == torch.device("neuron:0")
             assert torch.equal(parameter.cpu(), expected[name].cpu())
+
+
+def _sparse_adapter(kind: str, device: str) -> Any:
+    """A small MLP with a SHiRA or FRoD adapter (both keep a sparse factor), on ``device``, same seed everywhere."""
+    from peft import FrodConfig, ShiraConfig, get_peft_model
+
+    torch.manual_seed(0)
+    base = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
+    config = ShiraConfig(r=2, target_modules=["0", "2"]) if kind == "shira" else FrodConfig(target_modules=["0", "2"])
+    return get_peft_model(base, config).to(device)
+
+
+def _steps(model: Any, steps: int = 3) -> tuple[list[float], Any]:
+    torch.manual_seed(1)
+    x, y = torch.randn(4, 16), torch.randn(4, 8)
+    device = next(model.parameters()).device
+    x, y = x.to(device), y.to(device)
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    losses = []
+    for _ in range(steps):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses, model.merge_and_unload()(x).detach().cpu()
+
+
+@pytest.mark.parametrize("kind", ["shira", "frod"])
+def test_sparse_adapters_train_and_merge_on_neuron_as_on_the_cpu(kind: str) -> None:
+    """PEFT's SHiRA and FRoD build a sparse COO factor, which neuron has no kernels for: the patches build it dense."""
+    neuron_losses, neuron_merged = _steps(_sparse_adapter(kind, "neuron"))
+    cpu_losses, cpu_merged = _steps(_sparse_adapter(kind, "cpu"))
+    assert neuron_losses[-1] < neuron_losses[0]
+    assert max(abs(a - b) for a, b in zip(neuron_losses, cpu_losses, strict=True)) < 1e-5
+    assert torch.allclose(neuron_merged, cpu_merged, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["shira", "frod"])
+def test_without_the_patches_the_sparse_factor_is_refused_on_neuron(kind: str) -> None:
+    from _helpers_patches import reinstalled
+
+    with reinstalled(), pytest.raises(RuntimeError, match="supports dense strided tensors only"):
+        _steps(_sparse_adapter(kind, "neuron"), steps=1)

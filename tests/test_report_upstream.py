@@ -29,6 +29,15 @@ def _record(arch: str, test: str, device: Device, outcome: Outcome, failure: str
                        failure=None if failure is None else text_failure(failure), started=0.0, finished=1.0)
 
 
+def _peft(test: str, device: Device, outcome: Outcome, stand_in: str | None = None,
+          failure: str | None = None) -> UpstreamRecord:
+    config = PluginConfig("up-2", "peft", None, device, "results", {"backend": "reference"}, "list.toml",
+                          unit_pattern=r"test_(?P<unit>[a-z_]+)\.py")
+    return make_record(config, f"tests/test_decoder_models.py::TestDecoderModels::{test}", outcome,
+                       failure=None if failure is None else text_failure(failure), started=0.0, finished=1.0,
+                       stand_ins=(stand_in,) if stand_in else ())
+
+
 def _write(directory: Path, records: list[UpstreamRecord], extra: str = "") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "up.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + extra)
@@ -42,6 +51,10 @@ UPSTREAM = [
     _record("qwen3", "test_a", "cpu", "passed"), _record("qwen3", "test_a", "neuron", "passed"),
     _record("qwen3", "test_op", "cpu", "passed"),
     _record("qwen3", "test_op", "neuron", "failed", "RuntimeError: no <b>kernel</b> for aten::op"),
+    # PEFT's decoder tests: one on the Llama stand-in (it counts for llama), one that read no stand-in
+    _peft("test_train", "cpu", "passed", "trl-internal-testing/tiny-random-LlamaForCausalLM"),
+    _peft("test_train", "neuron", "passed", "trl-internal-testing/tiny-random-LlamaForCausalLM"),
+    _peft("test_config", "cpu", "passed"), _peft("test_config", "neuron", "failed", failure="RuntimeError: x"),
 ]
 
 
@@ -60,9 +73,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_index_has_a_column_for_the_upstream_tests(site: Path) -> None:
     html = (site / "index.html").read_text()
     rows = {m.group(1): _text(m.group(0)) for m in re.finditer(r'<tr data-name="([^"]+)".*?</tr>', html, re.S)}
-    assert rows["llama"].endswith("pass (1)")
-    assert rows["qwen3"].endswith("1 neuron-only")
-    assert rows["mistral"].endswith("not run")
+    assert rows["llama"].endswith("pass (1) pass (1)")  # transformers' tests, then PEFT's on its stand-in
+    assert rows["qwen3"].endswith("1 neuron-only not run")
+    assert rows["mistral"].endswith("not run not run")
     assert "transformers' own tests" in _text(html) and "transformers's" not in _text(html)
     assert "1 upstream record line skipped" in _text(html)
 
@@ -78,6 +91,15 @@ def test_an_architecture_page_shows_both_devices_and_neuron_s_own_failures(site:
     assert "Neuron-only failures: none" in llama
     assert "test_compile : Inductor has no neuron lowering" in llama
     assert "own tests" not in _text((site / "arch" / "mistral.html").read_text())
+
+
+def test_each_library_has_a_section_with_its_units_on_the_index(site: Path) -> None:
+    html = _text((site / "index.html").read_text())
+    assert "peft's own tests on neuron" in html and "transformers' own tests on neuron" in html
+    assert "decoder_models 2 0 0 1 1 0 0 0 1 1" in html  # unit, CPU, neuron, same failure, neuron-only, stand-ins
+    assert "1 neuron-only failure." in html
+    peft_on_llama = _text((site / "arch" / "llama.html").read_text())
+    assert "The tests of peft that ran on this architecture's Hub stand-in" in peft_on_llama
 
 
 def test_without_upstream_records_the_report_is_unchanged(tmp_path: Path) -> None:

@@ -109,3 +109,12 @@ def test_scripts_read_a_setting_through_the_command_which_checks_it() -> None:
     assert run_cli(["settings", "HF_NEURON_" + "NOPE"], {}).returncode == 2
     listed = run_cli(["settings"], {})
     assert listed.returncode == 0 and "HF_NEURON_MATRIX_TIMEOUT" in listed.stdout
+
+
+def test_the_nightly_runs_the_libraries_named_and_refuses_an_unknown_one() -> None:
+    name = "HF_NEURON_UPSTREAM_LIBRARIES"
+    assert settings.read(name, {}) == "peft accelerate diffusers trl"
+    assert settings.read(name, {name: "  diffusers   trl "}) == "diffusers trl"
+    assert settings.read(name, {name: ""}) == "", "none: the nightly runs only transformers' tests"
+    with pytest.raises(SettingError, match=r"names 'vllm', 'transformers': use some of peft accelerate diffusers trl"):
+        settings.read(name, {name: "peft vllm transformers"})

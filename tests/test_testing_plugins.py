@@ -1,4 +1,5 @@
-"""hf_neuron.testing: the device specs and the test backend transformers' and diffusers' own test suites load."""
+"""hf_neuron.testing: the device specs and the test backend transformers' and diffusers' own test suites load, the
+environments that run each library's suite on neuron and on the CPU, and the probes that tell where a run ran."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from _helpers import run
 
 from hf_neuron import backends
 from hf_neuron.patches.registry import Patch, Registry
-from hf_neuron.testing import SPEC_FILE_NAMES, suite_environment, write_spec_file
+from hf_neuron.testing import SPEC_FILE_NAMES, Library, cpu_environment, suite_environment, write_spec_file
+from hf_neuron.testing.device import neuron_allocations
 from hf_neuron.testing.tolerance import route_tolerance_lookup, tolerance_row
 from hf_neuron.testing.transformers_backend import ADAPTATIONS
 from hf_neuron.testing.transformers_backend import registry as transformers_registry
@@ -135,3 +137,45 @@ def test_the_spec_file_is_one_import_with_a_name_no_test_tree_uses(tmp_path: Pat
     assert "from hf_neuron.testing.transformers_spec import *" in path.read_text()
     assert suite_environment("transformers")["TRANSFORMERS_TEST_DEVICE_SPEC"] == path.name  # relative: upstream
     assert "DIFFUSERS_TEST_BACKEND" not in suite_environment("diffusers")
+
+
+@pytest.mark.parametrize(
+    ("library", "neuron", "cpu"),
+    [
+        ("peft", {}, {"HF_NEURON_EMULATOR": "0"}),  # infer_device() finds neuron through the shim, where visible
+        ("accelerate", {}, {"HF_NEURON_EMULATOR": "0"}),
+        ("trl", {"TRANSFORMERS_TEST_DEVICE": "neuron"}, {"HF_NEURON_EMULATOR": "0", "TRANSFORMERS_TEST_DEVICE": "cpu"}),
+        ("diffusers", {"DIFFUSERS_TEST_DEVICE": "neuron"}, {"HF_NEURON_EMULATOR": "0", "DIFFUSERS_TEST_DEVICE": "cpu"}),
+    ],
+)
+def test_each_library_s_suite_has_its_neuron_and_its_cpu_environment(
+    library: Library, neuron: dict[str, str], cpu: dict[str, str]
+) -> None:
+    assert neuron.items() <= suite_environment(library).items()
+    assert cpu_environment(library, "reference") == cpu
+    assert cpu_environment(library, "real")["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0"  # TorchNeuron not loaded
+
+
+def test_peft_and_accelerate_pick_neuron_where_it_is_visible_and_the_cpu_where_it_is_hidden() -> None:
+    code = """
+        from hf_neuron.testing.device import neuron_allocations, selected_device
+        probes = ("peft.utils.other:infer_device()", "accelerate.test_utils.testing:torch_device")
+        print(selected_device(probes[:1]), selected_device(probes[1:]), neuron_allocations() is None)
+        print(selected_device(("no.such.module:torch_device",)).startswith("unknown: no.such.module:torch_device"))
+    """
+    on_neuron = run(code)
+    assert on_neuron.returncode == 0, on_neuron.stderr
+    assert on_neuron.stdout.split() == ["neuron", "neuron", "False", "True"]
+    on_cpu = run(code, cpu_environment("peft", "reference"))
+    assert on_cpu.returncode == 0, on_cpu.stderr
+    assert on_cpu.stdout.split() == ["cpu", "cpu", "True", "True"]
+
+
+def test_allocations_on_neuron_are_counted_whatever_resets_the_peak() -> None:
+    import torch
+
+    before = neuron_allocations()
+    assert before is not None
+    torch.ones(3, device="neuron")
+    torch.neuron.reset_peak_memory_stats()
+    assert neuron_allocations() == before + 1  # type: ignore[operator]

@@ -69,7 +69,7 @@ def test_without_model_type_an_entry_applies_to_every_architecture(tmp_path: Pat
         (ENTRY_TEMPLATE.format(extra='owner = "me"'), r"#1: unknown key\(s\) owner; allowed: suite, test"),
         (ENTRY.replace('message = "InductorError"', ""), r"#1: missing message \(every entry needs suite, test"),
         (ENTRY.replace('reason = "Inductor has no neuron lowering"', 'reason = " "'), "#1 reason: must be a non-empty"),
-        (ENTRY.replace('"transformers"', '"trl"'), "#1 suite: 'trl' is not one of transformers"),
+        (ENTRY.replace('"transformers"', '"vllm"'), "#1 suite: 'vllm' is not one of transformers, peft, accelerate"),
         (ENTRY.replace('message = "InductorError"', 'message = "("'), "#1 message: not a valid regular expression"),
         (ENTRY_TEMPLATE.format(extra="model_type = []"), "model_type: must be a non-empty string or a list of dist"),
         (ENTRY.replace("test_static_cache_no_recompile*", "test_generate_compile_*"),

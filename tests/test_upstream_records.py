@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from hf_neuron.upstream.plugin import PluginConfig, make_record, text_failure
 from hf_neuron.upstream.records import Device, UpstreamRecord, read_records, validate_record
-from hf_neuron.upstream.summary import summarize
+from hf_neuron.upstream.summary import neuron_only, summarize
 from hf_neuron.vocabulary.outcomes import Outcome
 
 _FILE = "tests/models/zebra/test_modeling_zebra.py::ZebraModelTest::"
@@ -116,3 +117,71 @@ def test_a_test_recorded_twice_counts_once_by_its_last_record() -> None:
                _record("test_a", "neuron", "passed", finished=2.0)]
     summary = summarize(records)["zebra"]
     assert summary.ok and summary.counts["neuron"].total == 1
+
+
+@pytest.mark.parametrize(
+    ("cpu", "neuron", "same"),
+    [
+        (("failed", "AssertionError: 1 != 2"), ("failed", "AssertionError: 1 != 3"), True),  # numbers normalised
+        (("error", "OSError: no hub"), ("failed", "OSError: no hub"), True),
+        (("failed", "AssertionError: x"), ("failed", "RuntimeError: no kernel for aten::x"), False),
+        (("passed", None), ("failed", "AssertionError: x"), False),
+        (("skipped", None), ("failed", "AssertionError: x"), False),
+        (("timeout", "Timeout"), ("timeout", "Timeout"), False),  # a timeout never excuses, nor is it excused
+        (("failed", "AssertionError: x"), ("crashed", "AssertionError: x"), False),
+        (("crashed", "worker died"), ("crashed", "worker died"), False),
+    ],
+)
+def test_only_the_same_failure_on_the_cpu_excuses_a_neuron_failure(
+    cpu: tuple[Outcome, str | None], neuron: tuple[Outcome, str | None], same: bool
+) -> None:
+    cpu_record = _record("test_a", "cpu", cpu[0], failure=cpu[1])
+    neuron_record = _record("test_a", "neuron", neuron[0], failure=neuron[1])
+    assert neuron_only(neuron_record, cpu_record) is not same
+    summary = summarize([cpu_record, neuron_record])["zebra"]
+    assert (summary.same_failure, summary.neuron_only_tests) == ((1, 0) if same else (0, 1))
+
+
+def test_a_unit_whose_tests_need_an_accelerator_ran_when_neuron_passed_them() -> None:
+    """accelerate's multi-device tests are all skipped on the CPU: their neuron passes are the evidence."""
+    records = [_record("test_multi", "cpu", "skipped"), _record("test_multi", "neuron", "passed")]
+    assert summarize(records)["zebra"].ok
+    records = [_record("test_multi", "cpu", "skipped"), _record("test_multi", "neuron", "skipped")]
+    assert not summarize(records)["zebra"].ran
+
+
+def test_stand_ins_are_optional_in_a_record_but_a_list_of_ids_when_present() -> None:
+    record: dict[str, Any] = dict(_record("test_a", "cpu", "passed"))
+    assert record["stand_ins"] == [] and validate_record(record) == []
+    del record["stand_ins"]
+    assert validate_record(record) == []  # records written before stand-ins existed
+    record["stand_ins"] = "peft-internal-testing/x"
+    assert validate_record(record) == ["'stand_ins' must be a list of Hub ids"]
+
+
+def _reports(message: str, traceback: str) -> list[pytest.TestReport]:
+    failure = {"type": "RuntimeError", "message": message, "frame": "t.py:t", "fingerprint": "f",
+               "traceback": traceback}
+    common = {"nodeid": "tests/test_multidevice.py::T::test_loop", "location": ("t.py", 1, "t"), "keywords": {},
+              "longrepr": None, "start": 0.0, "stop": 1.0}
+    return [pytest.TestReport(outcome="failed", when="call", user_properties=[("hf_neuron_failure", failure)],
+                              **common),
+            pytest.TestReport(outcome="passed", when="teardown", **common)]
+
+
+@pytest.mark.parametrize(("message", "listed"), [
+    ("x" * 2000, True),  # a launcher's message, cut at its limit: the reason is in the traceback
+    ("'accelerate launch' failed with returncode 1", False),  # a whole message that does not say it: not excused
+])
+def test_a_listed_failure_is_matched_in_the_traceback_only_past_a_cut_message(message: str, listed: bool) -> None:
+    from hf_neuron.compat.expected_failures import EVERY, ExpectedFailure
+    from hf_neuron.compat.upstream_not_applicable import NotApplicableList
+    from hf_neuron.upstream.plugin import record_of
+
+    config = PluginConfig("run-1", "accelerate", None, "neuron", "results", {"backend": "reference"}, "l.toml",
+                          unit_pattern=r"test_(?P<unit>[a-z]+)\.py")
+    names = {"suite": ("accelerate",), "test": ("test_loop",), "model_type": (EVERY,)}
+    entries = NotApplicableList((ExpectedFailure(names, "needs torchdata", re.compile("StatefulDataLoader is not "
+                                                 "available"), patterns=frozenset({"test"})),))
+    record = record_of(_reports(message, "ImportError: StatefulDataLoader is not available"), config, entries)
+    assert record["outcome"] == ("known-failure" if listed else "failed")

@@ -65,8 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
              "case's latest record and the page counts the replaced ones",
     )
     build.add_argument(
-        "--upstream", type=Path, nargs="+", default=[], metavar="DIR",
-        help="records of `hf-neuron upstream` (the library's own tests on neuron): an index column, a page section",
+        "--upstream", type=Path, nargs="+", action="extend", default=[], metavar="DIR",
+        help="records of `hf-neuron upstream` (the libraries' own tests on neuron; repeatable): a column and a section "
+        "per library on the index, a section per library on an architecture's page",
     )
     build.set_defaults(func=_build)
 

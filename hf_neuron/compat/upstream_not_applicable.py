@@ -9,8 +9,10 @@ fail the run; a listed test that passes on neuron is reported as removable from 
     suite = "transformers"                        # whose test suite
     test = ["test_generate_compile_*"]            # fnmatch patterns on the test's name (a string or a list)
     reason = "why the test cannot run on neuron as written, in one sentence"
-    message = "InductorError"                     # regex searched in "Type: message" of the neuron failure
-    model_type = ["llama"]                        # optional: only these architectures (default: every one)
+    message = "InductorError"                     # regex searched in "Type: message" of the neuron failure (and in
+                                                  # its traceback when the message was cut at its length limit)
+    model_type = ["llama"]                        # optional: only these units (default: every one): architectures
+                                                  # for transformers, test modules for the others
 
 ``message`` is required: an entry excuses one failure, and the same test failing on neuron in another way is
 still a neuron failure.
@@ -27,7 +29,7 @@ __all__ = ["NOT_APPLICABLE_PATH", "NOT_APPLICABLE_SCHEMA", "SUITES", "NotApplica
 
 NOT_APPLICABLE_PATH = COMPAT_DIR / "upstream_not_applicable.toml"
 #: The libraries whose test suites ``hf-neuron upstream`` runs.
-SUITES: tuple[str, ...] = ("transformers",)
+SUITES: tuple[str, ...] = ("transformers", "peft", "accelerate", "diffusers", "trl")
 NotApplicableList = ExpectedFailures
 
 #: The shape of the file's entries.

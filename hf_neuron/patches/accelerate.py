@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import types
 from collections.abc import Callable
 from typing import Any
@@ -142,7 +143,12 @@ def _max_memory_on_neuron(original: Callable[..., Any]) -> Callable[..., Any]:
             for key, size in max_memory.items()
         }
         devices = sorted(key for key in sizes if isinstance(key, int))
-        unknown = [key for key in sizes if key not in ("mps", "cpu", "disk") and key not in range(count)]
+        for index in (key for key in max_memory if isinstance(key, int) and not 0 <= key < count):
+            # an integer index is kept, as accelerate keeps a CUDA index it does not have, with its warning
+            logging.getLogger("accelerate.utils.modeling").warning(
+                f"Device {index} is not available, available devices are {list(range(count))}")
+        unknown = [key for key in sizes if key not in ("mps", "cpu", "disk")
+                   and key not in range(count) and key not in max_memory]
         if unknown:
             raise ValueError(
                 f"Device {unknown[0]!r} is not recognized, available devices are neuron indices 0..{count - 1} "
@@ -246,7 +252,7 @@ PATCHES: list[Patch] = [
         reason="accelerate/utils/modeling.py `get_max_memory()` has no neuron branch: `device_map='auto'` sees "
         "no device (it counts CUDA devices) and places everything on the CPU, and a `max_memory` key 'neuron:0' "
         "is rejected. On neuron the replacement reads free memory from `torch.neuron.mem_get_info(i)` and accepts "
-        "'neuron:N' keys.",
+        "'neuron:N' keys; like the original, it keeps an integer index the machine does not have, with a warning.",
         replace=_max_memory_on_neuron,
         upstream_fix="A neuron branch (or a `torch.accelerator`-generic one) in `get_max_memory()`.",
     ),

@@ -91,7 +91,8 @@ class ArchPage:
     fallback_ops: Mapping[str, int] | None = None
     #: the same operators per scenario, with calls per step where the cases say how many steps they ran
     scenario_fallbacks: Sequence[ScenarioFallback] = ()
-    upstream: ArchSummary | None = None
+    #: the libraries' own tests that ran on it: (library, its summary) each
+    upstream: tuple[tuple[str, ArchSummary], ...] = ()
 
 
 def reproduce_command(model_type: str, scenario: str) -> str:

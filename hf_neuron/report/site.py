@@ -137,8 +137,8 @@ def build_site(
     not run, and each page shows its catalog entry. With ``history_dir``, the previous run's summary there gives the
     diff, all summaries the trend, and this run's summary is added to it. Raises :class:`InputError` when no valid
     record is found, several runs of one backend mix, or records of one case disagree (unless ``on_conflict`` is
-    ``"latest"``). With ``upstream`` (directories of ``hf-neuron upstream`` records), the index gets a column and
-    each page a section on the library's own tests.
+    ``"latest"``). With ``upstream`` (directories of ``hf-neuron upstream`` records), the index gets a column and a
+    section per library, and each architecture's page a section per library that ran tests on it.
     """
     entries = catalog.by_type() if catalog else {}
     if bad := sorted(m for m in entries if not is_name(m)):
@@ -189,7 +189,7 @@ def build_site(
             catalog_entry=entries.get(row["model_type"]),
             fallback_ops=fallback_ops(cases, row["model_type"]),
             scenario_fallbacks=scenario_fallbacks(cases, row["model_type"]),
-            upstream=upstream_view.summaries.get(row["model_type"]) if upstream_view else None,
+            upstream=upstream_view.for_arch(row["model_type"]) if upstream_view else (),
         )
         for row in frame_rows(table)
     )

@@ -11,12 +11,15 @@ Fields (``schema`` 2; schema 1's failures lack their class, which reading gives 
 =====================  ===============================================================================
 ``schema``             2
 ``run_id``             identifies the run
-``suite``              whose test suite: ``transformers``
-``model_type``         the architecture, as given to ``--arch`` (its tests are ``tests/models/<arch>/``)
+``suite``              whose test suite: ``transformers``, ``peft``, ``accelerate``, ``diffusers``, ``trl``
+``model_type``         the test's unit: for transformers the architecture, as given to ``--arch`` (its tests
+                       are ``tests/models/<arch>/``); for the others the test module (``custom_models`` for
+                       ``tests/test_custom_models.py``, ``transformer_flux`` for diffusers'
+                       ``test_models_transformer_flux.py``)
 ``test``               the pytest node id, relative to the source tree
                        (``tests/models/llama/test_modeling_llama.py::LlamaModelTest::test_x``)
 ``device``             ``neuron`` or ``cpu``
-``outcome``            one of :data:`~hf_neuron.matrix.records.OUTCOMES`: ``failed`` the test failed, ``error``
+``outcome``            one of :data:`~hf_neuron.vocabulary.outcomes.OUTCOMES`: ``failed`` the test failed, ``error``
                        its setup, teardown or collection did, ``timeout``, ``crashed`` (its process died),
                        ``skipped`` (upstream's reason; an expected failure ``xfail`` too), ``known-failure``
                        (fails on neuron as its ``compat/upstream_not_applicable.toml`` entry expects)
@@ -28,7 +31,12 @@ Fields (``schema`` 2; schema 1's failures lack their class, which reading gives 
 ``env``                the environment block of the run
 ``started_at``         ISO-8601 UTC
 ``finished_at``        ISO-8601 UTC
+``stand_ins``          the Hub ids whose locally built stand-ins the test read (optional: records written
+                       before stand-ins existed have none)
 =====================  ===============================================================================
+
+The environment block of a run of upstream tests also says where the tests came from
+(``env["upstream_source"]``, :class:`hf_neuron.upstream.source.SourceTree`'s provenance).
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ Device = Literal["cpu", "neuron"]
 DEVICES: tuple[Device, ...] = get_args(Device)
 
 
-class UpstreamRecord(TypedDict):
+class _RecordFields(TypedDict):
     schema: int
     run_id: str
     suite: str
@@ -77,15 +85,19 @@ class UpstreamRecord(TypedDict):
     finished_at: str
 
 
+class UpstreamRecord(_RecordFields, total=False):
+    """One upstream test on one device (fields in the module docstring)."""
+
+    stand_ins: list[str]
+
+
 def short_name(node_id: str) -> str:
     """The test's name without file and class: what ``compat/upstream_not_applicable.toml`` patterns match."""
     return node_id.rpartition("::")[2]
 
 
-
-
 def _problems(obj: dict[str, Any]) -> list[str]:
-    missing = [key for key in UpstreamRecord.__annotations__ if key not in obj]
+    missing = [key for key in _RecordFields.__annotations__ if key not in obj]
     if missing:
         return [f"missing field(s) {', '.join(missing)}"]
     problems = []
@@ -110,6 +122,9 @@ def _problems(obj: dict[str, Any]) -> list[str]:
     if failure is not None and not (isinstance(failure, dict) and all(isinstance(failure.get(key), str) for key in keys)
                                     and failure.get("failure_class", "other") in FAILURE_CLASSES):
         problems.append(f"'failure' must be null or an object with string fields {', '.join(keys)}")
+    stand_ins = obj.get("stand_ins", [])
+    if not isinstance(stand_ins, list) or not all(isinstance(hub_id, str) for hub_id in stand_ins):
+        problems.append("'stand_ins' must be a list of Hub ids")
     for key in ("not_applicable", "env"):
         if not isinstance(obj[key], dict) and not (key == "not_applicable" and obj[key] is None):
             problems.append(f"'{key}' must be an object")

@@ -1,14 +1,14 @@
-"""What a run of upstream tests says, per architecture: counts on each device, and neuron's own failures.
+"""What a run of upstream tests says, per unit (an architecture, or a test module): counts on each device, and
+neuron's own failures.
 
 A **neuron-only failure** is a test that did not work on neuron (failed, error, timeout, crashed) and that the CPU
-does not fail the same way: the matrix's one rule (:func:`hf_neuron.vocabulary.failures.cpu_verdict`). It passed
-there, or was skipped there (tests that need an accelerator run on neuron only), or has no CPU record, or failed
-there differently; a timeout or a crash on either side never excuses. Tests not applicable on neuron
-(``known-failure``) are counted apart, with their reason; a listed test that passes on neuron is *removable* from the
-list.
-Neuron-only failures are grouped by failure fingerprint, so one cause shows once with the tests it breaks. An
-architecture passes when it has no neuron-only failure and at least one test passed on the CPU (a file that ran
-nothing proves nothing). Pure: records in, summaries out.
+does not fail the same way: the matrix's one rule (:func:`hf_neuron.vocabulary.failures.cpu_verdict`; a timeout or
+a crash on either side never excuses). A test that passed on the CPU, was skipped there (tests that need an
+accelerator run on neuron only), has no CPU record, or failed there in another way counts. Tests not applicable on
+neuron (``known-failure``) are counted apart, with their reason; a listed test that passes on neuron is *removable*
+from the list. Neuron-only failures are grouped by failure fingerprint, so one cause shows once with the tests it
+breaks. A unit passes when it has no neuron-only failure and ran something: a test passed on the CPU, or, where the
+CPU skipped every test (they need an accelerator), on neuron. Pure: records in, summaries out.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["ArchSummary", "Counts", "FailureGroup", "neuron_only", "summarize"]
 
 @dataclasses.dataclass(frozen=True)
 class Counts:
-    """One device's tests of one architecture by result: ``failed`` is every outcome that did not work,
+    """One device's tests of one unit by result: ``failed`` is every outcome that did not work,
     ``not_applicable`` the known failures (neuron only)."""
 
     passed: int = 0
@@ -52,7 +52,7 @@ class FailureGroup:
 
 @dataclasses.dataclass(frozen=True)
 class ArchSummary:
-    """One architecture's upstream tests (of ``suite``) on both devices."""
+    """One unit's upstream tests (of ``suite``) on both devices: ``model_type`` names the unit."""
 
     model_type: str
     suite: str
@@ -60,6 +60,8 @@ class ArchSummary:
     neuron_only: tuple[FailureGroup, ...]
     not_applicable: tuple[tuple[str, str], ...]  # (test name, reason)
     removable: tuple[str, ...]  # test names listed as not applicable that pass on neuron
+    same_failure: int = 0  # neuron failures the CPU fails the same way
+    on_stand_ins: int = 0  # neuron tests that read a stand-in of a Hub model or dataset
 
     @property
     def neuron_only_tests(self) -> int:
@@ -67,8 +69,9 @@ class ArchSummary:
 
     @property
     def ran(self) -> bool:
-        """True when at least one test passed on the CPU."""
-        return self.counts["cpu"].passed > 0
+        """True when a test passed on the CPU, or on neuron where the CPU skipped every test."""
+        cpu, neuron = self.counts["cpu"], self.counts["neuron"]
+        return cpu.passed > 0 or (cpu.total == cpu.skipped and neuron.passed > 0)
 
     @property
     def ok(self) -> bool:
@@ -107,11 +110,9 @@ def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
     kept = latest(records, key=lambda record: (record["device"], record["test"]))  # a test recorded twice
     by_device = {device: [r for r in kept.values() if r["device"] == device] for device in DEVICES}
     neuron = by_device["neuron"]
-    failing = [
-        (record["test"], record["failure"] or _NO_DETAILS)
-        for record in neuron
-        if neuron_only(record, kept.get(("cpu", record["test"])))
-    ]
+    failed = [record for record in neuron if record["outcome"] in DID_NOT_WORK]
+    only = {record["test"] for record in failed if neuron_only(record, kept.get(("cpu", record["test"])))}
+    failing = [(record["test"], record["failure"] or _NO_DETAILS) for record in failed if record["test"] in only]
     return ArchSummary(
         model_type=model_type,
         suite=", ".join(sorted({record["suite"] for record in records})),
@@ -121,6 +122,8 @@ def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
                                     if r["outcome"] == "known-failure")),
         removable=tuple(sorted(short_name(r["test"]) for r in neuron
                                if r["outcome"] == "passed" and r["not_applicable"] is not None)),
+        same_failure=len(failed) - len(only),
+        on_stand_ins=sum(bool(record.get("stand_ins")) for record in neuron),
     )
 
 
@@ -129,8 +132,12 @@ _NO_DETAILS: Failure = {"type": "", "message": "no failure details recorded", "f
 
 
 def summarize(records: Iterable[UpstreamRecord]) -> dict[str, ArchSummary]:
-    """One summary per architecture, in the order the records name them."""
-    by_arch: dict[str, list[UpstreamRecord]] = {}
+    """One summary per unit, in the order the records name them (the units of several suites are kept apart:
+    ``suite:unit`` when records of more than one suite are given)."""
+    records = list(records)
+    several = len({record["suite"] for record in records}) > 1
+    by_unit: dict[str, list[UpstreamRecord]] = {}
     for record in records:
-        by_arch.setdefault(record["model_type"], []).append(record)
-    return {model_type: _summary(model_type, arch_records) for model_type, arch_records in by_arch.items()}
+        key = f"{record['suite']}:{record['model_type']}" if several else record["model_type"]
+        by_unit.setdefault(key, []).append(record)
+    return {key: _summary(unit_records[0]["model_type"], unit_records) for key, unit_records in by_unit.items()}

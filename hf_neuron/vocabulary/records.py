@@ -167,6 +167,8 @@ class Env(TypedDict):
     #: where the list of operators the real backend runs on the CPU came from (absent before schema 3's
     #: trainium_ops.toml; None for a CPU-only run)
     fallback_list: NotRequired[FallbackList | None]
+    #: a run of a library's own tests (``hf-neuron upstream``): where its tests came from (their provenance)
+    upstream_source: NotRequired[dict[str, str]]
 
 
 class Record(TypedDict):

@@ -88,6 +88,13 @@ class NeuronProcessGroup(dist.ProcessGroup):
         """The gloo backend that carries this group's collectives, for every device type."""
         return self._gloo
 
+    @property
+    def _device_types(self) -> list[torch.device]:
+        """The device type the group serves, as a group c10d builds for a backend registered with ``devices=``
+        reports it (c10d returns a ``ProcessGroup`` subclass as it is, without registering its devices):
+        ``_get_pg_default_device`` (FSDP's sharded state dicts) and ``_device_capability`` read it."""
+        return [torch.device(self._backend_name)]
+
     def __repr__(self) -> str:
         return f"NeuronProcessGroup(rank={self.rank()}, size={self.size()}, name={self._group_name!r})"
 

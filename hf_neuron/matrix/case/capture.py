@@ -23,10 +23,10 @@ from types import CodeType, FrameType, TracebackType
 from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.vocabulary.failures import Failure, failure
 
-__all__ = ["describe_exception", "describe_stack", "frame_name", "relative_paths"]
+__all__ = ["MESSAGE_CHARS", "describe_exception", "describe_stack", "frame_name", "relative_paths"]
 
 #: Longest message kept in a record; the traceback keeps its last :data:`_TRACEBACK_CHARS` characters.
-_MESSAGE_CHARS = 2000
+MESSAGE_CHARS = 2000
 _TRACEBACK_CHARS = 8000
 _PATH = re.compile(r"(?<![\w.:/])(?:/[^\s/'\"`:,;()\[\]{}<>]+)+/")
 
@@ -83,7 +83,7 @@ def describe_exception(exc: BaseException, *, outcome: str = "error") -> Failure
     module = kind.__module__
     name = kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
     text = relative_paths("".join(traceback.format_exception(exc)))
-    return failure(name, relative_paths(str(exc))[:_MESSAGE_CHARS], _innermost(exc.__traceback__),
+    return failure(name, relative_paths(str(exc))[:MESSAGE_CHARS], _innermost(exc.__traceback__),
                    text[-_TRACEBACK_CHARS:], outcome=outcome)
 
 
@@ -93,7 +93,7 @@ def describe_stack(
     """The failure of a case that came to ``outcome`` (interrupted or stuck), by the stack ``frame`` is in,
     innermost frame last. The stack is cut below the first caller running ``stop_at`` (the runner's own frames are
     not the case's)."""
-    message = relative_paths(message)[:_MESSAGE_CHARS]
+    message = relative_paths(message)[:MESSAGE_CHARS]
     if frame is None:
         return failure(type_name, message, outcome=outcome)
     frames = list(itertools.takewhile(lambda item: item[0].f_code is not stop_at, traceback.walk_stack(frame)))

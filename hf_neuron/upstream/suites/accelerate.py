@@ -1,0 +1,46 @@
+"""accelerate's own tests, from the source distribution of the installed version (it carries ``tests/``).
+
+Its tests pick the device with ``accelerate.test_utils.testing.get_backend()`` (``torch_device``), which answers
+``neuron`` when ``is_neuron_available()`` (true through the shim's patches); on the CPU run no neuron device is
+visible. Single-device groups run with one neuron device, the multi-device group with two (it launches
+``accelerate launch``/``torchrun`` children, one per device). One unit per test module.
+"""
+
+from __future__ import annotations
+
+from hf_neuron.upstream.suites.base import Group, Suite
+
+__all__ = ["SUITE"]
+
+
+def _file(name: str) -> tuple[str, ...]:
+    return (f"tests/test_{name.replace('-', '_')}.py",)
+
+
+_WHAT = {"accelerator": "Accelerator's", "big-modeling": "big-model inference (dispatch, offload, device maps)",
+         "data-loader": "data loaders'", "hooks": "module hooks'", "modeling-utils": "modeling utilities'",
+         "optimizer": "wrapped optimizers'", "scheduler": "wrapped schedulers'",
+         "state-checkpointing": "state checkpointing (save_state, load_state, RNG states)"}
+_SINGLE = tuple(_WHAT)
+
+SUITE = Suite(
+    name="accelerate",
+    distribution="accelerate",
+    fetch="sdist",
+    git_url="https://github.com/huggingface/accelerate",
+    needs="tests/test_accelerator.py",
+    device_probes=("accelerate.test_utils.testing:torch_device",),
+    unit_pattern=r"(?:^|/)test_(?P<unit>[A-Za-z0-9_]+)\.py(?:::|$)",
+    groups=(
+        *(Group(name, f"the {_WHAT[name]} tests, one device", _file(name)) for name in _SINGLE),
+        Group("multi-device", "multi-process launches (accelerate launch, torchrun), one process per device",
+              _file("multidevice"), devices=2),
+        Group("ci", "the accelerator's and the hooks' tests, and optimizer and scheduler state, one device",
+              (*_file("accelerator"), *_file("hooks"), *_file("optimizer"), *_file("scheduler"))),
+    ),
+    selections={
+        "default": (*_SINGLE, "multi-device"),
+        "nightly": (*_SINGLE, "multi-device"),
+        "ci": ("ci",),
+    },
+)

@@ -1,0 +1,55 @@
+"""diffusers' own model tests (``tests/models/``), from a source tree: its source distribution carries none.
+
+``--fetch`` clones the tag of the installed version; ``../shared/upstream/diffusers-tests`` holds the model tests of
+a public snapshot (its ``SOURCE.txt`` says which). The tests pick the device with ``DIFFUSERS_TEST_DEVICE`` and the
+spec of :mod:`hf_neuron.testing.diffusers_spec`. A group per backbone family; one unit per test module.
+"""
+
+from __future__ import annotations
+
+from hf_neuron.upstream.suites.base import Group, Suite
+
+__all__ = ["SUITE"]
+
+_T = "tests/models/transformers/test_models_"
+_U = "tests/models/unets/test_models_"
+_FAMILIES: tuple[tuple[str, str, str], ...] = (
+    ("unet-2d-condition", "UNet2DConditionModel (Stable Diffusion's UNet)", f"{_U}unet_2d_condition.py"),
+    ("sd3", "SD3Transformer2DModel (Stable Diffusion 3)", f"{_T}transformer_sd3.py"),
+    ("flux", "FluxTransformer2DModel", f"{_T}transformer_flux.py"),
+    ("pixart", "PixArtTransformer2DModel", f"{_T}pixart_transformer2d.py"),
+    ("wan", "WanTransformer3DModel", f"{_T}transformer_wan.py"),
+    ("cogvideox", "CogVideoXTransformer3DModel", f"{_T}transformer_cogvideox.py"),
+    ("sana", "SanaTransformer2DModel", f"{_T}transformer_sana.py"),
+    ("qwenimage", "QwenImageTransformer2DModel", f"{_T}transformer_qwenimage.py"),
+    ("unet-2d", "UNet2DModel", f"{_U}unet_2d.py"),
+)
+#: diffusers' neuron tensor-parallel tests launch two torchrun workers: they run in the two-device group only.
+_ONE_DEVICE = "not tensor_parallel_neuron"
+
+SUITE = Suite(
+    name="diffusers",
+    distribution="diffusers",
+    fetch="git-tag",
+    git_url="https://github.com/huggingface/diffusers",
+    needs="tests/models",
+    device_probes=("tests.testing_utils:torch_device", "diffusers.utils.testing_utils:torch_device"),
+    unit_pattern=r"(?:^|/)test_models_(?P<unit>[A-Za-z0-9_]+)\.py(?:::|$)",
+    groups=(
+        *(Group(name, f"the model tests of {what}", (path,), _ONE_DEVICE) for name, what, path in _FAMILIES),
+        Group("neuron-tp", "diffusers' tensor parallelism for neuron: torchrun workers on two devices, each "
+              "output compared with the unsharded model's", (f"{_T}transformer_flux.py", f"{_T}transformer_flux2.py",
+                                                             f"{_T}transformer_qwenimage.py"),
+              "tensor_parallel_neuron", devices=2),
+        Group("ci", "the model tests of Flux and PixArt, without the slow ones (compile, offloading)",
+              (f"{_T}transformer_flux.py", f"{_T}pixart_transformer2d.py"),
+              "not compile and not offload and not group_offloading and not layerwise and not tensor_parallel_neuron"),
+    ),
+    selections={
+        "default": tuple(name for name, _, _ in _FAMILIES),
+        "nightly": tuple(name for name, _, _ in _FAMILIES),
+        "ci": ("ci",),
+    },
+    deselect="not big_accelerator and not slow",
+    deselected_why="big-accelerator and slow tests load full-size checkpoints from the Hub",
+)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# CI: the CI selection (`hf-neuron upstream <library> --list`) of PEFT's, accelerate's, diffusers' and TRL's own
+# tests, CPU beside neuron, on the reference device unless the real TorchNeuron is installed (about 3 minutes in all).
+#
+#   scripts/ci_upstream.sh [RESULTS]     default RESULTS: results/ci-upstream (one folder per library)
+#
+# PEFT and accelerate take the sdist of the installed version (the package index, once; then the cache); diffusers
+# takes HF_NEURON_DIFFUSERS_SOURCE (default ../shared/upstream/diffusers-tests); TRL takes HF_NEURON_TRL_SOURCE (a
+# checkout, or a git repository with HF_NEURON_TRL_REVISION) and is skipped without it, saying so (its sdist has no
+# tests). Every variable is declared in hf_neuron/settings.py and read through `hf-neuron settings NAME`.
+# Exit status: 0 no library has a neuron-only failure, 1 some have, 2 bad input or a run that did not run where it says.
+set -euo pipefail
+
+results=${1:-results/ci-upstream}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+python=${PYTHON:-$repo/.venv/bin/python}
+[[ -x $python ]] || python=python3
+hfn() { "$python" -m hf_neuron.cli "$@"; }
+setting() { hfn settings "$1"; }
+if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch_neuronx") is None)'; then
+    export HF_NEURON_EMULATOR=1
+fi
+export HF_HUB_OFFLINE=1
+
+status=0
+for library in peft accelerate diffusers trl; do
+    where=()
+    case $library in
+        peft|accelerate) where=(--fetch) ;;
+        diffusers)
+            source_dir=$(setting HF_NEURON_DIFFUSERS_SOURCE)
+            source_dir=${source_dir:-$repo/../shared/upstream/diffusers-tests}
+            [[ -d $source_dir ]] && where=(--source "$source_dir") ;;
+        trl)
+            trl_source=$(setting HF_NEURON_TRL_SOURCE) trl_revision=$(setting HF_NEURON_TRL_REVISION)
+            if [[ -n $trl_source ]]; then
+                where=(--source "$trl_source")
+                [[ -n $trl_revision ]] && where+=(--revision "$trl_revision")
+            fi ;;
+    esac
+    if (( ${#where[@]} == 0 )); then
+        echo "ci_upstream: $library's own tests skipped: no source" >&2
+        continue
+    fi
+    rm -rf "${results:?}/$library"
+    library_status=0
+    hfn upstream "$library" "${where[@]}" --group ci -n 2 --results "$results/$library" \
+        || library_status=$?
+    (( library_status <= status )) || status=$library_status
+done
+exit "$status"

@@ -1,0 +1,110 @@
+"""Where a library's tests come from: a directory in place, a git repository's commit exported, a source
+distribution or a tag fetched into the cache, each with its provenance; laid out without writing into the tree."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hf_neuron.errors import InputError
+from hf_neuron.upstream import source
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def repository(tmp_path: Path) -> tuple[Path, str, str]:
+    """A git repository with two commits: the first holds tests/test_sft_trainer.py, the second removes it."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_sft_trainer.py").write_text("def test_a():\n    pass\n")
+    (repo / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (repo / "trl").mkdir()
+    (repo / "trl" / "__init__.py").write_text("")
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "tests")
+    first = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "rm", "-q", "tests/test_sft_trainer.py")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "no tests")
+    return repo, first, _git(repo, "rev-parse", "HEAD")
+
+
+def test_a_commit_s_tests_are_exported_with_their_provenance(repository: tuple[Path, str, str],
+                                                              tmp_path: Path) -> None:
+    repo, first, _ = repository
+    tree = source.export_git(repo, first[:8], tmp_path / "cache", name="trl",
+                             paths=("tests", "pyproject.toml", "conftest.py"), needs="tests/test_sft_trainer.py")
+    assert tree.root == tmp_path / "cache" / f"trl-{first[:12]}"
+    assert sorted(p.name for p in tree.root.iterdir()) == [source.PROVENANCE_FILE, "pyproject.toml", "tests"]
+    assert tree.provenance["kind"] == "git" and tree.provenance["commit"] == first
+    assert tree.provenance["subject"] == "tests" and tree.provenance["paths"] == "tests pyproject.toml"
+    again = source.export_git(repo, first, tmp_path / "cache", name="trl", paths=("tests",), needs="tests")
+    assert again == tree  # kept, with the provenance it was exported with
+
+
+def test_a_commit_without_the_tests_or_an_unknown_one_is_bad_input(repository: tuple[Path, str, str],
+                                                                   tmp_path: Path) -> None:
+    repo, _, second = repository
+    with pytest.raises(InputError, match=f"commit {second[:12]} has no tests/test_sft_trainer.py"):
+        source.export_git(repo, "HEAD", tmp_path / "cache", name="trl", paths=("tests",),
+                          needs="tests/test_sft_trainer.py")
+    with pytest.raises(InputError, match="no commit 'v99' in that git repository"):
+        source.export_git(repo, "v99", tmp_path / "cache", name="trl", paths=("tests",), needs="tests")
+    assert not list((tmp_path / "cache").glob("trl-*"))
+
+
+def test_a_directory_is_used_in_place_and_names_its_kept_copy(tmp_path: Path) -> None:
+    (tmp_path / "tests" / "models").mkdir(parents=True)
+    (tmp_path / "SOURCE.txt").write_text("Origin: github.com/huggingface/diffusers, commit 58eb52c\n")
+    tree = source.from_directory(tmp_path, what="diffusers", needs="tests/models")
+    assert tree.root == tmp_path and tree.provenance["kind"] == "directory"
+    assert tree.provenance["source_txt"].startswith("Origin: github.com/huggingface/diffusers")
+    assert source.is_git_repository(tmp_path) is False
+    with pytest.raises(InputError, match=r"no tests/test_sft_trainer\.py in it: is it a trl checkout"):
+        source.from_directory(tmp_path, what="trl", needs="tests/test_sft_trainer.py")
+
+
+def test_an_sdist_in_the_cache_is_reused_without_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = tmp_path / "peft-0.21.2"
+    (kept / "tests").mkdir(parents=True)
+    (kept / "tests" / "test_custom_models.py").write_text("")
+    (kept / source.PROVENANCE_FILE).write_text(json.dumps({"kind": "sdist", "package": "peft", "sha256": "ab"}))
+
+    def no_pip(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("pip was called")
+
+    monkeypatch.setattr(source.subprocess, "run", no_pip)
+    tree = source.fetch_sdist("peft", "0.21.2", tmp_path, needs="tests/test_custom_models.py")
+    assert tree.root == kept and tree.provenance["sha256"] == "ab"
+
+
+def test_an_sdist_pip_cannot_get_says_to_pass_a_source_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_pip(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert command[1:5] == ["-m", "pip", "download", "--quiet"] and "peft==0.21.2" in command
+        assert command[command.index("--no-binary") + 1] == ":all:" and "--no-deps" in command
+        return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution found for peft==0.21.2")
+
+    monkeypatch.setattr(source.subprocess, "run", failing_pip)
+    with pytest.raises(InputError, match=r"pip could not download the peft 0\.21\.2 source distribution: ERROR: "
+                                         r"No matching distribution.*pass --source DIR"):
+        source.fetch_sdist("peft", "0.21.2", tmp_path, needs="tests/test_custom_models.py")
+    assert list(tmp_path.iterdir()) == []  # nothing half-downloaded is kept
+
+
+def test_the_working_tree_links_the_source_and_adds_only_a_missing_package_init(tmp_path: Path) -> None:
+    tree = tmp_path / "sdist"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_custom_models.py").write_text("")
+    (tree / "src" / "peft").mkdir(parents=True)
+    (tree / "pyproject.toml").write_text("")
+    work = source.prepare_worktree(tree, tmp_path / "work", packages=("tests",))
+    assert sorted(p.name for p in work.iterdir()) == ["pyproject.toml", "tests"]  # never src/
+    assert (work / "tests" / "test_custom_models.py").resolve() == (tree / "tests" / "test_custom_models.py")
+    assert (work / "tests" / "__init__.py").is_file() and not (tree / "tests" / "__init__.py").exists()
