@@ -272,7 +272,8 @@ def _in_dtype(value: object, dtype: torch.dtype) -> object:
 
 def bf16(ctx: CaseContext) -> ScenarioResult:
     """The backbone loaded in bfloat16 (``torch_dtype=torch.bfloat16``), its float inputs in bfloat16: one denoiser
-    call on the device predicts the CPU's, within the bfloat16 tolerance."""
+    call on the device predicts the CPU's, in the CPU's dtype (bfloat16, or what the backbone upcasts it to), within
+    the bfloat16 tolerance."""
     import torch
 
     reference = _load(ctx, "cpu", torch_dtype=torch.bfloat16)
@@ -280,9 +281,11 @@ def bf16(ctx: CaseContext) -> ScenarioResult:
     assert isinstance(inputs, dict)
     model = _load(ctx, ctx.device, torch_dtype=torch.bfloat16)
     actual = denoise(model, {name: _on(value, ctx.device) for name, value in inputs.items()})
-    if actual.dtype != torch.bfloat16:
-        return ScenarioResult.failed(f"a bfloat16 backbone predicted in {actual.dtype}, not in torch.bfloat16")
-    return compare(actual, denoise(reference, inputs), "bfloat16 denoiser output", device=ctx.device)
+    expected = denoise(reference, inputs)
+    if actual.dtype != expected.dtype:  # a backbone may upcast its prediction by design: the CPU's says so
+        return ScenarioResult.failed(f"the bfloat16 backbone predicted in {actual.dtype} on the device, the CPU's in "
+                                     f"{expected.dtype}")
+    return compare(actual, expected, "bfloat16 denoiser output", ctx.tolerance("bfloat16"), device=ctx.device)
 
 
 def compile_forward(ctx: CaseContext) -> ScenarioResult:
