@@ -41,21 +41,24 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "three more steps lower the loss; not applicable to a model without a training loss, with the group's "
         "reason (diffusion: on a denoising loss, the prediction's mean squared error against a fixed target)"),
     ScenarioDeclaration(
-        "lora", "extra", True, {"transformers": training.lora},
-        "a PEFT LoRA adapter on all linear layers (image-text: the language model's) trains like the CPU's; only "
-        "adapter weights change; the loss goes down"),
+        "lora", "extra", True, {"transformers": training.lora, "diffusers": diffusion.lora},
+        "a PEFT LoRA adapter on all linear layers (image-text: the language model's; diffusion: the denoiser's "
+        "attention projections `to_q`, `to_k`, `to_v`, `to_out.0`, added with diffusers' `add_adapter`, a backbone "
+        "without them untested with gap `lora-targets`) trains like the CPU's: loss, gradients, updated adapter "
+        "weights; only adapter weights change; the loss goes down"),
     ScenarioDeclaration(
-        "bf16", "extra", False, {"transformers": text.bf16},
-        "bfloat16 logits within the bfloat16 tolerance, greedy tokens agree (two legs)", decodes=True),
+        "bf16", "extra", False, {"transformers": text.bf16, "diffusers": diffusion.bf16},
+        "bfloat16 logits within the bfloat16 tolerance, greedy tokens agree (two legs); diffusion: the denoiser "
+        "loaded in bfloat16, its prediction within the bfloat16 tolerance", decodes=True),
     ScenarioDeclaration(
-        "compile", "extra", False, {"transformers": text.compile_forward},
-        '`torch.compile(model, backend="neuron")` computes the eager logits with the `neuron` backend (any other '
-        "backend on a neuron device is a failure, never a silent substitute); the record keeps the graphs, graph "
-        "breaks and their first reasons"),
+        "compile", "extra", False, {"transformers": text.compile_forward, "diffusers": diffusion.compile_forward},
+        '`torch.compile(model, backend="neuron")` computes the eager logits (diffusion: the denoiser\'s prediction) '
+        "with the `neuron` backend (any other backend on a neuron device is a failure, never a silent substitute); "
+        "the record keeps the graphs, graph breaks and their first reasons"),
     ScenarioDeclaration(
-        "save", "extra", False, {"transformers": text.save},
+        "save", "extra", False, {"transformers": text.save, "diffusers": diffusion.save},
         "`save_pretrained` from neuron, `from_pretrained` back onto neuron: exactly the saved model's forward "
-        "outputs, and the CPU's within tolerance"),
+        "outputs (diffusion: the denoiser's prediction), and the CPU's within tolerance"),
     ScenarioDeclaration(
         "ddp", "extra", True, {"transformers": ddp.ddp},
         "a 2-process DDP step's gradients equal one process's on the whole batch; each rank reports its device and "

@@ -1,6 +1,7 @@
 """The scenarios of diffusion backbones: ``load`` (``from_pretrained`` with a device map), ``forward`` (one denoiser
-call), ``generate`` (a two-step pipeline) and ``train`` (denoising-loss AdamW steps), declared in
-:mod:`~hf_neuron.matrix.scenarios.builtin`.
+call), ``generate`` (a two-step pipeline), ``train`` (denoising-loss AdamW steps), ``lora`` (the same steps on a PEFT
+adapter of the attention projections), ``bf16``, ``compile`` and ``save`` (one denoiser call in bfloat16, compiled,
+and after a save and reload), declared in :mod:`~hf_neuron.matrix.scenarios.builtin`.
 
 The tiny backbone is loaded from the case's checkpoint the way users load one
 (``<Class>.from_pretrained(checkpoint)``, then ``.to(device)``); its inputs and the pipeline's noise are drawn on the
@@ -9,22 +10,31 @@ CPU from the case's seed, so the device and the CPU compute the same thing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import tempfile
+from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_diffusion import presets, recipe
 from hf_neuron.matrix.scenarios.contract import EXACT, CaseContext, ScenarioResult, compare, compare_named
 from hf_neuron.tiny.diffusion.backbones import backbone_class
 from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs, predict
 from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shipped_pipelines
+from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["forward", "generate", "load", "train"]
+__all__ = ["ATTENTION_PROJECTIONS", "bf16", "compile_forward", "forward", "generate", "load", "lora", "lora_targets",
+           "save", "train"]
 
 
-def _load(ctx: CaseContext, device: str) -> torch.nn.Module:
-    model: torch.nn.Module = backbone_class(ctx.model_type).from_pretrained(ctx.checkpoint)  # type: ignore[attr-defined]
+#: The attention projections ``lora`` adapts, by the module names diffusers gives them (its LoRA training examples'
+#: ``target_modules``): those a backbone has are targeted.
+ATTENTION_PROJECTIONS = ("to_q", "to_k", "to_v", "to_out.0")
+
+
+def _load(ctx: CaseContext, device: str, **kwargs: Any) -> torch.nn.Module:
+    cls = backbone_class(ctx.model_type)
+    model: torch.nn.Module = cls.from_pretrained(ctx.checkpoint, **kwargs)  # type: ignore[attr-defined]
     return model.to(device).eval()
 
 
@@ -122,14 +132,20 @@ def _trained(ctx: CaseContext, device: str) -> tuple[torch.nn.Module, torch.opti
     return model, torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, foreach=False)
 
 
-def train(ctx: CaseContext) -> ScenarioResult:
-    """One AdamW step on the denoising loss matches the CPU's (loss, every gradient, every updated weight); further
-    steps on the device lower the loss."""
-    from hf_neuron.matrix.scenarios.training import LEARNING_RATE, STEPS
+def _optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
+    """AdamW over the trainable parameters of ``model``, ``foreach`` pinned."""
+    import torch
 
-    reference, reference_optimizer = _trained(ctx, "cpu")
-    model, optimizer = _trained(ctx, ctx.device)
-    inputs = forward_inputs(reference, seed=ctx.seed)
+    from hf_neuron.matrix.scenarios.training import LEARNING_RATE
+
+    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE, foreach=False)
+
+
+def _first_step(ctx: CaseContext, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                reference: torch.nn.Module, reference_optimizer: torch.optim.Optimizer, inputs: dict[str, object]
+                ) -> ScenarioResult:
+    """One AdamW step on ``model`` (on the device) against ``reference`` (CPU): loss, every gradient and every updated
+    trainable weight; passed with the gradients' parity, or the first comparison that failed."""
     on_device = {name: _on(value, ctx.device) for name, value in inputs.items()}
     loss = _step(model, optimizer, on_device, ctx.seed)
     expected = _step(reference, reference_optimizer, inputs, ctx.seed)
@@ -137,13 +153,173 @@ def train(ctx: CaseContext) -> ScenarioResult:
                               {n: p.grad for n, p in reference.named_parameters() if p.grad is not None},
                               "gradient of", device=ctx.device)
     for result in (compare(loss, expected, "loss", device=ctx.device), gradients,
-                   compare_named({n: p.detach() for n, p in model.named_parameters()},
-                                 {n: p.detach() for n, p in reference.named_parameters()},
+                   compare_named({n: p.detach() for n, p in model.named_parameters() if p.requires_grad},
+                                 {n: p.detach() for n, p in reference.named_parameters() if p.requires_grad},
                                  "weight after one AdamW step", device=ctx.device)):
         if result.outcome != "passed":
-            return result
+            return result.adding_details({DEVICE_STEPS: 1})
+    return gradients
+
+
+def _loss_goes_down(ctx: CaseContext, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                    inputs: dict[str, object], parity: ScenarioResult) -> ScenarioResult:
+    """``parity`` (the first step's, passed) when further steps on the device lower the loss, else failed; with the
+    steps the case ran on the device."""
+    from hf_neuron.matrix.scenarios.training import LEARNING_RATE, STEPS
+
+    on_device = {name: _on(value, ctx.device) for name, value in inputs.items()}
     losses = [float(_step(model, optimizer, on_device, ctx.seed)) for _ in range(STEPS)]
     if not losses[-1] < losses[0]:
-        return ScenarioResult.failed(f"the denoising loss did not go down over {STEPS} AdamW steps (lr "
-                                     f"{LEARNING_RATE:g}): {', '.join(f'{value:.6g}' for value in losses)}")
-    return gradients
+        parity = ScenarioResult.failed(f"the denoising loss did not go down over {STEPS} AdamW steps (lr "
+                                       f"{LEARNING_RATE:g}): {', '.join(f'{value:.6g}' for value in losses)}")
+    return parity.adding_details({DEVICE_STEPS: 1 + STEPS})
+
+
+def train(ctx: CaseContext) -> ScenarioResult:
+    """One AdamW step on the denoising loss matches the CPU's (loss, every gradient, every updated weight); further
+    steps on the device lower the loss."""
+    reference, reference_optimizer = _trained(ctx, "cpu")
+    model, optimizer = _trained(ctx, ctx.device)
+    inputs = forward_inputs(reference, seed=ctx.seed)
+    parity = _first_step(ctx, model, optimizer, reference, reference_optimizer, inputs)
+    if parity.outcome != "passed":
+        return parity
+    return _loss_goes_down(ctx, model, optimizer, inputs, parity)
+
+
+def lora_targets(model: torch.nn.Module) -> list[str]:
+    """The :data:`ATTENTION_PROJECTIONS` ``model`` has as linear layers (a module name ending in one), in that
+    order."""
+    import torch
+
+    linear = [name for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
+    return [target for target in ATTENTION_PROJECTIONS
+            if any(name == target or name.endswith(f".{target}") for name in linear)]
+
+
+def _with_lora(model: torch.nn.Module, targets: list[str]) -> torch.nn.Module:
+    """``model`` frozen, with a LoRA adapter on ``targets`` through diffusers' adapter API (``add_adapter``, as
+    diffusers' LoRA training examples add one)."""
+    from peft import LoraConfig
+
+    from hf_neuron.matrix.scenarios.training import LORA_RANK
+
+    model.requires_grad_(False)
+    config = LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, lora_dropout=0.0, init_lora_weights="gaussian",
+                        target_modules=targets)
+    model.add_adapter(config)  # type: ignore[operator]
+    return model
+
+
+def lora(ctx: CaseContext) -> ScenarioResult:
+    """A LoRA adapter on the attention projections, added on the device, trains like the CPU's on the denoising loss
+    (loss, gradients, updated adapter weights); only adapter weights change; further steps lower the loss. A backbone
+    without such projections is untested (gap ``lora-targets``); one whose class has no ``add_adapter`` (diffusers
+    gives it no adapter API) is not applicable.
+
+    The device's adapter starts from the CPU's initial adapter weights (their initialization is random)."""
+    import torch
+
+    from hf_neuron.matrix.scenarios.training import adapter_outside, adapter_step_changes
+
+    torch.manual_seed(ctx.seed)
+    base = _load(ctx, "cpu").train()
+    if not callable(getattr(base, "add_adapter", None)):
+        return ScenarioResult.skipped(f"diffusers gives {ctx.model_type} no adapter API (it is no PeftAdapterMixin): "
+                                      "LoRA through add_adapter does not apply to it")
+    targets = lora_targets(base)
+    if not targets:
+        return ScenarioResult.untested(f"{ctx.model_type} has no linear attention projection named "
+                                       f"{', '.join(ATTENTION_PROJECTIONS)} for a LoRA adapter", "lora-targets")
+    try:
+        reference = _with_lora(base, targets)
+    except ValueError as refusal:  # PEFT refuses a target module, on the CPU model
+        first_line = (str(refusal).strip().splitlines() or [""])[0]
+        return ScenarioResult.untested(f"PEFT refuses a LoRA adapter on {', '.join(targets)}: {first_line}",
+                                       "lora-targets")
+    model = _with_lora(_load(ctx, ctx.device).train(), targets)
+    initial = dict(reference.named_parameters())
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                parameter.copy_(initial[name])
+    if (outside := adapter_outside(model)) is not None:
+        return outside
+    inputs = forward_inputs(reference, seed=ctx.seed)
+    before = {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters()}
+    optimizer = _optimizer(model)
+    parity = _first_step(ctx, model, optimizer, reference, _optimizer(reference), inputs)
+    if parity.outcome != "passed":
+        return parity
+    if (changes := adapter_step_changes(before, model)) is not None:
+        return changes.adding_details({DEVICE_STEPS: 1})
+    return _loss_goes_down(ctx, model, optimizer, inputs, parity)
+
+
+def _in_dtype(value: object, dtype: torch.dtype) -> object:
+    """``value`` with its float32 tensors (also inside dicts, lists and tuples) in ``dtype``, as a pipeline hands a
+    backbone of that dtype its latents, text states and timesteps; integer and complex tensors as they are."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.dtype == torch.float32 else value
+    if isinstance(value, dict):
+        return {key: _in_dtype(item, dtype) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_in_dtype(item, dtype) for item in value)
+    return value
+
+
+def bf16(ctx: CaseContext) -> ScenarioResult:
+    """The backbone loaded in bfloat16 (``torch_dtype=torch.bfloat16``), its float inputs in bfloat16: one denoiser
+    call on the device predicts the CPU's, in the CPU's dtype (bfloat16, or what the backbone upcasts it to), within
+    the bfloat16 tolerance."""
+    import torch
+
+    reference = _load(ctx, "cpu", torch_dtype=torch.bfloat16)
+    inputs = _in_dtype(forward_inputs(reference, seed=ctx.seed), torch.bfloat16)
+    assert isinstance(inputs, dict)
+    model = _load(ctx, ctx.device, torch_dtype=torch.bfloat16)
+    actual = denoise(model, {name: _on(value, ctx.device) for name, value in inputs.items()})
+    expected = denoise(reference, inputs)
+    if actual.dtype != expected.dtype:  # a backbone may upcast its prediction by design: the CPU's says so
+        return ScenarioResult.failed(f"the bfloat16 backbone predicted in {actual.dtype} on the device, the CPU's in "
+                                     f"{expected.dtype}")
+    return compare(actual, expected, "bfloat16 denoiser output", ctx.tolerance("bfloat16"), device=ctx.device)
+
+
+def compile_forward(ctx: CaseContext) -> ScenarioResult:
+    """``torch.compile(model, backend=<the device's>)`` (``neuron`` on a neuron device) predicts what the eager
+    backbone does on the same device; the case's observer records the graphs and graph breaks."""
+    import torch
+    import torch._dynamo
+
+    from hf_neuron.matrix.scenarios.text import compile_backend
+
+    torch._dynamo.reset()  # each case compiles afresh: no cache entries or recompile counts left by another case
+    model = _load(ctx, ctx.device)
+    inputs = {name: _on(value, ctx.device) for name, value in forward_inputs(model, seed=ctx.seed).items()}
+    eager = denoise(model, inputs)
+    compiled = torch.compile(model, backend=compile_backend(ctx.device), dynamic=False)
+    return compare(denoise(compiled, inputs), eager, "compiled denoiser output",  # type: ignore[arg-type]
+                   reference="eager's", device=ctx.device)
+
+
+def save(ctx: CaseContext) -> ScenarioResult:
+    """``save_pretrained`` from the device, ``<Class>.from_pretrained(saved, device_map=device)`` back onto it: exactly
+    the saved model's prediction, and the CPU's within tolerance."""
+    reference = _load(ctx, "cpu")
+    inputs = forward_inputs(reference, seed=ctx.seed)
+    model = _load(ctx, ctx.device)
+    on_device = {name: _on(value, ctx.device) for name, value in inputs.items()}
+    expected = denoise(model, on_device)
+    with tempfile.TemporaryDirectory(dir=ctx.workdir, prefix="save-") as directory:
+        model.save_pretrained(directory)  # type: ignore[operator]
+        reloaded = type(model).from_pretrained(directory, device_map=ctx.device)  # type: ignore[attr-defined]
+        actual = denoise(reloaded.eval(), on_device)
+    same = compare(actual, expected, "denoiser output after save and reload", EXACT, reference="the saved model's",
+                   device=ctx.device)
+    if same.outcome != "passed":
+        return same
+    return compare(actual, denoise(reference, inputs), "denoiser output after save and reload",
+                   device=ctx.device)

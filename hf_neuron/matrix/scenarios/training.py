@@ -32,12 +32,14 @@ from hf_neuron.vocabulary.records import DEVICE_STEPS
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LEARNING_RATE", "STEPS", "lora", "train", "train_aux_loss"]
+__all__ = ["LEARNING_RATE", "LORA_RANK", "STEPS", "adapter_outside", "adapter_step_changes", "lora", "train",
+           "train_aux_loss"]
 
 #: Optimizer steps on the device; the loss after the last must be below the first.
 STEPS = 3
 LEARNING_RATE = 1e-3
-_LORA_RANK = 4
+#: The rank (and half the alpha) of every LoRA adapter the scenarios add.
+LORA_RANK = 4
 
 
 def _step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, input_ids: torch.Tensor, seed: int
@@ -148,7 +150,7 @@ def _with_lora(model: torch.nn.Module) -> torch.nn.Module:
     vision-language model's language model only)."""
     from peft import LoraConfig, get_peft_model
 
-    config = LoraConfig(r=_LORA_RANK, lora_alpha=2 * _LORA_RANK, lora_dropout=0.0,
+    config = LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, lora_dropout=0.0,
                         target_modules=lora_targets(model))  # type: ignore[arg-type]
     return get_peft_model(model, config)
 
@@ -179,14 +181,35 @@ def lora(ctx: CaseContext) -> ScenarioResult:
         for name, parameter in model.named_parameters():
             if "lora_" in name:
                 parameter.copy_(initial[name])
-    not_adapter = [name for name in _trainable(model) if "lora_" not in name]
-    if not_adapter:
-        return ScenarioResult.failed(f"{len(not_adapter)} trainable parameters outside the adapter: "
-                                     f"{', '.join(not_adapter[:5])}")
+    if (outside := adapter_outside(model)) is not None:
+        return outside
     before = {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters()}
     parity = _first_step_parity(model, reference, input_ids, ctx.seed, ctx.device)
     if parity.outcome != "passed":
         return parity
+    if (changes := adapter_step_changes(before, model)) is not None:
+        return changes
+    return _loss_goes_down(model, input_ids, ctx.seed, parity)
+
+
+def adapter_outside(model: torch.nn.Module) -> ScenarioResult | None:
+    """Failed when a parameter of ``model`` outside its LoRA adapter is trainable, or when no adapter weight is (a
+    frozen adapter: nothing to train); None when only the adapter trains."""
+    trainable = _trainable(model)
+    not_adapter = [name for name in trainable if "lora_" not in name]
+    if not_adapter:
+        return ScenarioResult.failed(f"{len(not_adapter)} trainable parameters outside the adapter: "
+                                     f"{', '.join(not_adapter[:5])}")
+    if not trainable:
+        return ScenarioResult.failed("the LoRA adapter has no trainable weight")
+    return None
+
+
+def adapter_step_changes(before: dict[str, torch.Tensor], model: torch.nn.Module) -> ScenarioResult | None:
+    """Failed when a LoRA step changed a frozen base weight of ``model`` (``before``: every parameter's value before
+    the step, on the CPU) or no adapter weight; None when it changed adapter weights only."""
+    import torch
+
     after = {name: p.detach().to("cpu") for name, p in model.named_parameters()}
     changed = {name for name in before if not torch.equal(before[name], after[name])}
     frozen_changed = sorted(name for name in changed if "lora_" not in name)
@@ -195,4 +218,4 @@ def lora(ctx: CaseContext) -> ScenarioResult:
                                      f"{', '.join(frozen_changed[:5])}")
     if not changed:
         return ScenarioResult.failed("a LoRA step changed no adapter weight")
-    return _loss_goes_down(model, input_ids, ctx.seed, parity)
+    return None

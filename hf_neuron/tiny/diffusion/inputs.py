@@ -411,11 +411,13 @@ def _layout(name: str, parameters: Mapping[str, inspect.Parameter]) -> Layout:
 
 
 def predict(model: torch.nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
-    """One call of the backbone, gradients allowed; its prediction (the first output; a backbone of packed sequences
-    that predicts one tensor per item gives them flattened and concatenated)."""
+    """One call of the backbone (or of ``torch.compile``'s wrapper of it), gradients allowed; its prediction (the
+    first output; a backbone of packed sequences that predicts one tensor per item gives them flattened and
+    concatenated)."""
     import torch
 
-    output = model(**inputs, return_dict=False) if "return_dict" in inspect.signature(model.forward).parameters \
+    forward = getattr(model, "_orig_mod", model).forward  # a compiled module's own forward takes (*args, **kwargs)
+    output = model(**inputs, return_dict=False) if "return_dict" in inspect.signature(forward).parameters \
         else model(**inputs)
     if isinstance(output, torch.Tensor):
         return output
