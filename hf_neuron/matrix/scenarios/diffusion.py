@@ -220,7 +220,7 @@ def lora(ctx: CaseContext) -> ScenarioResult:
     The device's adapter starts from the CPU's initial adapter weights (their initialization is random)."""
     import torch
 
-    from hf_neuron.matrix.scenarios.training import adapter_outside, adapter_step_changes
+    from hf_neuron.matrix.scenarios.training import adapter_outside, adapter_step_changes, start_adapter_as
 
     torch.manual_seed(ctx.seed)
     base = _load(ctx, "cpu").train()
@@ -238,11 +238,7 @@ def lora(ctx: CaseContext) -> ScenarioResult:
         return ScenarioResult.untested(f"PEFT refuses a LoRA adapter on {', '.join(targets)}: {first_line}",
                                        "lora-targets")
     model = _with_lora(_load(ctx, ctx.device).train(), targets)
-    initial = dict(reference.named_parameters())
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if "lora_" in name:
-                parameter.copy_(initial[name])
+    start_adapter_as(model, reference)
     if (outside := adapter_outside(model)) is not None:
         return outside
     inputs = forward_inputs(reference, seed=ctx.seed)

@@ -32,8 +32,8 @@ from hf_neuron.vocabulary.records import DEVICE_STEPS
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LEARNING_RATE", "LORA_RANK", "STEPS", "adapter_outside", "adapter_step_changes", "lora", "train",
-           "train_aux_loss"]
+__all__ = ["LEARNING_RATE", "LORA_RANK", "STEPS", "adapter_outside", "adapter_step_changes", "lora",
+           "start_adapter_as", "train", "train_aux_loss"]
 
 #: Optimizer steps on the device; the loss after the last must be below the first.
 STEPS = 3
@@ -176,11 +176,7 @@ def lora(ctx: CaseContext) -> ScenarioResult:
         return ScenarioResult.untested(f"PEFT refuses a LoRA adapter on the modules 'all-linear' picks: {first_line}",
                                        "lora-targets")
     model = _with_lora(load_model(ctx, ctx.device, train=True))
-    initial = dict(reference.named_parameters())
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if "lora_" in name:
-                parameter.copy_(initial[name])
+    start_adapter_as(model, reference)
     if (outside := adapter_outside(model)) is not None:
         return outside
     before = {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters()}
@@ -190,6 +186,18 @@ def lora(ctx: CaseContext) -> ScenarioResult:
     if (changes := adapter_step_changes(before, model)) is not None:
         return changes
     return _loss_goes_down(model, input_ids, ctx.seed, parity)
+
+
+def start_adapter_as(model: torch.nn.Module, reference: torch.nn.Module) -> None:
+    """Give ``model``'s LoRA adapter ``reference``'s initial adapter weights (their initialization is random),
+    parameter by parameter."""
+    import torch
+
+    initial = dict(reference.named_parameters())
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                parameter.copy_(initial[name])
 
 
 def adapter_outside(model: torch.nn.Module) -> ScenarioResult | None:
