@@ -124,41 +124,24 @@ def _step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, inputs: dict
 
 
 def _trained(ctx: CaseContext, device: str) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
-    import torch
-
-    from hf_neuron.matrix.scenarios.training import LEARNING_RATE
+    from hf_neuron.matrix.scenarios.training import adamw
 
     model = _load(ctx, device).train()
-    return model, torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, foreach=False)
-
-
-def _optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
-    """AdamW over the trainable parameters of ``model``, ``foreach`` pinned."""
-    import torch
-
-    from hf_neuron.matrix.scenarios.training import LEARNING_RATE
-
-    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE, foreach=False)
+    return model, adamw(model)
 
 
 def _first_step(ctx: CaseContext, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                 reference: torch.nn.Module, reference_optimizer: torch.optim.Optimizer, inputs: dict[str, object]
                 ) -> ScenarioResult:
-    """One AdamW step on ``model`` (on the device) against ``reference`` (CPU): loss, every gradient and every updated
-    trainable weight; passed with the gradients' parity, or the first comparison that failed."""
+    """One AdamW step on ``model`` (on the device) against ``reference`` (CPU) on the denoising loss: the training
+    scenarios' :func:`~hf_neuron.matrix.scenarios.training.first_step_parity`."""
+    from hf_neuron.matrix.scenarios.training import first_step_parity
+
     on_device = {name: _on(value, ctx.device) for name, value in inputs.items()}
     loss = _step(model, optimizer, on_device, ctx.seed)
     expected = _step(reference, reference_optimizer, inputs, ctx.seed)
-    gradients = compare_named({n: p.grad for n, p in model.named_parameters() if p.grad is not None},
-                              {n: p.grad for n, p in reference.named_parameters() if p.grad is not None},
-                              "gradient of", device=ctx.device)
-    for result in (compare(loss, expected, "loss", device=ctx.device), gradients,
-                   compare_named({n: p.detach() for n, p in model.named_parameters() if p.requires_grad},
-                                 {n: p.detach() for n, p in reference.named_parameters() if p.requires_grad},
-                                 "weight after one AdamW step", device=ctx.device)):
-        if result.outcome != "passed":
-            return result.adding_details({DEVICE_STEPS: 1})
-    return gradients
+    result = first_step_parity(model, reference, loss, expected, ctx.device)
+    return result if result.outcome == "passed" else result.adding_details({DEVICE_STEPS: 1})
 
 
 def _loss_goes_down(ctx: CaseContext, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
@@ -220,7 +203,7 @@ def lora(ctx: CaseContext) -> ScenarioResult:
     The device's adapter starts from the CPU's initial adapter weights (their initialization is random)."""
     import torch
 
-    from hf_neuron.matrix.scenarios.training import adapter_outside, adapter_step_changes, start_adapter_as
+    from hf_neuron.matrix.scenarios.training import adamw, adapter_outside, adapter_step_changes, start_adapter_as
 
     torch.manual_seed(ctx.seed)
     base = _load(ctx, "cpu").train()
@@ -243,8 +226,8 @@ def lora(ctx: CaseContext) -> ScenarioResult:
         return outside
     inputs = forward_inputs(reference, seed=ctx.seed)
     before = {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters()}
-    optimizer = _optimizer(model)
-    parity = _first_step(ctx, model, optimizer, reference, _optimizer(reference), inputs)
+    optimizer = adamw(model)
+    parity = _first_step(ctx, model, optimizer, reference, adamw(reference), inputs)
     if parity.outcome != "passed":
         return parity
     if (changes := adapter_step_changes(before, model)) is not None:
