@@ -36,3 +36,24 @@ def test_a_cpu_reference_compilation_is_not_the_devices(observer: Observer) -> N
     facts = observer.finish().compile
     assert facts is not None and facts["backends"] == ["neuron"] and facts["graphs"] == 1
     assert wrong_backend(facts, "neuron:0") is None
+
+
+def _backend_taking(seconds: float) -> object:
+    def backend(graph: torch.fx.GraphModule, example_inputs: object) -> object:
+        import time
+
+        time.sleep(seconds)  # a backend that takes a known time to compile
+        return graph.forward
+
+    return backend
+
+
+def test_the_compile_seconds_are_the_devices_alone(observer: Observer) -> None:
+    torch.compile(_double, backend=_backend_taking(0.3))(torch.ones(3, device="neuron"))
+    with not_the_device():
+        torch.compile(_double, backend=_backend_taking(2.0))(torch.ones(5))  # the CPU's reference compiles longer
+    facts = observer.finish().compile
+    assert facts is not None and facts["seconds"] is not None
+    assert 0.3 <= facts["seconds"] < 2.0, "the device's compilation, without the reference's"
+    observer.start()
+    assert observer.finish().compile is None, "a case that compiled nothing has no compile facts"

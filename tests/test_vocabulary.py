@@ -78,7 +78,7 @@ def test_a_schema_1_record_gets_its_cpu_verdict_by_todays_one_rule() -> None:
     assert upgrade(a_record("llama::train"))["cpu_verdict"] is None
 
 
-def test_a_schema_4_record_is_checked_against_the_closed_sets() -> None:
+def test_a_current_record_is_checked_against_the_closed_sets() -> None:
     record = {**_schema_2(), "schema": SCHEMA_VERSION, "group": "image-text", "legs": None,
               "scenario_facts": {"kind": "core", "trains": False, "decodes": True}}
     assert validate_record(record) == []
@@ -95,6 +95,19 @@ def test_a_schema_4_record_is_checked_against_the_closed_sets() -> None:
         "'scenario_facts.kind' must be one of core, extra, variant (got \"main\")"]
     bad_class = {**failure("E", "m", outcome="error"), "failure_class": "oops"}
     assert "'failure.failure_class' must be one of timeout" in validate_record({**record, "failure": bad_class})[0]
+
+
+def test_compile_facts_say_their_seconds_from_schema_5_and_older_ones_read_as_not_measured() -> None:
+    facts = {"backends": ["neuron"], "graphs": 2, "graph_breaks": 0, "break_reasons": [], "recompiles": 1,
+             "recompile_reasons": ["0/0: x == 1"]}
+    record = {**_schema_2(), "schema": SCHEMA_VERSION, "group": "decoder", "legs": None,
+              "scenario_facts": {"kind": "extra", "trains": False, "decodes": False}, "compile": facts}
+    assert validate_record(record) == ["missing field 'compile.seconds'"]
+    assert validate_record({**record, "compile": {**facts, "seconds": 1.5}}) == []
+    assert "compile.seconds" in validate_record({**record, "compile": {**facts, "seconds": -1.0}})[0]
+    older = {**record, "schema": 4}
+    assert validate_record(older) == [] and upgrade(older)["compile"] == {**facts, "seconds": None}
+    assert upgrade({**older, "compile": None})["compile"] is None
 
 
 def test_a_schema_3_record_reads_as_one_of_one_leg_whose_facts_say_if_it_decodes() -> None:

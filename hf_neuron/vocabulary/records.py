@@ -6,6 +6,8 @@ line against the schema it says it has; :func:`upgrade` reads a record of any re
 (what every reader works with); :func:`case_verdict` says how a record counts; :func:`latest` is the one rule of which
 of two records of one case wins.
 
+What schema 5 changed: a case's compile facts say how long it spent compiling (``seconds``: Dynamo's tracing and
+the backend, the device's compilations only), so that a run's cost can be split into compiling and the rest.
 What schema 4 changed: a case made of parts that apply or not on their own (``generate``'s default and static
 caches) lists them as ``legs``, each with its outcome; parity is compared element by element
 (``max_abs_diff_over_bound``, with the positions compared). What schema 3 changed: each record says what its
@@ -68,13 +70,13 @@ __all__ = [
     "validate_record",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: The key of a record's ``details`` (and a leg's) that says how many steps the case ran on the device: optimizer
 #: steps of a training scenario, tokens decoded of a decoding one. The report divides fallback calls by it.
 DEVICE_STEPS = "device_steps"
 #: The record schemas this module reads (older ones through :func:`upgrade`).
-READABLE_SCHEMAS = (1, 2, 3, SCHEMA_VERSION)
+READABLE_SCHEMAS = (1, 2, 3, 4, SCHEMA_VERSION)
 
 class Parity(TypedDict):
     """The scenario's comparison with the CPU: which ``metric``, its ``value`` and the ``tolerance`` it was held to
@@ -103,7 +105,8 @@ class Leg(TypedDict):
 
 
 class CompileFacts(TypedDict):
-    """What Dynamo did during a case: the backends asked for, graphs compiled, graph breaks, recompilations."""
+    """What Dynamo did during a case: the backends asked for, graphs compiled, graph breaks, recompilations, and the
+    seconds it spent compiling them (None: not measured, records before schema 5)."""
 
     backends: list[str]
     graphs: int
@@ -111,6 +114,7 @@ class CompileFacts(TypedDict):
     break_reasons: list[str]
     recompiles: int
     recompile_reasons: list[str]
+    seconds: float | None
 
 
 class NamedScenario(ScenarioFacts):
@@ -446,9 +450,13 @@ _SCHEMA_FIELDS: dict[int, dict[str, Check | _Object]] = {
         "details": _Object({}, optional=True),
     },
 }
-_SCHEMA_FIELDS[SCHEMA_VERSION] = {
+_SCHEMA_FIELDS[4] = {
     **_SCHEMA_FIELDS[3], "legs": _optional(_legs),
     "scenario_facts": _Object({"kind": _one_of(SCENARIO_KINDS), "trains": _boolean, "decodes": _boolean}),
+}
+_SCHEMA_FIELDS[SCHEMA_VERSION] = {
+    **_SCHEMA_FIELDS[4],
+    "compile": _Object({**_COMPILE.fields, "seconds": _optional(_non_negative)}, optional=True),
 }
 
 
@@ -493,11 +501,15 @@ def upgrade(record: Mapping[str, Any]) -> Record:
     schema = record["schema"]
     if schema == SCHEMA_VERSION:
         return cast(Record, record)
+    unmeasured = None if record.get("compile") is None else {**record["compile"], "seconds": None}
+    if schema == 4:
+        return cast(Record, {**record, "compile": unmeasured})
     if schema == 3:
         facts = {**record["scenario_facts"], "decodes": decodes(scenario_facts(record["scenario"]))}
-        return cast(Record, {**record, "scenario_facts": facts, "legs": None})
+        return cast(Record, {**record, "scenario_facts": facts, "legs": None, "compile": unmeasured})
     upgraded: dict[str, Any] = {"gap": None, "cpu_failure": None, "cpu_verdict": None, "compile": None,
                                 "fallback_ops": None, "details": None, "legs": None, **record}
+    upgraded["compile"] = unmeasured
     upgraded["group"] = GROUP_ALIASES.get(record["group"], record["group"])
     upgraded["scenario_facts"] = scenario_facts(record["scenario"])
     upgraded["failure"] = _full_failure(record.get("failure"), record["outcome"])

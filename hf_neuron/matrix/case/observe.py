@@ -7,11 +7,11 @@ compiled nothing, and observing it costs nothing.
 
 - **Compile facts** (every case that compiled): the backends ``torch.compile`` was asked for (recorded by a wrapper
   around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls), the
-  graphs Dynamo compiled, its graph breaks with their first reasons, and its recompilations with theirs (from
-  Dynamo's ``recompiles`` log). On a neuron device the backend must be ``neuron``: :func:`wrong_backend` says when it
-  was not, and the case fails for it, never silently substituted. A scenario's reference computation on the CPU
-  that compiles too (a neuron case's CPU decoding, compiled with the device's settings) runs inside
-  :func:`not_the_device`, so that its backend and graphs are not counted as the device's.
+  graphs Dynamo compiled, its graph breaks with their first reasons, its recompilations with theirs (from Dynamo's
+  ``recompiles`` log), and the seconds it spent compiling (Dynamo's own timer). On a neuron device the backend must
+  be ``neuron``: :func:`wrong_backend` says when it was not, and the case fails for it, never silently substituted.
+  A scenario's reference computation on the CPU that might compile runs inside :func:`not_the_device`, so that its
+  backend, graphs and compile seconds are not counted as the device's.
 - **Fallback operators**: ``get_fallback_ops()`` counted over the case. On the reference device, from its op log: the
   operators the case dispatched on the device that are not native on Trainium by ``hf_neuron/device/trainium_ops.toml``
   (read from TorchNeuron's source, or measured by a Trainium run), with their calls. On the real backend, the
@@ -34,8 +34,8 @@ from hf_neuron import backends, settings
 from hf_neuron.matrix.case.verdict import Observations
 from hf_neuron.vocabulary.records import CompileFacts
 
-__all__ = ["BACKEND_FOR_NEURON", "Observer", "device_graphs", "not_the_device", "watch_torch_compile",
-           "wrong_backend"]
+__all__ = ["BACKEND_FOR_NEURON", "Observer", "compile_seconds", "device_graphs", "not_the_device",
+           "watch_torch_compile", "wrong_backend"]
 
 #: The ``torch.compile`` backend a case on a neuron device must use.
 BACKEND_FOR_NEURON = "neuron"
@@ -43,8 +43,13 @@ BACKEND_FOR_NEURON = "neuron"
 _REASONS = 3
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
 
+#: Dynamo's timer of one frame's compilation (its tracing and the backend), in ``compilation_time_metrics``.
+_COMPILE_TIMER = "_compile.compile_inner"
+
 _backends_asked: list[str] = []
 _recompiles: list[str] = []
+#: Compile seconds of the case's reference computations (:func:`not_the_device`), not the device's.
+_not_the_device_s: list[float] = []
 
 
 class _RecompileLog(logging.Handler):
@@ -90,11 +95,12 @@ def not_the_device() -> Iterator[None]:
     recompilations of a reference computation on the CPU."""
     counters = _dynamo_counters()
     saved = None if counters is None else copy.deepcopy(dict(counters))
-    asked, recompiles = len(_backends_asked), len(_recompiles)
+    asked, recompiles, seconds = len(_backends_asked), len(_recompiles), compile_seconds()
     try:
         yield
     finally:
         del _backends_asked[asked:], _recompiles[recompiles:]
+        _not_the_device_s.append((compile_seconds() or 0.0) - (seconds or 0.0))
         counters = _dynamo_counters()
         if counters is not None:
             counters.clear()
@@ -111,6 +117,14 @@ def _dynamo_counters() -> Any:
     return None if dynamo_utils is None else dynamo_utils.counters
 
 
+def compile_seconds() -> float | None:
+    """Seconds this process has spent compiling (Dynamo's tracing and the backend, every frame so far); None before
+    Dynamo is imported, or when this torch keeps no such timer."""
+    dynamo_utils = sys.modules.get("torch._dynamo.utils")
+    metrics = getattr(dynamo_utils, "compilation_time_metrics", None)
+    return None if metrics is None else float(sum(metrics.get(_COMPILE_TIMER, ())))
+
+
 def device_graphs() -> int:
     """The graphs Dynamo has compiled for the device so far in this case (what :func:`not_the_device` ran is not
     counted): a scenario's part that must compile tells by the difference across it."""
@@ -118,7 +132,7 @@ def device_graphs() -> int:
     return 0 if counters is None else int(counters["stats"]["unique_graphs"])
 
 
-def _compile_facts() -> CompileFacts | None:
+def _compile_facts(seconds_before: float | None) -> CompileFacts | None:
     counters = _dynamo_counters()
     graphs = device_graphs()
     if not _backends_asked and not graphs:
@@ -133,6 +147,8 @@ def _compile_facts() -> CompileFacts | None:
         break_reasons=_first_lines(breaks),
         recompiles=len(_recompiles),
         recompile_reasons=_first_lines(recompile_reasons),
+        seconds=None if (now := compile_seconds()) is None
+        else max(0.0, now - (seconds_before or 0.0) - sum(_not_the_device_s)),
     )
 
 
@@ -154,6 +170,7 @@ class Observer:
         self._device = device
         self._on_neuron = device.split(":")[0] == "neuron"
         self._fallbacks_before: dict[str, int] = {}
+        self._compile_s_before: float | None = None
 
     def _fallback_reporter(self) -> Any | None:
         """The module whose ``get_fallback_ops()`` reports this case's fallbacks (None when nothing reports them)."""
@@ -192,6 +209,8 @@ class Observer:
                 module.reset_peak_memory_stats(self._device)
         _backends_asked.clear()
         _recompiles.clear()
+        _not_the_device_s.clear()
+        self._compile_s_before = compile_seconds()
         counters = _dynamo_counters()
         if counters is not None:
             counters.clear()
@@ -216,4 +235,5 @@ class Observer:
             before = self._fallbacks_before
             fallbacks = {name: count - before.get(name, 0) for name, count in fallbacks.items()
                          if count > before.get(name, 0) or (count == 0 and name not in before)}
-        return Observations(peak_memory_bytes=peak, compile=_compile_facts(), fallback_ops=fallbacks)
+        return Observations(peak_memory_bytes=peak, compile=_compile_facts(self._compile_s_before),
+                            fallback_ops=fallbacks)
