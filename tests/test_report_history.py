@@ -61,7 +61,7 @@ def test_no_history_directory_means_no_history(tmp_path: Path) -> None:
 
 def test_a_bad_summary_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema": 1, "run_id": "x"}')
-    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1 or 2 or 3 or 4: .*move it out"):
+    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1 or 2 or 3 or 4 or 5: .*move it out"):
         read_history(tmp_path)
 
 
@@ -102,3 +102,26 @@ def test_with_run_replaces_an_earlier_summary_of_the_same_run() -> None:
     history = [_summary("r1", "2026-11-25T03:00:00+00:00"), _summary("r2", "2026-11-26T03:00:00+00:00")]
     rebuilt = replace(history[0], runs_unmodified=1)
     assert with_run(history, rebuilt) == [rebuilt, history[1]]
+
+
+def test_a_summary_keeps_each_scenarios_cost_and_the_trend_shows_the_runs_that_have_one(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from hf_neuron.report.history import cost_trend
+    from hf_neuron.report.tables import scenario_costs
+
+    cases = pd.DataFrame({"scenario": ["generate", "generate", "forward"], "duration_s": [30.0, 10.0, 1.5],
+                          "compile_seconds": [20.0, None, None]})
+    costs = scenario_costs(cases)
+    assert costs.loc["generate"].tolist() == [2, 40.0, 20.0, 1]
+    assert costs.loc["forward", "case_seconds"] == 1.5 and pd.isna(costs.loc["forward", "compile_seconds"])
+    earlier = _summary("before", "2026-11-27T03:00:00+00:00")  # schema 4: no costs
+    summary = replace(_summary("now", "2026-11-28T03:00:00+00:00"), started_at="2026-11-28T02:00:00+00:00",
+                      costs={"generate": {"cases": 2, "case_seconds": 40.0, "compile_seconds": 20.0},
+                             "forward": {"cases": 1, "case_seconds": 1.5, "compile_seconds": None}})
+    write_summary(tmp_path, summary)
+    assert read_history(tmp_path) == [summary]
+    trend = cost_trend([earlier, summary])
+    assert trend.runs == ["now"] and trend.wall_minutes == [60.0]
+    assert trend.rows == {"generate": [(40.0 / 60, 20.0 / 60)], "forward": [(1.5 / 60, None)]}
+    assert cost_trend([earlier]).runs == []

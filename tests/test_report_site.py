@@ -525,3 +525,21 @@ def test_the_pages_name_the_fallback_list_the_records_say_predicted_them(tmp_pat
     signals = _by_id((tmp_path / "site" / "index.html").read_text(), "fallback-list")
     assert signals == "source parmoham-aws/test-repo-parmoham, commit 98154b86, kind source"
     assert "predicted from TorchNeuron&#39;s source" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_the_trend_shows_what_each_scenario_cost_run_by_run(tmp_path: Path) -> None:
+    records = [json.loads(line) for line in (RECORDS / "run-2" / "shard-0.jsonl").read_text().splitlines()]
+    forward = [r for r in records if r["scenario"] == "forward"]
+    assert forward, "the fixture has forward cases"
+    earlier = [{**r, "run_id": "earlier", "started_at": "2026-11-20T00:00:00+00:00",
+                "finished_at": "2026-11-20T00:00:01+00:00",
+                "duration_s": 600.0 if r["scenario"] == "forward" else r["duration_s"]} for r in records]
+    (tmp_path / "previous").mkdir()
+    (tmp_path / "previous" / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in earlier))
+    build_site([tmp_path / "previous"], tmp_path / "site-1", baseline=BASELINE, history_dir=tmp_path / "history")
+    build_site([RECORDS / "run-2"], tmp_path / "site", baseline=BASELINE, history_dir=tmp_path / "history")
+    costs = _by_id((tmp_path / "site" / "index.html").read_text(), "costs")
+    now = sum(json.loads(line)["duration_s"] for shard in (RECORDS / "run-2").glob("*.jsonl")
+              for line in shard.read_text().splitlines() if json.loads(line)["scenario"] == "forward") / 60
+    assert f"forward {600.0 * len(forward) / 60:.1f} {now:.1f}" in costs, costs  # the earlier run cost more
+    assert costs.startswith("Scenario earlier ") and "wall time" in costs

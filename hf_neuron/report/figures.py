@@ -14,6 +14,7 @@ import pandas as pd
 
 from hf_neuron.report.history import RunSummary
 from hf_neuron.report.site import RunTables
+from hf_neuron.report.tables import scenario_costs
 from hf_neuron.vocabulary.gaps import GAP_MEANINGS
 from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, OUTCOMES, label
 from hf_neuron.vocabulary.records import parse_time
@@ -119,16 +120,18 @@ def _signals(tables: RunTables) -> list[str]:
 
 
 def _scenarios(tables: RunTables) -> list[str]:
-    cost = tables.cases.groupby("scenario")["duration_s"].sum()
+    costs = scenario_costs(tables.cases)
     rows = []
     for scenario, rate in tables.rates.iterrows():
         share = "—" if pd.isna(rate["rate"]) else f"{rate['rate']:.0%}"
         kind = "core" if rate["core"] else "variant" if rate["variant"] else "extra"
+        cost = costs.loc[scenario] if scenario in costs.index else None
+        compiling = "—" if cost is None or pd.isna(cost["compile_seconds"]) else _hours(float(cost["compile_seconds"]))
         rows.append((f"`{scenario}`", kind, rate["passed"], rate["applicable"], share, rate["not_applicable"],
                      rate["untested"], rate["fails_on_cpu_too"], rate["failing"], rate["not_run"],
-                     _hours(float(cost.get(scenario, 0.0)))))
+                     _hours(0.0 if cost is None else float(cost["case_seconds"])), compiling))
     return _table(("scenario", "kind", "passed", "applicable", "pass rate", "not applicable", "untested",
-                   "fails on the CPU too", "failing", "not run", "case-hours"), rows)
+                   "fails on the CPU too", "failing", "not run", "case-hours", "of them compiling"), rows)
 
 
 def _costs_by_group(tables: RunTables) -> list[str]:

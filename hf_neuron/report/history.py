@@ -5,7 +5,7 @@ every case's status and each architecture's group (a few tens of kB for a full r
 id; rebuilding a run replaces its summary. Summaries of schema 1 (before verdicts had to fail where the CPU passes)
 are still read: they lack the hf-neuron commit, the verdict counts and the applicable denominators, and their rates
 count passed over passed and failing; summaries before schema 4 lack the groups (no architecture is known to have
-moved since them).
+moved since them); summaries before schema 5 lack what each scenario cost (its case-seconds and compile seconds).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from hf_neuron.report.status import STATUS_ALIASES
 from hf_neuron.report.tables import Headline, RunInfo, Statuses
 from hf_neuron.vocabulary.records import parse_time
 
-__all__ = ["HISTORY_SCHEMA", "RunSummary", "hf_neuron_label", "previous_run", "read_history", "summarize", "with_run",
-           "write_summary"]
+__all__ = ["HISTORY_SCHEMA", "CostTrend", "RunSummary", "cost_trend", "hf_neuron_label", "previous_run",
+           "read_history", "summarize", "with_run", "write_summary"]
 
-HISTORY_SCHEMA = 4
+HISTORY_SCHEMA = 5
 #: Schemas this module reads: the current one and those before it (whose missing fields default).
-_READABLE = (1, 2, 3, HISTORY_SCHEMA)
+_READABLE = (1, 2, 3, 4, HISTORY_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class RunSummary:
     verdicts: Mapping[str, int] = field(default_factory=dict)
     #: ``{model_type: group}`` of the run's architectures (empty before schema 4)
     groups: Mapping[str, str] = field(default_factory=dict)
+    #: ``{scenario: {"cases": n, "case_seconds": s, "compile_seconds": s or None}}`` (empty before schema 5;
+    #: ``compile_seconds`` None when no case of the scenario measured it)
+    costs: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     def rate(self, scenario: str) -> float | None:
         """Pass rate of ``scenario`` (passed / applicable; schema 1: passed / (passed + failing)), or None when
@@ -67,8 +70,9 @@ class RunSummary:
 
 
 def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statuses,
-              groups: Mapping[str, str] | None = None) -> RunSummary:
-    """The summary of the run being built (``groups``: each architecture's)."""
+              groups: Mapping[str, str] | None = None, costs: pd.DataFrame | None = None) -> RunSummary:
+    """The summary of the run being built (``groups``: each architecture's; ``costs``: each scenario's,
+    :func:`~hf_neuron.report.tables.scenario_costs`)."""
     return RunSummary(
         run_id=run.run_id,
         started_at=run.started_at,
@@ -83,7 +87,39 @@ def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statu
         profile=run.env.get("profile") or None,
         verdicts=dict(head.verdicts),
         groups=dict(groups or {}),
+        costs={} if costs is None else {
+            str(scenario): {"cases": int(row.cases), "case_seconds": round(float(row.case_seconds), 3),
+                            "compile_seconds": None if pd.isna(row.compile_seconds)
+                            else round(float(row.compile_seconds), 3)}
+            for scenario, row in costs.iterrows()},
     )
+
+
+@dataclass(frozen=True)
+class CostTrend:
+    """What each scenario cost over the last runs of the history that say it (oldest first): ``runs`` their ids,
+    ``wall_minutes`` each run's first case's start to its last case's end, ``rows`` per scenario the case-minutes
+    and the compile minutes of each run (None where the run did not run the scenario or did not measure it)."""
+
+    runs: Sequence[str]
+    wall_minutes: Sequence[float]
+    rows: Mapping[str, Sequence[tuple[float | None, float | None]]]
+
+
+def cost_trend(history: Sequence[RunSummary], max_runs: int = 6) -> CostTrend:
+    """The :class:`CostTrend` of the last ``max_runs`` runs of ``history`` (oldest first) that recorded costs."""
+    costed = [summary for summary in history if summary.costs][-max_runs:]
+    scenarios = list(dict.fromkeys(scenario for summary in costed for scenario in summary.costs))
+
+    def minutes(value: float | None) -> float | None:
+        return None if value is None else value / 60
+
+    rows = {scenario: [(minutes(summary.costs[scenario]["case_seconds"]) if scenario in summary.costs else None,
+                        minutes(summary.costs[scenario]["compile_seconds"]) if scenario in summary.costs else None)
+                       for summary in costed]
+            for scenario in scenarios}
+    wall = [(parse_time(s.finished_at) - parse_time(s.started_at)).total_seconds() / 60 for s in costed]
+    return CostTrend(runs=[summary.run_id for summary in costed], wall_minutes=wall, rows=rows)
 
 
 def hf_neuron_label(run: RunInfo) -> str | None:

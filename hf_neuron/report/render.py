@@ -22,7 +22,7 @@ import pandas as pd
 from hf_neuron.compat.catalog import Catalog, CatalogEntry
 from hf_neuron.report.chart import TrendChart
 from hf_neuron.report.downloads import Download
-from hf_neuron.report.history import RunSummary, hf_neuron_label
+from hf_neuron.report.history import CostTrend, RunSummary, hf_neuron_label
 from hf_neuron.report.load import LoadedRecords
 from hf_neuron.report.tables import (
     Change,
@@ -69,6 +69,7 @@ class IndexPage:
     changes: Sequence[Change]
     previous: RunSummary | None
     chart: TrendChart
+    costs: CostTrend
     downloads: Sequence[Download]
     loaded: LoadedRecords
     ranking_source: str | None

@@ -16,6 +16,7 @@ from hf_neuron.errors import InputError
 from hf_neuron.report.chart import trend_chart
 from hf_neuron.report.downloads import write_downloads
 from hf_neuron.report.history import (
+    cost_trend,
     previous_run,
     read_history,
     summarize,
@@ -37,6 +38,7 @@ from hf_neuron.report.tables import (
     lane,
     matrix_table,
     run_info,
+    scenario_costs,
     scenario_fallbacks,
     scenario_rates,
     split_lanes,
@@ -158,7 +160,7 @@ def build_site(
     table["changed"] = table.index.isin({change.model_type for change in changes})
     position = {model_type: index for index, model_type in enumerate(table.index)}
     changes.sort(key=lambda change: position.get(change.model_type, len(position)))  # table order: by rank
-    summary = summarize(run, head, rates, tables.statuses, groups)
+    summary = summarize(run, head, rates, tables.statuses, groups, scenario_costs(cases))
 
     out.mkdir(parents=True, exist_ok=True)
     for stale in (out / "arch").glob("*.html"):
@@ -171,6 +173,7 @@ def build_site(
         changes=changes,
         previous=previous,
         chart=trend_chart(with_run(history, summary), head.all_core),
+        costs=cost_trend(with_run(history, summary)),
         downloads=write_downloads(out, loaded.records, table),
         loaded=loaded,
         ranking_source=ranking.source if ranking else None,

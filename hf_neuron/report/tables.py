@@ -46,6 +46,7 @@ __all__ = [
     "matrix_table",
     "run_info",
     "scenario_columns",
+    "scenario_costs",
     "scenario_fallbacks",
     "scenario_rates",
     "split_lanes",
@@ -270,6 +271,7 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "compile_break_reasons": compiled.get("break_reasons"),
                 "compile_recompiles": compiled.get("recompiles"),
                 "compile_recompile_reasons": compiled.get("recompile_reasons"),
+                "compile_seconds": compiled.get("seconds"),
                 "fallback_ops": r["fallback_ops"],
                 "details": r["details"],
                 "legs": r["legs"],
@@ -409,6 +411,21 @@ def scenario_fallbacks(cases: pd.DataFrame, model_type: str) -> list[ScenarioFal
         found += [ScenarioFallback(scenario, name, int(count), steps, None if steps is None else int(count) / steps)
                   for name, count in sorted(ops.items())]
     return sorted(found, key=lambda row: (order.get(row.scenario, len(order)), row.operator))
+
+
+def scenario_costs(cases: pd.DataFrame) -> pd.DataFrame:
+    """What each scenario's cases cost, by scenario in the cases' order: ``cases``, ``case_seconds`` (their own times
+    summed), ``compile_seconds`` (the device's compilations, summed over the cases that measured them; NaN when none
+    did: records before schema 5) and ``compile_measured`` (the cases that measured it)."""
+    grouped = cases.groupby("scenario", sort=False)
+    costs = pd.DataFrame({
+        "cases": grouped.size(),
+        "case_seconds": grouped["duration_s"].sum(),
+        "compile_seconds": grouped["compile_seconds"].sum(min_count=1),
+        "compile_measured": grouped["compile_seconds"].count(),
+    })
+    costs.index.name = "scenario"
+    return costs
 
 
 def scenarios_of(cases: pd.DataFrame, declared: Mapping[str, ScenarioFacts] | None = None) -> dict[str, ScenarioFacts]:
