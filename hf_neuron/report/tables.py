@@ -413,19 +413,18 @@ def scenario_fallbacks(cases: pd.DataFrame, model_type: str) -> list[ScenarioFal
     return sorted(found, key=lambda row: (order.get(row.scenario, len(order)), row.operator))
 
 
-def scenario_costs(cases: pd.DataFrame) -> pd.DataFrame:
-    """What each scenario's cases cost, by scenario in the cases' order: ``cases``, ``case_seconds`` (their own times
-    summed), ``compile_seconds`` (the device's compilations, summed over the cases that measured them; NaN when none
-    did: records before schema 5) and ``compile_measured`` (the cases that measured it)."""
-    grouped = cases.groupby("scenario", sort=False)
-    costs = pd.DataFrame({
+def scenario_costs(cases: pd.DataFrame, by: Sequence[str] = ("scenario",)) -> pd.DataFrame:
+    """What each scenario's cases cost (``by``: the case columns to group by, in the cases' order): ``cases``,
+    ``case_seconds`` (their own times summed), ``compile_seconds`` (the device's compilations, summed over the cases
+    that measured them; NaN when none did: records before schema 5) and ``compile_measured`` (the cases that
+    measured it)."""
+    grouped = cases.groupby(list(by), sort=False)
+    return pd.DataFrame({
         "cases": grouped.size(),
         "case_seconds": grouped["duration_s"].sum(),
         "compile_seconds": grouped["compile_seconds"].sum(min_count=1),
         "compile_measured": grouped["compile_seconds"].count(),
     })
-    costs.index.name = "scenario"
-    return costs
 
 
 def scenarios_of(cases: pd.DataFrame, declared: Mapping[str, ScenarioFacts] | None = None) -> dict[str, ScenarioFacts]:

@@ -1,0 +1,127 @@
+"""What a matrix case costs, by scenario and group: cases per minute and seconds per case, the device's compile time
+apart, and the CPU reference apart.
+
+Measure (the default): run a fixed selection twice, on the device under the ``trainium`` profile (what the nightly
+runs) and with the CPU in the device's place (``--device cpu``: both sides of every comparison on the CPU, so a case
+costs its CPU reference twice and nothing of the device), then print both side by side::
+
+    python scripts/bench_cost.py                        # slice `cost` of compat/slices.toml, -n 1
+    python scripts/bench_cost.py -- --group audio       # another selection (`hf-neuron matrix run` options)
+    python scripts/bench_cost.py --checkout ../before -- --arch llama gemma2   # an earlier commit's checkout
+
+Read (``--from``): the same table from records already written, e.g. the sample run or a nightly's results (no CPU
+side then)::
+
+    python scripts/bench_cost.py --from reports/sample/records.jsonl.gz
+
+Columns: ``cases``; ``s/case`` on the device (the case's own time, as its record says); ``compile`` the device's
+compilations per case (Dynamo and the backend; records from schema 5 on, ``-`` before); ``cpu s/case`` the same cases
+with the CPU in the device's place; ``device`` the share of the device's case time that the CPU-only run does not
+spend (what the device and its compilations add over the CPU reference). The last lines give each run's wall time
+and cases per minute. Times are one run's on a shared machine: compare two commits on the same quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from hf_neuron.report.load import load_records
+from hf_neuron.report.tables import case_frame, scenario_costs
+
+DEFAULT_SELECTION = ["--slice", "cost"]
+
+
+def _run(selection: list[str], device: str, workers: int, results: Path, checkout: Path | None) -> float:
+    """Run the selection on ``device`` into ``results`` (with ``checkout``'s code and data when given); its wall
+    time in seconds."""
+    command = [sys.executable, "-m", "hf_neuron.cli", "matrix", "run", *selection, "--device", device,
+               "-n", str(workers), "--results", str(results)]
+    if device != "cpu":
+        command += ["--profile", "trainium"]
+    environ = {**os.environ, "HF_HUB_OFFLINE": "1", **({"HF_NEURON_EMULATOR": "1"} if device != "cpu" else {})}
+    if checkout is not None:
+        environ["PYTHONPATH"] = str(checkout)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=environ, cwd=checkout)
+    if done.returncode not in (0, 1):
+        sys.exit(f"bench_cost: `{' '.join(command)}` exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr}")
+    return time.perf_counter() - start
+
+
+def _costs(results: list[Path]) -> pd.DataFrame:
+    cases = case_frame(load_records(results).records)
+    by_group = scenario_costs(cases, by=("scenario", "group"))
+    by_scenario = scenario_costs(cases).assign(group="all").set_index("group", append=True)
+    return pd.concat([by_scenario, by_group]).sort_index(level=0, sort_remaining=False)
+
+
+def _cell(value: float, width: int, digits: int = 2) -> str:
+    return f"{'-':>{width}}" if pd.isna(value) else f"{value:>{width}.{digits}f}"
+
+
+def _print(device: pd.DataFrame, cpu: pd.DataFrame | None) -> None:
+    header = f"{'scenario':<18} {'group':<16} {'cases':>5} {'s/case':>7} {'compile':>7}"
+    print(header + (f" {'cpu s/case':>10} {'device':>6}" if cpu is not None else ""))
+    for (scenario, group), row in device.iterrows():
+        per_case = row.case_seconds / row.cases
+        compile_per_case = row.compile_seconds / row.compile_measured if row.compile_measured else float("nan")
+        line = f"{scenario:<18} {group:<16} {int(row.cases):>5} {_cell(per_case, 7)} {_cell(compile_per_case, 7)}"
+        if cpu is not None:
+            other = cpu.loc[(scenario, group)] if (scenario, group) in cpu.index else None
+            cpu_per_case = float("nan") if other is None else other.case_seconds / other.cases
+            share = 1 - cpu_per_case / per_case if per_case and not pd.isna(cpu_per_case) else float("nan")
+            line += f" {_cell(cpu_per_case, 10)} " + (f"{'-':>6}" if pd.isna(share) else f"{share:>6.0%}")
+        print(line)
+
+
+def _totals(label: str, costs: pd.DataFrame, wall: float | None) -> None:
+    overall = costs.xs("all", level="group")
+    cases, case_seconds = int(overall.cases.sum()), float(overall.case_seconds.sum())
+    compile_seconds = float(overall.compile_seconds.sum(min_count=1)) if overall.compile_measured.sum() else None
+    line = f"{label}: {cases} cases, {case_seconds / 60:.1f} case-minutes"
+    if compile_seconds is not None:
+        line += f" ({compile_seconds / 60:.1f} compiling)"
+    if wall is not None:
+        line += f", wall {wall / 60:.1f} min, {cases / wall * 60:.1f} cases/min"
+    print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--from", dest="recorded", nargs="+", type=Path, metavar="RESULTS",
+                        help="read these results (directories or record files) instead of running a selection")
+    parser.add_argument("-n", "--workers", type=int, default=1, help="matrix workers of each run (default 1)")
+    parser.add_argument("--no-cpu", action="store_true", help="measure the device's run only")
+    parser.add_argument("--checkout", type=Path, help="run the matrix of another checkout of hf-neuron (its code and "
+                        "data, in this environment): the same table for an earlier commit, to compare with")
+    parser.add_argument("selection", nargs="*", help="`hf-neuron matrix run` selection options (default: --slice cost)")
+    args = parser.parse_args()
+    if args.workers < 1:
+        parser.error("--workers takes 1 or more")
+    if args.recorded:
+        costs = _costs(args.recorded)
+        _print(costs, None)
+        _totals("recorded", costs, None)
+        return
+    selection = args.selection or DEFAULT_SELECTION
+    with tempfile.TemporaryDirectory(prefix="bench-cost-") as tmp:
+        wall = _run(selection, "neuron", args.workers, Path(tmp) / "neuron", args.checkout)
+        device = _costs([Path(tmp) / "neuron"])
+        cpu_wall = None if args.no_cpu else _run(selection, "cpu", args.workers, Path(tmp) / "cpu", args.checkout)
+        cpu = None if args.no_cpu else _costs([Path(tmp) / "cpu"])
+    _print(device, cpu)
+    _totals("neuron (trainium profile)", device, wall)
+    if cpu is not None:
+        _totals("cpu in the device's place", cpu, cpu_wall)
+
+
+if __name__ == "__main__":
+    main()
