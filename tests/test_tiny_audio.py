@@ -36,7 +36,7 @@ def test_the_audio_group_claims_the_speech_types_and_leaves_image_text_its_own()
 
 def test_the_reviewed_data_is_read_and_checked(tmp_path: Path) -> None:
     assert audio_recipe("speech-encoder-decoder").feature_extractor == "Wav2Vec2FeatureExtractor"
-    assert not audio_recipe("granite_speech").runs and audio_recipe("granite_speech").gap == "inputs"
+    assert not audio_recipe("pop2piano").runs and audio_recipe("pop2piano").gap == "inputs"
     assert audio_recipe("whisper").seconds == SECONDS and audio_recipe("whisper").runs
     bad = tmp_path / "tiny_audio.toml"
     bad.write_text('[whisper]\nreason = "r"\nseconds = 0\n')
@@ -117,3 +117,30 @@ def test_a_feature_extractor_parameter_the_tiny_config_has_takes_its_value() -> 
     assert tiny_feature_extractor_kwargs("qwen3_asr", config)["n_window"] == config.audio_config.n_window == 16
     config.audio_config.n_window = 50  # the class's default: nothing to change
     assert "n_window" not in tiny_feature_extractor_kwargs("qwen3_asr", config)
+
+
+def test_a_substitute_feature_extractor_whose_mask_is_not_the_models_gives_none(tmp_path: Path) -> None:
+    # granite_speech's own feature extractor needs torchaudio; the reviewed substitute makes its 160-wide stacked
+    # frames, and its frame mask is not the model's input_features_mask (over audio embeddings)
+    model, inputs = _listening_inputs("granite_speech")
+    assert audio_recipe("granite_speech").feature_extractor == "SeamlessM4TFeatureExtractor"
+    assert set(inputs) == {"input_features"} and inputs["input_features"].shape[-1] == 160
+    assert model.config.encoder_config.input_dim == 160
+    _, with_mask = _listening_inputs("seamless_m4t")  # the same feature extractor, whose mask its model takes
+    assert "attention_mask" in with_mask
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[granite_speech]\nreason = "r"\nmask = "no"\n')
+    with pytest.raises(DataFileError, match="mask"):
+        load_audio(bad)
+
+
+def test_the_mel_bins_are_found_in_a_sub_config_of_a_sub_config() -> None:
+    from hf_neuron.tiny.audio.feature_extractor import find_field, tiny_feature_extractor_kwargs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("nemo_speechlm")  # audio_config holds asr_config and diarization_config
+    assert getattr(config.audio_config, "num_mel_bins", None) is None
+    bins = config.audio_config.asr_config.num_mel_bins
+    assert find_field(config, "num_mel_bins") == bins
+    assert tiny_feature_extractor_kwargs("nemo_speechlm", config)["feature_size"] == bins
+    assert find_field(config, "no_such_field") is None

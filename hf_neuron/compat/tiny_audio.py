@@ -6,6 +6,8 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
 - ``feature_extractor``: the transformers feature extractor class to use instead of the architecture's own (when that
   one cannot be built here, e.g. it needs torchaudio or librosa, and another makes the same inputs);
 - ``feature_extractor_config``: keyword arguments merged into the tiny feature extractor's;
+- ``mask = false``: the model gets no mask from the feature extractor (a substitute's frame mask that is not the mask
+  the model's ``forward`` takes under that name: granite_speech's ``input_features_mask`` masks audio embeddings);
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
   optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
@@ -36,7 +38,7 @@ AUDIO_PATH = COMPAT_DIR / "tiny_audio.toml"
 #: Seconds of synthetic sound per row, unless a table says otherwise.
 SECONDS = 1.0
 
-_KEYS = {"feature_extractor", "feature_extractor_config", "seconds"}
+_KEYS = {"feature_extractor", "feature_extractor_config", "mask", "seconds"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +50,7 @@ class AudioRecipe:
     feature_extractor: str | None = None
     feature_extractor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     seconds: float = SECONDS
+    mask: bool = True
     runs: bool = True
     gap: Gap | None = None
 
@@ -64,7 +67,10 @@ def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 60:
         raise DataFileError(path, "must be a number of seconds above 0, at most 60", table=model_type,
                               key="seconds")
-    return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), reviewed.runs,
+    mask = table.get("mask", True)
+    if not isinstance(mask, bool):
+        raise DataFileError(path, "must be true or false", table=model_type, key="mask")
+    return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), mask, reviewed.runs,
                        reviewed.gap)
 
 
