@@ -114,9 +114,10 @@ def test_a_feature_extractor_parameter_the_tiny_config_has_takes_its_value() -> 
     from hf_neuron.tiny.transformers.config import tiny_config
 
     config = tiny_config("qwen3_asr")
-    assert tiny_feature_extractor_kwargs("qwen3_asr", config)["n_window"] == config.audio_config.n_window == 16
-    config.audio_config.n_window = 50  # the class's default: nothing to change
-    assert "n_window" not in tiny_feature_extractor_kwargs("qwen3_asr", config)
+    assert config.audio_config.n_window == 50  # reviewed: the encoder's output lengths assume the hub's
+    assert "n_window" not in tiny_feature_extractor_kwargs("qwen3_asr", config)  # the class's default
+    config.audio_config.n_window = 16
+    assert tiny_feature_extractor_kwargs("qwen3_asr", config)["n_window"] == 16
 
 
 def test_a_substitute_feature_extractor_whose_mask_is_not_the_models_gives_none(tmp_path: Path) -> None:
