@@ -145,3 +145,21 @@ def test_the_mel_bins_are_found_in_a_sub_config_of_a_sub_config() -> None:
     assert find_field(config, "num_mel_bins") == bins
     assert tiny_feature_extractor_kwargs("nemo_speechlm", config)["feature_size"] == bins
     assert find_field(config, "no_such_field") is None
+
+
+def test_a_checkpoint_holds_the_speaker_map_its_class_loads(tmp_path: Path) -> None:
+    import transformers
+
+    from hf_neuron.tiny.audio.checkpoint import materialize
+
+    assert audio_recipe("qwen2_5_omni").speakers_file == "spk_dict.pt"
+    checkpoint = materialize("qwen2_5_omni", tmp_path / "omni")
+    model_class = getattr(transformers, generative_types()["qwen2_5_omni"].model_class)
+    assert model_class.from_pretrained(checkpoint).speaker_map == {}
+    (checkpoint / "spk_dict.pt").unlink()  # what save_pretrained alone leaves: the class cannot load it
+    with pytest.raises(OSError, match="spk_dict.pt"):
+        model_class.from_pretrained(checkpoint)
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[qwen2_5_omni]\nreason = "r"\nspeakers_file = "a/b.pt"\n')
+    with pytest.raises(DataFileError, match="speakers_file"):
+        load_audio(bad)
