@@ -163,3 +163,19 @@ def test_a_checkpoint_holds_the_speaker_map_its_class_loads(tmp_path: Path) -> N
     bad.write_text('[qwen2_5_omni]\nreason = "r"\nspeakers_file = "a/b.pt"\n')
     with pytest.raises(DataFileError, match="speakers_file"):
         load_audio(bad)
+
+
+def test_the_tiny_vibevoice_asr_is_small_and_its_forward_draws_no_noise() -> None:
+    from hf_neuron.tiny.audio.outputs import forward_outputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("vibevoice_asr")
+    model = build_model("vibevoice_asr", config=config)
+    assert sum(p.numel() for p in model.parameters()) < 2_000_000  # 690M with the hub's encoder widths
+    extractor = tiny_feature_extractor("vibevoice_asr", config)
+    inputs = batch_inputs(model, "AutoModelForMultimodalLM", extractor, tiny_tokenizer(),
+                          sample_rows("vibevoice_asr", extractor, config, 2))
+    first, second = forward_outputs(model, inputs)["logits"], forward_outputs(model, inputs)["logits"]
+    assert torch.equal(first, second)
+    model.config.acoustic_tokenizer_encoder_config.vae_std = 0.625  # the class's default: sampled latents
+    assert not torch.equal(forward_outputs(model, inputs)["logits"], first)
