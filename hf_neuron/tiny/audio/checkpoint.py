@@ -4,7 +4,8 @@ A materialized directory loads offline with the auto class the catalog names for
 (``AutoModelForSpeechSeq2Seq.from_pretrained(dir)``...), ``AutoTokenizer.from_pretrained(dir)`` and, for a model
 with a feature extractor that builds here, ``AutoFeatureExtractor.from_pretrained(dir)`` (what
 ``pipeline("automatic-speech-recognition", model=dir)`` reads). The stamp says which feature extractor was saved, or
-why none was. A reviewed ``speakers_file`` holds the model's speaker map (qwen2_5_omni's ``spk_dict.pt``). Publishing is the text checkpoints' (:func:`hf_neuron.tiny.transformers.checkpoint.publish`).
+why none was. A reviewed ``speakers_file`` holds the model's speaker map (qwen2_5_omni's ``spk_dict.pt``).
+Publishing is the text checkpoints' (:func:`hf_neuron.tiny.transformers.checkpoint.publish`).
 """
 
 from __future__ import annotations
