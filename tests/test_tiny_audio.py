@@ -147,6 +147,7 @@ def test_the_mel_bins_are_found_in_a_sub_config_of_a_sub_config() -> None:
     assert find_field(config, "no_such_field") is None
 
 
+@pytest.mark.slow
 def test_a_checkpoint_holds_the_speaker_map_its_class_loads(tmp_path: Path) -> None:
     import transformers
 
@@ -165,6 +166,7 @@ def test_a_checkpoint_holds_the_speaker_map_its_class_loads(tmp_path: Path) -> N
         load_audio(bad)
 
 
+@pytest.mark.slow
 def test_the_tiny_vibevoice_asr_is_small_and_its_forward_draws_no_noise() -> None:
     from hf_neuron.tiny.audio.outputs import forward_outputs
     from hf_neuron.tiny.transformers.config import tiny_config
