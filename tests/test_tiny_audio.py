@@ -36,7 +36,7 @@ def test_the_audio_group_claims_the_speech_types_and_leaves_image_text_its_own()
 
 def test_the_reviewed_data_is_read_and_checked(tmp_path: Path) -> None:
     assert audio_recipe("speech-encoder-decoder").feature_extractor == "Wav2Vec2FeatureExtractor"
-    assert not audio_recipe("granite_speech").runs and audio_recipe("granite_speech").gap == "inputs"
+    assert not audio_recipe("pop2piano").runs and audio_recipe("pop2piano").gap == "inputs"
     assert audio_recipe("whisper").seconds == SECONDS and audio_recipe("whisper").runs
     bad = tmp_path / "tiny_audio.toml"
     bad.write_text('[whisper]\nreason = "r"\nseconds = 0\n')
@@ -114,6 +114,70 @@ def test_a_feature_extractor_parameter_the_tiny_config_has_takes_its_value() -> 
     from hf_neuron.tiny.transformers.config import tiny_config
 
     config = tiny_config("qwen3_asr")
-    assert tiny_feature_extractor_kwargs("qwen3_asr", config)["n_window"] == config.audio_config.n_window == 16
-    config.audio_config.n_window = 50  # the class's default: nothing to change
-    assert "n_window" not in tiny_feature_extractor_kwargs("qwen3_asr", config)
+    assert config.audio_config.n_window == 50  # reviewed: the encoder's output lengths assume the hub's
+    assert "n_window" not in tiny_feature_extractor_kwargs("qwen3_asr", config)  # the class's default
+    config.audio_config.n_window = 16
+    assert tiny_feature_extractor_kwargs("qwen3_asr", config)["n_window"] == 16
+
+
+def test_a_substitute_feature_extractor_whose_mask_is_not_the_models_gives_none(tmp_path: Path) -> None:
+    # granite_speech's own feature extractor needs torchaudio; the reviewed substitute makes its 160-wide stacked
+    # frames, and its frame mask is not the model's input_features_mask (over audio embeddings)
+    model, inputs = _listening_inputs("granite_speech")
+    assert audio_recipe("granite_speech").feature_extractor == "SeamlessM4TFeatureExtractor"
+    assert set(inputs) == {"input_features"} and inputs["input_features"].shape[-1] == 160
+    assert model.config.encoder_config.input_dim == 160
+    _, with_mask = _listening_inputs("seamless_m4t")  # the same feature extractor, whose mask its model takes
+    assert "attention_mask" in with_mask
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[granite_speech]\nreason = "r"\nmask = "no"\n')
+    with pytest.raises(DataFileError, match="mask"):
+        load_audio(bad)
+
+
+def test_the_mel_bins_are_found_in_a_sub_config_of_a_sub_config() -> None:
+    from hf_neuron.tiny.audio.feature_extractor import find_field, tiny_feature_extractor_kwargs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("nemo_speechlm")  # audio_config holds asr_config and diarization_config
+    assert getattr(config.audio_config, "num_mel_bins", None) is None
+    bins = config.audio_config.asr_config.num_mel_bins
+    assert find_field(config, "num_mel_bins") == bins
+    assert tiny_feature_extractor_kwargs("nemo_speechlm", config)["feature_size"] == bins
+    assert find_field(config, "no_such_field") is None
+
+
+@pytest.mark.slow
+def test_a_checkpoint_holds_the_speaker_map_its_class_loads(tmp_path: Path) -> None:
+    import transformers
+
+    from hf_neuron.tiny.audio.checkpoint import materialize
+
+    assert audio_recipe("qwen2_5_omni").speakers_file == "spk_dict.pt"
+    checkpoint = materialize("qwen2_5_omni", tmp_path / "omni")
+    model_class = getattr(transformers, generative_types()["qwen2_5_omni"].model_class)
+    assert model_class.from_pretrained(checkpoint).speaker_map == {}
+    (checkpoint / "spk_dict.pt").unlink()  # what save_pretrained alone leaves: the class cannot load it
+    with pytest.raises(OSError, match=r"spk_dict\.pt"):
+        model_class.from_pretrained(checkpoint)
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[qwen2_5_omni]\nreason = "r"\nspeakers_file = "a/b.pt"\n')
+    with pytest.raises(DataFileError, match="speakers_file"):
+        load_audio(bad)
+
+
+@pytest.mark.slow
+def test_the_tiny_vibevoice_asr_is_small_and_its_forward_draws_no_noise() -> None:
+    from hf_neuron.tiny.audio.outputs import forward_outputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("vibevoice_asr")
+    model = build_model("vibevoice_asr", config=config)
+    assert sum(p.numel() for p in model.parameters()) < 2_000_000  # 690M with the hub's encoder widths
+    extractor = tiny_feature_extractor("vibevoice_asr", config)
+    inputs = batch_inputs(model, "AutoModelForMultimodalLM", extractor, tiny_tokenizer(),
+                          sample_rows("vibevoice_asr", extractor, config, 2))
+    first, second = forward_outputs(model, inputs)["logits"], forward_outputs(model, inputs)["logits"]
+    assert torch.equal(first, second)
+    model.config.acoustic_tokenizer_encoder_config.vae_std = 0.625  # the class's default: sampled latents
+    assert not torch.equal(forward_outputs(model, inputs)["logits"], first)

@@ -4,7 +4,8 @@ A materialized directory loads offline with the auto class the catalog names for
 (``AutoModelForSpeechSeq2Seq.from_pretrained(dir)``...), ``AutoTokenizer.from_pretrained(dir)`` and, for a model
 with a feature extractor that builds here, ``AutoFeatureExtractor.from_pretrained(dir)`` (what
 ``pipeline("automatic-speech-recognition", model=dir)`` reads). The stamp says which feature extractor was saved, or
-why none was. Publishing is the text checkpoints' (:func:`hf_neuron.tiny.transformers.checkpoint.publish`).
+why none was. A reviewed ``speakers_file`` holds the model's speaker map (qwen2_5_omni's ``spk_dict.pt``).
+Publishing is the text checkpoints' (:func:`hf_neuron.tiny.transformers.checkpoint.publish`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
             config.architectures = [type(model).__name__]
             config.save_pretrained(staging)
         tiny_tokenizer().save_pretrained(staging)
+        speakers = audio_recipe(model_type).speakers_file
+        if speakers is not None:  # a file the class's from_pretrained reads and its save_pretrained does not write
+            import torch
+
+            torch.save(dict(getattr(model, "speaker_map", {})), staging / speakers)
         try:
             feature_extractor = tiny_feature_extractor(model_type, config)
         except (FeatureExtractorUnavailableError, ImportError) as why:

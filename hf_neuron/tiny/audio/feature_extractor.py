@@ -39,12 +39,14 @@ class FeatureExtractorUnavailableError(LookupError):
     """The architecture has no feature extractor that can be built here; the message says why."""
 
 
-def _configs(config: PreTrainedConfig) -> Iterator[Any]:
-    """The audio-like sub-configs first, then the others, then the config itself."""
+def _configs(config: Any) -> Iterator[Any]:
+    """The audio-like sub-configs first, then the others, then the config itself; each sub-config after its own
+    sub-configs, in the same order (nemo_speechlm's audio_config holds its encoders' configs)."""
     subs = [(name, getattr(config, name, None)) for name in getattr(config, "sub_configs", {})]
     subs = [(name, sub) for name, sub in subs if sub is not None]
-    yield from (sub for name, sub in subs if _AUDIO_CONFIG.search(name))
-    yield from (sub for name, sub in subs if not _AUDIO_CONFIG.search(name))
+    for sub in [sub for name, sub in subs if _AUDIO_CONFIG.search(name)] + [
+            sub for name, sub in subs if not _AUDIO_CONFIG.search(name)]:
+        yield from _configs(sub)
     yield config
 
 

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hf_neuron.compat.tiny_audio import audio_recipe
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
 from hf_neuron.tiny.transformers.inputs import FIRST_ORDINARY_ID
 
@@ -126,6 +127,8 @@ def sound_inputs(model: PreTrainedModel, feature_extractor: FeatureExtractionMix
                           f"{type(feature_extractor).__name__} gives none (it gives {sorted(processed)})")
     inputs = {wanted[0]: processed[found[0]].float() if processed[found[0]].is_floating_point()
               else processed[found[0]]}
+    if not audio_recipe(model.config.model_type).mask:  # the reviewed data says its masks are not the model's
+        return inputs
     named = {name: processed[name] for name in _OUTPUT_MASKS if name in processed and name in _MASKS
              and name in parameters}
     if named:  # masks the forward takes under the feature extractor's own names (each of them)
