@@ -90,6 +90,13 @@ RULE_CHECKS: dict[str, tuple[str, list[str], list[str]]] = {
         x @ x
         print(sorted(torch.neuron.get_executed_ops()))
         """, ["['aten::div.out']", "['aten::mm']"], ["['aten::div.Tensor']", "['aten::mm']"]),
+    "contiguous-results": ("""
+        import torch
+        x = torch.randn(2, 8, 4, 4).to(memory_format=torch.channels_last).to("neuron")
+        weight = torch.randn(8, 8, 3, 3, device="neuron")
+        print((x + 1).is_contiguous(), torch.nn.functional.conv2d(x, weight, padding=1).is_contiguous())
+        print(x.transpose(2, 3).is_contiguous(), x.log1p().is_contiguous())  # a view; a fallback keeps the CPU's
+        """, ["True True", "False False"], ["False False", "False False"]),
     "fused-attention": ("""
         import torch
         import torch.nn.functional as F

@@ -81,6 +81,13 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          ("torch_neuronx/python_ops/__init__.py", "torch_neuronx/csrc/core/NeuronBindings.cpp"),
          "",
          "HF_NEURON_EMULATOR_DISPATCH", "trainium"),
+    Rule("contiguous-results",
+         "a native operator's new results are contiguous, whatever the layout of its inputs and of the CPU kernel's "
+         "result (a convolution or an add of a channels-last-strided input returns channels-last on the CPU); views, "
+         "in-place and out= results keep theirs, and an operator that falls back keeps the CPU's",
+         ("torch_neuronx/python_ops/torch_mlir/kernel.py",),
+         "",
+         "HF_NEURON_EMULATOR_DISPATCH", "trainium"),
     Rule("fused-attention",
          "scaled_dot_product_attention with 4-D query, key and value on the device picks the overrideable fused "
          "kernel (_scaled_dot_product_fused_attention_overrideable, native), any other the math decomposition; "

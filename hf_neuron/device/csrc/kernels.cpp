@@ -507,7 +507,13 @@ class FallbackCall {
         return tensor_over(pair.device, t, kNeuronKey);  // another view of an earlier result
       }
     }
-    const at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
+    at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
+    if (settings().trainium_dispatch && !result.is_contiguous() && !returns_view() &&
+        native_on_trainium(c10::toString(op_.schema().operator_name()))) {
+      // The real backend allocates a native kernel's results from their shape and dtype: contiguous, whatever the
+      // layout the CPU kernel chose (a channels-last convolution, an add that follows a transposed input).
+      result = result.contiguous();
+    }
     adopted_.push_back({adopt_cpu_storage(result.storage(), device_), result.storage()});
     return tensor_over(adopted_.back().device, result, kNeuronKey);
   }

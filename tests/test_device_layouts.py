@@ -1,0 +1,61 @@
+"""The layouts of the device's results under the real backend's routes (the trainium profile): a native operator's
+result is contiguous, as TorchNeuron allocates it, so code that the CPU runs on its channels-last-strided results —
+a diffusers UNet's attention block (a transpose and reshape, then the residual add), a convolution, then a group norm
+whose composite views its input — runs on the device too, with the CPU's values."""
+
+from __future__ import annotations
+
+from _helpers import run
+
+TRAINIUM_ROUTES = {"HF_NEURON_EMULATOR_DISPATCH": "trainium", "HF_NEURON_EMULATOR_MEMORY_FORMATS": "strict"}
+
+#: The UNet2DModel pattern that failed with "view size is not compatible with input tensor's size and stride": an
+#: attention block's output (B, C, H, W) reshaped from (B, H*W, C) plus its residual is channels-last-strided on the
+#: CPU; a convolution keeps that layout there, and group_norm's composite (TorchNeuron has no native_group_norm) views
+#: its input, which a channels-last tensor refuses. Then F.pad and interpolate, which ask for their input's layout
+#: (a channels-last request is refused on Trainium).
+_UNET_BLOCK = """
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    tokens, residual = torch.randn(2, 16, 8), torch.randn(2, 8, 4, 4)
+    weight, gamma, beta = torch.randn(8, 8, 3, 3), torch.randn(8), torch.randn(8)
+    def block(tokens, residual, weight, gamma, beta):
+        x = tokens.transpose(-1, -2).reshape(2, 8, 4, 4) + residual
+        x = F.conv2d(x, weight, padding=1)
+        x = F.group_norm(x, 4, gamma, beta)
+        x = F.pad(x, (0, 1, 0, 1))
+        return F.interpolate(x, scale_factor=2.0, mode="nearest")
+    expected = block(tokens, residual, weight, gamma, beta)
+    actual = block(*(t.to("neuron") for t in (tokens, residual, weight, gamma, beta)))
+    print(actual.device.type, torch.allclose(actual.cpu(), expected, atol=1e-5, rtol=1e-5))
+"""
+
+
+def test_a_unet_block_of_channels_last_strided_results_runs_under_the_trainium_routes() -> None:
+    result = run(_UNET_BLOCK, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["neuron", "True"]
+
+
+def test_the_native_results_are_contiguous_and_the_views_are_not() -> None:
+    result = run("""
+        import torch
+        x = torch.randn(2, 16, 8).transpose(-1, -2).reshape(2, 8, 4, 4)  # channels-last strides
+        on_cpu = x + 1
+        on_device = x.to("neuron") + 1
+        print(on_cpu.is_contiguous(), on_device.is_contiguous(), on_device.transpose(1, 2).is_contiguous())
+        """, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True", "False"]
+
+
+def test_with_the_cpu_routes_the_device_keeps_the_cpu_kernel_layout() -> None:
+    """The control: without the real backend's routes the device runs the CPU's kernels and keeps their layouts."""
+    result = run("""
+        import torch
+        x = torch.randn(2, 16, 8).transpose(-1, -2).reshape(2, 8, 4, 4)
+        print((x.to("neuron") + 1).stride() == (x + 1).stride())
+        """, {"HF_NEURON_EMULATOR_DISPATCH": "cpu"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True"]
