@@ -36,7 +36,23 @@ def test_stale_lock_of_a_killed_build_is_removed(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(build, "_import_built", lambda path: path)
     assert build.load() == directory / f"{build.EXTENSION_NAME}.so"
     assert seen == {"lock present during build": False}
-    assert [p.name for p in directory.parent.iterdir()] == [directory.name], "older builds are removed"
+    assert sorted(p.name for p in directory.parent.iterdir()) == sorted(
+        [directory.name, f"{build.EXTENSION_NAME}-0ld50urce5"]), "another recent build is kept"
+
+
+def test_only_the_most_recently_used_builds_are_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+
+    monkeypatch.setenv("HF_NEURON_CACHE", str(tmp_path))
+    current = build.build_dir()
+    current.mkdir(parents=True)
+    others = [current.parent / f"{build.EXTENSION_NAME}-other{i}" for i in range(4)]
+    for age, other in enumerate(others):  # other0 used last, other3 longest ago
+        other.mkdir()
+        os.utime(other, (1e9 - age * 1000, 1e9 - age * 1000))
+    build._remove_stale_builds(current)
+    kept = sorted(p.name for p in current.parent.iterdir())
+    assert kept == sorted([current.name, *(other.name for other in others[:build.KEPT_BUILDS - 1])])
 
 
 def test_a_cached_build_is_loaded_without_building(monkeypatch: pytest.MonkeyPatch) -> None:

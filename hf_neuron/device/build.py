@@ -21,12 +21,14 @@ from types import ModuleType
 
 from hf_neuron import settings
 
-__all__ = ["EXTENSION_NAME", "SOURCES", "build_dir", "cache_root", "load"]
+__all__ = ["EXTENSION_NAME", "KEPT_BUILDS", "SOURCES", "build_dir", "cache_root", "load"]
 
 EXTENSION_NAME = "hf_neuron_reference_device"
 CSRC = Path(__file__).parent / "csrc"
 SOURCES = ("runtime.cpp", "kernels.cpp", "attention.cpp", "autocast.cpp", "bindings.cpp")
 _HEADERS = ("neuron.h",)
+#: Builds of this torch and Python kept in the cache, the current one included (the most recently used).
+KEPT_BUILDS = 3
 
 
 def cache_root() -> Path:
@@ -66,6 +68,7 @@ def load(verbose: bool = False) -> ModuleType:
     directory = build_dir()
     built = directory / f"{EXTENSION_NAME}.so"
     if built.exists():
+        os.utime(directory)  # used now: the most recent builds are the ones kept
         return _import_built(built)
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / "hf-neuron.lock", "w") as lock:
@@ -99,11 +102,12 @@ def _build(directory: Path, verbose: bool) -> None:
 
 
 def _remove_stale_builds(current: Path) -> None:
-    """Delete builds of other sources for this torch and Python, except one being built right now (its lock is
-    held). A loaded library survives the removal of its file."""
-    for other in current.parent.glob(f"{EXTENSION_NAME}-*"):
-        if other == current or not other.is_dir():
-            continue
+    """Delete builds of other sources for this torch and Python beyond the :data:`KEPT_BUILDS` most recently used
+    (two checkouts of different sources, a bisection, do not rebuild each other away), except one being built right
+    now (its lock is held). A loaded library survives the removal of its file."""
+    others = sorted((other for other in current.parent.glob(f"{EXTENSION_NAME}-*")
+                     if other != current and other.is_dir()), key=lambda other: other.stat().st_mtime, reverse=True)
+    for other in others[KEPT_BUILDS - 1:]:
         with open(other / "hf-neuron.lock", "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
