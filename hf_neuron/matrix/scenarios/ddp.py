@@ -10,7 +10,7 @@ starting processes and importing torch and the libraries. A request names the *r
 for diffusion, ``tp``.
 
 What differs between libraries is a library's :class:`DdpParts`, named by the module that defines it as
-``DDP_PARTS`` (:mod:`~hf_neuron.matrix.scenarios.text_models` for the transformers groups,
+``DDP_PARTS`` (:func:`parts_named`) (:mod:`~hf_neuron.matrix.scenarios.text_models` for the transformers groups,
 :mod:`~hf_neuron.matrix.scenarios.diffusion` for diffusion backbones): how a rank builds the model, the case's whole
 batch, a rank's share of it and the loss. The launch, the step and the comparison are here: each rank builds the
 model in train mode, wraps it in DDP, takes its share of the case's batch (one row each), runs forward and backward,
@@ -76,9 +76,11 @@ class DdpParts(Protocol):
         wrapper), on ``model``'s device."""
 
 
-def parts_named(module: str) -> DdpParts:
-    """The ``DDP_PARTS`` of ``module`` (a dotted module name)."""
-    parts: DdpParts = importlib.import_module(module).DDP_PARTS
+def parts_named(name: str) -> DdpParts:
+    """The parts ``name`` names: ``module`` (a dotted module name) for its ``DDP_PARTS``, ``module:attribute`` for
+    another of its attributes."""
+    module, _, attribute = name.partition(":")
+    parts: DdpParts = getattr(importlib.import_module(module), attribute or "DDP_PARTS")
     return parts
 
 
