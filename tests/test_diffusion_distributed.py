@@ -18,7 +18,7 @@ import pytest
 
 from hf_neuron.matrix.scenarios import ddp as ddp_module
 from hf_neuron.matrix.scenarios.contract import CaseContext
-from hf_neuron.matrix.scenarios.diffusion import ddp, rows, tensor_parallel, tp
+from hf_neuron.matrix.scenarios.diffusion import batch_of, batched, ddp, rows, tensor_parallel, tp
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow, pytest.mark.usefixtures("neuron")]
 
@@ -54,18 +54,34 @@ def _ctx(name: str, scenario: str, workdir: Path) -> CaseContext:
     return CaseContext(name, "diffusion", scenario, "neuron", workdir)
 
 
-def test_a_rank_gets_its_rows_and_the_batch_shares_the_rest() -> None:
+def test_a_rank_gets_the_rows_of_what_follows_the_batch_size_and_the_rest_as_it_is() -> None:
     import torch
 
-    inputs = {"sample": torch.arange(8.0).reshape(2, 4), "timestep": torch.tensor([1.0, 2.0]),
-              "img_ids": torch.zeros(16, 3), "img_shapes": [[(1, 4, 4)], [(1, 2, 2)]],
-              "added_cond_kwargs": {"text_embeds": torch.ones(2, 3), "resolution": None}}
-    share = rows(inputs, 1, 2)
+    def inputs(batch: int) -> dict[str, object]:
+        return {"sample": torch.arange(4.0 * batch).reshape(batch, 4), "timestep": torch.arange(1.0, batch + 1),
+                "img_ids": torch.zeros(16, 3), "frames": torch.arange(2), "img_shapes": [[(1, 4, 4)]] * batch,
+                "layers": [torch.full((batch, 3), float(layer)) for layer in range(2)],  # one per layer, not a row
+                "added_cond_kwargs": {"text_embeds": torch.ones(batch, 3), "resolution": None}}
+
+    mask = batched(inputs(2), inputs(4))
+    share = rows(inputs(2), mask, 1, 2)
     assert isinstance(share, dict)
     assert share["sample"].tolist() == [[4.0, 5.0, 6.0, 7.0]] and share["timestep"].tolist() == [2.0]
-    assert share["img_ids"] is inputs["img_ids"] and share["img_shapes"] == [[(1, 2, 2)]]
+    assert share["img_ids"].shape == (16, 3) and share["frames"].tolist() == [0, 1]  # two frames, not two rows
+    assert share["img_shapes"] == [[(1, 4, 4)]]
+    assert [layer.shape for layer in share["layers"]] == [(1, 3), (1, 3)]
     assert share["added_cond_kwargs"]["text_embeds"].shape == (1, 3)
     assert share["added_cond_kwargs"]["resolution"] is None
+
+
+def test_the_inputs_of_a_flux_style_transformer_split_by_rows_but_not_its_positions(workdir: Path) -> None:
+    from hf_neuron.tiny.diffusion.backbones import backbone_class
+
+    model = backbone_class(_FLUX).from_pretrained(_ctx(_FLUX, "ddp", workdir).checkpoint)  # type: ignore[attr-defined]
+    mask = batch_of(model)
+    assert isinstance(mask, dict)
+    assert mask["hidden_states"] is True and mask["encoder_hidden_states"] is True and mask["timestep"] is True
+    assert mask["img_ids"] is False and mask["txt_ids"] is False
 
 
 @pytest.mark.parametrize("name", [_UNET, _FLUX])

@@ -156,10 +156,15 @@ class Ranks:
         return reports
 
     def close(self) -> None:
-        """End the ranks (and anything they started)."""
+        """End the ranks (and anything they started): torchrun's process group and each rank, which torchrun starts
+        in a session of its own (a rank stuck in a collective would outlive torchrun)."""
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._process.pid, signal.SIGKILL)
+        for pid_file in self.control.glob("rank*.pid"):
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            pid_file.unlink()
         self._process.wait()
         self._log.close()
 
@@ -292,6 +297,7 @@ def _serve(control: Path, device_type: str, parent: int) -> None:
     import torch.distributed as dist
 
     local_rank = int(os.environ["LOCAL_RANK"])
+    _write_atomically(control / f"rank{local_rank}.pid", os.getpid())  # for Ranks.close
     device = f"neuron:{local_rank}" if device_type == "neuron" else "cpu"
     dist.init_process_group("neuron" if device_type == "neuron" else "gloo")
     number = 0

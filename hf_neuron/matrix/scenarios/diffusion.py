@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
     import torch
 
-__all__ = ["ATTENTION_PROJECTIONS", "DDP_PARTS", "bf16", "compile_forward", "ddp", "forward", "generate", "load",
-           "lora", "lora_targets", "rows", "save", "tensor_parallel", "tp", "tp_plan", "tp_rank_step", "train"]
+__all__ = ["ATTENTION_PROJECTIONS", "DDP_PARTS", "batch_of", "batched", "bf16", "compile_forward", "ddp", "forward",
+           "generate", "load", "lora", "lora_targets", "rows", "save", "tensor_parallel", "tp", "tp_plan",
+           "tp_rank_step", "train"]
 
 
 #: The attention projections ``lora`` adapts, by the module names diffusers gives them (its LoRA training examples'
@@ -323,26 +324,73 @@ def save(ctx: CaseContext) -> ScenarioResult:
                    device=ctx.device)
 
 
-def rows(value: object, rank: int, world: int) -> object:
-    """Rank ``rank``'s equal share (of ``world``) of a backbone's inputs: the rows of every tensor of :data:`BATCH`
-    rows and of every list or tuple of :data:`BATCH` items (also inside dicts); anything else (positions, grids,
-    frame numbers the batch shares) as it is."""
+def batched(value: object, probe: object) -> object:
+    """Which parts of a backbone's inputs ``value`` hold the batch, by ``probe``, the same inputs built for another
+    batch size: a tensor whose leading size, or a list or tuple whose length, differs between them (True, or False);
+    a dict or a list of the same length, part by part; anything else False."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.chunk(world)[rank] if value.dim() > 0 and value.shape[0] == BATCH else value
-    if isinstance(value, dict):
-        return {key: rows(item, rank, world) for key, item in value.items()}
-    if isinstance(value, (list, tuple)) and len(value) == BATCH:
-        share = BATCH // world
+        return (isinstance(probe, torch.Tensor) and value.dim() > 0 and probe.dim() > 0
+                and value.shape[0] != probe.shape[0])
+    if isinstance(value, dict) and isinstance(probe, dict):
+        return {key: batched(item, probe.get(key)) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and isinstance(probe, (list, tuple)):
+        if len(value) != len(probe):
+            return True
+        return [batched(item, other) for item, other in zip(value, probe, strict=True)]
+    return False
+
+
+def batch_of(model: torch.nn.Module) -> object:
+    """:func:`batched` for ``model``'s inputs (:func:`~hf_neuron.tiny.diffusion.inputs.forward_inputs`), probed with
+    them built for twice the harness's ``BATCH`` (the input rules read it when they are called). Raises when nothing
+    follows the batch size (the rules no longer read it: the probe would split nothing)."""
+    from unittest import mock
+
+    from hf_neuron.tiny.diffusion import inputs as input_rules
+
+    with mock.patch.object(input_rules, "BATCH", 2 * BATCH):
+        probe = forward_inputs(model, seed=0)
+    mask = batched(forward_inputs(model, seed=0), probe)
+
+    def any_true(item: object) -> bool:
+        if isinstance(item, dict):
+            return any(any_true(part) for part in item.values())
+        if isinstance(item, list):
+            return any(any_true(part) for part in item)
+        return item is True
+
+    if not any_true(mask):
+        raise RuntimeError(f"no input of {type(model).__name__} follows the batch size: the inputs cannot be split "
+                           "by rank")
+    return mask
+
+
+def rows(value: object, mask: object, rank: int, world: int) -> object:
+    """Rank ``rank``'s equal share (of ``world``) of a backbone's inputs: the rows of every part ``mask``
+    (:func:`batched`) marks as holding the batch, the rest (positions, grids, frame numbers the batch shares) as
+    it is."""
+    import torch
+
+    if mask is True:
+        if isinstance(value, torch.Tensor):
+            return value.chunk(world)[rank]
+        assert isinstance(value, (list, tuple))
+        share = len(value) // world
         return type(value)(value[rank * share:(rank + 1) * share])
+    if isinstance(value, dict) and isinstance(mask, dict):
+        return {key: rows(item, mask[key], rank, world) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and isinstance(mask, list):
+        return type(value)(rows(item, part, rank, world) for item, part in zip(value, mask, strict=True))
     return value
 
 
 class _DdpParts:
     """The ``ddp`` scenario's parts for diffusion backbones (:class:`~hf_neuron.matrix.scenarios.ddp.DdpParts`): the
     backbone in train mode, the case's inputs and the denoising loss's target (:func:`_target`, for the whole
-    batch's prediction), one row of each a rank (:func:`rows`), and the loss :func:`train` steps on."""
+    batch's prediction), one row of each a rank (:func:`rows` of the parts that hold the batch, :func:`batch_of`),
+    and the loss :func:`train` steps on."""
 
     def model(self, ctx: CaseContext, device: str) -> torch.nn.Module:
         return _load(ctx, device).train()
@@ -354,10 +402,12 @@ class _DdpParts:
         inputs = forward_inputs(model, seed=ctx.seed)
         device = next(model.parameters()).device
         shape = denoise(model, {name: _on(value, str(device)) for name, value in inputs.items()}).shape
-        return {"inputs": inputs, "target": _target(shape, ctx.seed)}
+        return {"inputs": inputs, "batched": batch_of(model), "target": _target(shape, ctx.seed)}
 
     def rows(self, batch: dict[str, Any], rank: int, world: int) -> dict[str, Any]:
-        return {"inputs": rows(batch["inputs"], rank, world), "target": rows(batch["target"], rank, world)}
+        target = batch["target"]
+        return {"inputs": rows(batch["inputs"], batch["batched"], rank, world),
+                "target": rows(target, target.dim() > 0 and target.shape[0] == BATCH, rank, world)}
 
     def loss(self, replica: torch.nn.Module, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
         import torch
