@@ -84,6 +84,17 @@ def test_the_inputs_of_a_flux_style_transformer_split_by_rows_but_not_its_positi
     assert mask["img_ids"] is False and mask["txt_ids"] is False
 
 
+def test_inputs_of_a_fixed_batch_are_inputs_ddp_cannot_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from hf_neuron.matrix.scenarios import diffusion
+    from hf_neuron.tiny import UnbuildableInputError
+
+    monkeypatch.setattr(diffusion, "forward_inputs", lambda model, seed: {"packed": torch.zeros(7, 4)})
+    with pytest.raises(UnbuildableInputError, match="no input of Linear follows the batch size"):
+        batch_of(torch.nn.Linear(4, 4))
+
+
 @pytest.mark.parametrize("name", [_UNET, _FLUX])
 def test_ddp_on_two_ranks_equals_one_process_on_the_whole_batch(name: str, workdir: Path,
                                                                  ranks_see_this_directory: None) -> None:

@@ -88,13 +88,6 @@ def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
 
 
-def _whole_batch_gradients(ctx: CaseContext, parts: DdpParts) -> dict[str, torch.Tensor]:
-    """A single process's gradients on the CPU, on the case's whole batch."""
-    model = parts.model(ctx, "cpu")
-    parts.loss(model, model, parts.batch(ctx, model)).backward()
-    return _gradients(model)
-
-
 def _write_atomically(path: Path, data: Any) -> None:
     staging = path.with_name(f".{path.name}.{os.getpid()}")
     staging.write_text(json.dumps(data))
@@ -224,10 +217,16 @@ def data_parallel(ctx: CaseContext, parts: str) -> ScenarioResult:
 
     if (fewer := fewer_devices(ctx, "ddp")) is not None:
         return fewer
+    library = parts_named(parts)
+    reference = library.model(ctx, "cpu")
+    if (reason := library.no_training_loss(reference)) is not None:
+        return ScenarioResult.skipped(reason)
+    # the whole batch's step first: a batch the library cannot build or split stops the case before the ranks start
+    library.loss(reference, reference, library.batch(ctx, reference)).backward()
+    expected = _gradients(reference)
     out, reports = on_ranks(ctx, f"{__name__}:rank_step", "DDP", parts=parts)
     if (reason := reports[0].get("no_training_loss")) is not None:
         return ScenarioResult.skipped(reason)
-    expected = _whole_batch_gradients(ctx, parts_named(parts))
     results = [
         compare_named(torch.load(out / f"rank{rank}.pt"), expected, f"rank {rank}'s DDP gradient of",
                       reference="a single process's on the whole batch")

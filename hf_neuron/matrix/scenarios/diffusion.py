@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hf_neuron.compat.tiny_diffusion import presets, recipe
 from hf_neuron.matrix.scenarios.contract import (
@@ -26,6 +26,7 @@ from hf_neuron.matrix.scenarios.contract import (
     worst_of,
 )
 from hf_neuron.matrix.scenarios.ddp import WORLD, data_parallel, fewer_devices, on_ranks, rank_context
+from hf_neuron.tiny import UnbuildableInputError
 from hf_neuron.tiny.diffusion.backbones import BATCH, backbone_class
 from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs, predict
 from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shipped_pipelines
@@ -344,8 +345,9 @@ def batched(value: object, probe: object) -> object:
 
 def batch_of(model: torch.nn.Module) -> object:
     """:func:`batched` for ``model``'s inputs (:func:`~hf_neuron.tiny.diffusion.inputs.forward_inputs`), probed with
-    them built for twice the harness's ``BATCH`` (the input rules read it when they are called). Raises when nothing
-    follows the batch size (the rules no longer read it: the probe would split nothing)."""
+    them built for twice the harness's ``BATCH`` (the input rules read it when they are called). Raises
+    :class:`~hf_neuron.tiny.UnbuildableInputError` when nothing follows the batch size (inputs of a fixed batch,
+    from ``compat/tiny_diffusion.toml``)."""
     from unittest import mock
 
     from hf_neuron.tiny.diffusion import inputs as input_rules
@@ -362,8 +364,8 @@ def batch_of(model: torch.nn.Module) -> object:
         return item is True
 
     if not any_true(mask):
-        raise RuntimeError(f"no input of {type(model).__name__} follows the batch size: the inputs cannot be split "
-                           "by rank")
+        raise UnbuildableInputError(f"no input of {type(model).__name__} follows the batch size: ddp cannot give "
+                                    "each rank its rows")
     return mask
 
 
@@ -388,12 +390,16 @@ def rows(value: object, mask: object, rank: int, world: int) -> object:
 
 class _DdpParts:
     """The ``ddp`` scenario's parts for diffusion backbones (:class:`~hf_neuron.matrix.scenarios.ddp.DdpParts`): the
-    backbone in train mode, the case's inputs and the denoising loss's target (:func:`_target`, for the whole
-    batch's prediction), one row of each a rank (:func:`rows` of the parts that hold the batch, :func:`batch_of`),
-    and the loss :func:`train` steps on."""
+    backbone in train mode without training-time randomness (dropout, DiT's class-label dropout), the case's inputs
+    and the denoising loss's target (:func:`_target`, for the whole batch's prediction), one row of each a rank
+    (:func:`rows` of the parts that hold the batch, :func:`batch_of`), and the loss :func:`train` steps on."""
 
     def model(self, ctx: CaseContext, device: str) -> torch.nn.Module:
-        return _load(ctx, device).train()
+        from hf_neuron.matrix.scenarios.text_models import disable_dropout
+
+        model = _load(ctx, device).train()
+        disable_dropout(model)  # each rank draws its own masks: a dropped row or class label would differ
+        return model
 
     def no_training_loss(self, model: torch.nn.Module) -> str | None:
         return None  # every backbone predicts what a denoising loss regresses
@@ -413,8 +419,21 @@ class _DdpParts:
         import torch
 
         device = str(next(model.parameters()).device)
-        prediction = predict(replica, {name: _on(value, device) for name, value in batch["inputs"].items()})
+        through = cast("torch.nn.Module", _Through(replica, model))
+        prediction = predict(through, {name: _on(value, device) for name, value in batch["inputs"].items()})
         return torch.nn.functional.mse_loss(prediction.float(), batch["target"].to(device))
+
+
+class _Through:
+    """``replica`` (a DDP wrapper, whose ``forward`` takes anything) called as the backbone ``model`` is: with its
+    ``forward``'s signature, so :func:`~hf_neuron.tiny.diffusion.inputs.predict` passes ``return_dict=False`` where
+    the backbone takes it and reads the prediction from what it returns."""
+
+    def __init__(self, replica: torch.nn.Module, model: torch.nn.Module) -> None:
+        self._replica, self.forward = replica, model.forward
+
+    def __call__(self, **inputs: Any) -> Any:
+        return self._replica(**inputs)
 
 
 #: What the ``ddp`` scenario asks of diffusion backbones.

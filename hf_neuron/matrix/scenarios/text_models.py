@@ -92,7 +92,7 @@ def disable_dropout(model: torch.nn.Module) -> None:
             if _is_dropout_field(name) and isinstance(value, float):
                 setattr(module, name, 0.0)
     config = getattr(model, "config", None)
-    if config is not None:
+    if config is not None and hasattr(config, "sub_configs"):  # a transformers config (diffusers' are frozen dicts)
         _zero_dropout_fields(config)
 
 
