@@ -217,16 +217,15 @@ def data_parallel(ctx: CaseContext, parts: str) -> ScenarioResult:
 
     if (fewer := fewer_devices(ctx, "ddp")) is not None:
         return fewer
-    library = parts_named(parts)
-    reference = library.model(ctx, "cpu")
-    if (reason := library.no_training_loss(reference)) is not None:
-        return ScenarioResult.skipped(reason)
-    # the whole batch's step first: a batch the library cannot build or split stops the case before the ranks start
-    library.loss(reference, reference, library.batch(ctx, reference)).backward()
-    expected = _gradients(reference)
     out, reports = on_ranks(ctx, f"{__name__}:rank_step", "DDP", parts=parts)
     if (reason := reports[0].get("no_training_loss")) is not None:
         return ScenarioResult.skipped(reason)
+    if (reason := reports[0].get("unbuildable")) is not None:
+        return ScenarioResult.untested(reason, "inputs")
+    library = parts_named(parts)
+    reference = library.model(ctx, "cpu")
+    library.loss(reference, reference, library.batch(ctx, reference)).backward()
+    expected = _gradients(reference)
     results = [
         compare_named(torch.load(out / f"rank{rank}.pt"), expected, f"rank {rank}'s DDP gradient of",
                       reference="a single process's on the whole batch")
@@ -251,10 +250,12 @@ def rank_context(request: dict[str, Any], device: str) -> CaseContext:
 def rank_step(request: dict[str, Any], device: str) -> dict[str, Any]:
     """This rank's share of a ``ddp`` request: DDP forward and backward on its rows; saves its gradients (on the CPU)
     and reports its rank, device and peak device memory (or, for a model without a training loss, why, without a
-    step)."""
+    step; for a batch the library cannot build or split, why)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
+
+    from hf_neuron.tiny import UnbuildableInputError
 
     parts = parts_named(request["parts"])
     on_neuron = device.startswith("neuron")
@@ -264,7 +265,10 @@ def rank_step(request: dict[str, Any], device: str) -> dict[str, Any]:
     model = parts.model(ctx, device)
     if (reason := parts.no_training_loss(model)) is not None:
         return {"rank": dist.get_rank(), "no_training_loss": reason}
-    rows = parts.rows(parts.batch(ctx, model), dist.get_rank(), dist.get_world_size())
+    try:
+        rows = parts.rows(parts.batch(ctx, model), dist.get_rank(), dist.get_world_size())
+    except UnbuildableInputError as gap:  # the same on every rank: none steps
+        return {"rank": dist.get_rank(), "unbuildable": str(gap)}
     replica = DistributedDataParallel(model, find_unused_parameters=True)  # lives until backward has reduced
     parts.loss(replica, model, rows).backward()
     torch.save({name: grad.cpu() for name, grad in _gradients(model).items()},
