@@ -413,11 +413,11 @@ def test_ddp_ranks_report_that_a_model_has_no_training_loss(tiny_llama: Path, mo
     from hf_neuron.matrix.scenarios import ddp as ddp_module
 
     monkeypatch.setattr(transformers_models("decoder"), "no_training_loss", lambda model: "no loss here")
-    request = {"model_type": "llama", "group": "decoder", "workdir": str(tiny_llama), "seed": 0,
-               "out": str(tiny_llama)}
+    request = {"model_type": "llama", "group": "decoder", "scenario": "ddp", "workdir": str(tiny_llama), "seed": 0,
+               "out": str(tiny_llama), "parts": "hf_neuron.matrix.scenarios.text_models"}
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        report = ddp_module._rank_step(request, "cpu")
+        report = ddp_module.rank_step(request, "cpu")
     finally:
         dist.destroy_process_group()
     assert report == {"rank": 0, "no_training_loss": "no loss here"}

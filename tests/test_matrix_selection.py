@@ -143,7 +143,7 @@ def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:
     assert {case.facts["kind"] for case in cases} == {"core"}, "each case carries what its record says of it"
 
 
-def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffusion_its_eight() -> None:
+def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffusion_its_ten() -> None:
     builtin = load_scenarios()
     every = ["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "generate_compiled"]
     moe = frozenset({"router-logits", "sdpa", "flex-attention"})
@@ -154,7 +154,7 @@ def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffu
         assert {builtin[name].implementation(group, moe) for name in builtin if name != "generate"} == {
             builtin[name].implementation("decoder", moe) for name in builtin if name != "generate"}
     assert [name for name in builtin if builtin[name].implementation("diffusion", moe)] == [
-        "load", "forward", "generate", "train", "lora", "bf16", "compile", "save"]
+        "load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "tp"]
 
 
 def test_an_entry_that_does_not_build_becomes_untested_cases_with_its_reason(tmp_path: Path) -> None:

@@ -60,9 +60,17 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "`save_pretrained` from neuron, `from_pretrained` back onto neuron: exactly the saved model's forward "
         "outputs (diffusion: the denoiser's prediction), and the CPU's within tolerance"),
     ScenarioDeclaration(
-        "ddp", "extra", True, {"transformers": ddp.ddp},
-        "a 2-process DDP step's gradients equal one process's on the whole batch; each rank reports its device and "
-        "peak memory; one visible device makes it untested"),
+        "ddp", "extra", True, {"transformers": ddp.ddp, "diffusers": diffusion.ddp},
+        "a 2-process DDP step's gradients (one row a rank) equal one process's on the whole batch; each rank reports "
+        "its device and peak memory; one visible device makes it untested; diffusion: on the denoising loss `train` "
+        "steps on, the target drawn for the whole batch"),
+    ScenarioDeclaration(
+        "tp", "extra", False, {"diffusers": diffusion.tp},
+        "a diffusion denoiser sharded over 2 neuron ranks by diffusers' tensor parallelism (`enable_parallelism` "
+        "with a `TensorParallelConfig`; on neuron, `hooks/tensor_parallel_neuron.py` shards each planned weight on "
+        "the CPU first) predicts on every rank what one process does on the CPU; not applicable to a backbone whose "
+        "class has no `_tp_plan` (diffusers ships one for Flux, Flux2 and the QwenImage transformers) or off "
+        "neuron; one visible device makes it untested"),
     ScenarioDeclaration(
         "sdpa", "variant", False, {"transformers": text.sdpa},
         '`forward` with `attn_implementation="sdpa"` (eager is `forward` itself)', requires="sdpa"),

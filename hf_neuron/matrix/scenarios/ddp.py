@@ -1,16 +1,24 @@
-"""The ``ddp`` scenario: one DistributedDataParallel step on 2 processes equals one process on the whole batch.
+"""The ``ddp`` scenario: one DistributedDataParallel step on 2 processes equals one process on the whole batch, for
+every library (:func:`data_parallel`), and the long-lived ranks that serve it and the other multi-process scenarios
+(:class:`Ranks`).
 
-The ranks are long-lived: the first ``ddp`` case of a worker starts ``torchrun`` with :data:`WORLD` processes
+The ranks are long-lived: the first multi-process case of a worker starts ``torchrun`` with :data:`WORLD` processes
 (``python -m hf_neuron.matrix.scenarios.ddp``), one device each (``neuron:0``, ``neuron:1``; on the CPU, gloo), and
 the following cases of that worker hand them a request each, so a case pays for a model load and a step, not for
-starting processes and importing torch and transformers (:class:`Ranks`). For a request, each rank loads the case's
-tiny checkpoint in train mode without dropout, wraps it in DDP, takes its share of the case's batch (one row each),
-runs forward and backward, saves its gradients, and reports its device and its peak device memory. The scenario
-compares every rank's gradients with those of a single process on the CPU on the whole batch: DDP averages the
-gradients of equal halves, which is the gradient of the whole batch's mean loss. ``find_unused_parameters`` is on,
-so architectures that leave some parameters without a gradient in a step (mixture-of-experts routing) reduce the
-rest correctly. The step's labels are the model's group's; it does not apply to a model without a training loss
-(the ranks report the group's reason instead of stepping).
+starting processes and importing torch and the libraries. A request names the *rank step* every rank runs
+(``"step": "module:function"``, called with the request and the rank's device), so the same ranks serve ``ddp`` and,
+for diffusion, ``tp``.
+
+What differs between libraries is a library's :class:`DdpParts`, named by the module that defines it as
+``DDP_PARTS`` (:func:`parts_named`) (:mod:`~hf_neuron.matrix.scenarios.text_models` for the transformers groups,
+:mod:`~hf_neuron.matrix.scenarios.diffusion` for diffusion backbones): how a rank builds the model, the case's whole
+batch, a rank's share of it and the loss. The launch, the step and the comparison are here: each rank builds the
+model in train mode, wraps it in DDP, takes its share of the case's batch (one row each), runs forward and backward,
+saves its gradients, and reports its device and its peak device memory; the scenario compares every rank's gradients
+with those of a single process on the CPU on the whole batch: DDP averages the gradients of equal halves, which is
+the gradient of the whole batch's mean loss. ``find_unused_parameters`` is on, so architectures that leave some
+parameters without a gradient in a step (mixture-of-experts routing) reduce the rest correctly. It does not apply to
+a model without a training loss (the ranks report the library's reason instead of stepping).
 
 A rank that fails takes the whole group down (the ``neuron`` backend's failure handling): the case records its
 error, and the next case starts new ranks. A request that does not finish in time ends the ranks too.
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import json
 import os
 import signal
@@ -28,7 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from hf_neuron.backends import neuron_module
 from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare_named, worst_of
@@ -36,7 +45,8 @@ from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, com
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LAUNCH_TIMEOUT_S", "WORLD", "Ranks", "ddp"]
+__all__ = ["LAUNCH_TIMEOUT_S", "WORLD", "DdpParts", "Ranks", "data_parallel", "ddp", "fewer_devices", "on_ranks",
+           "parts_named", "rank_context", "rank_step"]
 
 #: Processes (and devices) of the run.
 WORLD = 2
@@ -46,18 +56,36 @@ _POLL_S = 0.05
 _STOP = "stop"
 
 
+class DdpParts(Protocol):
+    """What a library gives the ``ddp`` scenario: its model, batch, split and loss (``DDP_PARTS`` of its module)."""
+
+    def model(self, ctx: CaseContext, device: str) -> torch.nn.Module:
+        """The case's tiny model on ``device``, in train mode, with no training-time randomness."""
+
+    def no_training_loss(self, model: torch.nn.Module) -> str | None:
+        """Why ``model`` has no training loss (the scenario does not apply), or None."""
+
+    def batch(self, ctx: CaseContext, model: torch.nn.Module) -> Any:
+        """The case's whole batch, on the CPU, the same for every rank and device (``model`` is on the rank's)."""
+
+    def rows(self, batch: Any, rank: int, world: int) -> Any:
+        """Rank ``rank``'s equal share of ``batch`` out of ``world``."""
+
+    def loss(self, replica: torch.nn.Module, model: torch.nn.Module, batch: Any) -> torch.Tensor:
+        """The mean training loss of ``batch`` (or a share of it) through ``replica`` (``model`` itself, or its DDP
+        wrapper), on ``model``'s device."""
+
+
+def parts_named(name: str) -> DdpParts:
+    """The parts ``name`` names: ``module`` (a dotted module name) for its ``DDP_PARTS``, ``module:attribute`` for
+    another of its attributes."""
+    module, _, attribute = name.partition(":")
+    parts: DdpParts = getattr(importlib.import_module(module), attribute or "DDP_PARTS")
+    return parts
+
+
 def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
-
-
-def _whole_batch_gradients(ctx: CaseContext) -> dict[str, torch.Tensor]:
-    """A single process's gradients on the CPU, on the case's whole batch."""
-    from hf_neuron.matrix.scenarios.text_models import load_model, model_inputs, sample_ids, training_inputs
-
-    model = load_model(ctx, "cpu", train=True)
-    inputs = model_inputs(model, sample_ids(ctx, model))
-    model(**training_inputs(model, inputs)).loss.backward()
-    return _gradients(model)
 
 
 def _write_atomically(path: Path, data: Any) -> None:
@@ -78,7 +106,7 @@ class Ranks:
         from hf_neuron.device.distributed.launch import torchrun
 
         self.device_type = device_type
-        self.control = Path(tempfile.mkdtemp(prefix=f"ddp-{device_type}-", dir=workdir))
+        self.control = Path(tempfile.mkdtemp(prefix=f"ranks-{device_type}-", dir=workdir))
         self._log: IO[str] = open(self.control / "ranks.log", "w")  # noqa: SIM115 - the ranks' stderr, for errors
         command = torchrun("-m", __name__, str(self.control), device_type, str(os.getpid()), nproc=WORLD)
         self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._log, text=True,
@@ -88,18 +116,20 @@ class Ranks:
     def alive(self) -> bool:
         return self._process.poll() is None
 
-    def _failure(self) -> RuntimeError:
+    def _failure(self, what: str) -> RuntimeError:
         from hf_neuron.device.distributed.launch import root_cause
 
         self.close()
         stderr = (self.control / "ranks.log").read_text(errors="replace")
-        return RuntimeError(f"the {WORLD}-process DDP run failed (exit {self._process.returncode}): "
+        return RuntimeError(f"the {WORLD}-process {what} run failed (exit {self._process.returncode}): "
                             f"{root_cause(stderr)}")
 
     def run(self, request: dict[str, Any], timeout: float) -> list[dict[str, Any]]:
-        """Run ``request`` on every rank; their reports, by rank. Raises with the ranks' error when they fail, and
-        ends them when the request does not finish within ``timeout`` seconds (or the caller is interrupted)."""
+        """Run ``request`` (its ``step`` names the rank step) on every rank; their reports, by rank. Raises with the
+        ranks' error when they fail, and ends them when the request does not finish within ``timeout`` seconds (or
+        the caller is interrupted)."""
         number, self._next = self._next, self._next + 1
+        what = str(request.get("what", "multi-process"))
         done = self.control / f"done-{number}.json"
         _write_atomically(self.control / f"req-{number}.json", request)
         deadline = time.monotonic() + timeout
@@ -107,9 +137,9 @@ class Ranks:
         try:
             while not done.exists():
                 if not self.alive():
-                    raise self._failure()
+                    raise self._failure(what)
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"the {WORLD}-process DDP run took more than {timeout:g} s")
+                    raise TimeoutError(f"the {WORLD}-process {what} run took more than {timeout:g} s")
                 time.sleep(_POLL_S)
             finished = True
         finally:
@@ -119,10 +149,15 @@ class Ranks:
         return reports
 
     def close(self) -> None:
-        """End the ranks (and anything they started)."""
+        """End the ranks (and anything they started): torchrun's process group and each rank, which torchrun starts
+        in a session of its own (a rank stuck in a collective would outlive torchrun)."""
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._process.pid, signal.SIGKILL)
+        for pid_file in self.control.glob("rank*.pid"):
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            pid_file.unlink()
         self._process.wait()
         self._log.close()
 
@@ -146,26 +181,51 @@ def _serving(device_type: str, workdir: Path) -> Ranks:
     return ranks
 
 
-def ddp(ctx: CaseContext) -> ScenarioResult:
-    """Every rank's gradients after one DDP step equal a single process's on the whole batch (float32 tolerance);
-    the details name each rank's device and peak device memory, as the ranks report them."""
+def fewer_devices(ctx: CaseContext, scenario: str) -> ScenarioResult | None:
+    """Untested (gap ``devices``) when ``ctx`` is on neuron and this process sees fewer than :data:`WORLD` devices;
+    else None."""
+    import torch
+
+    if torch.device(ctx.device).type == "neuron" and neuron_module().device_count() < WORLD:
+        return ScenarioResult.untested(
+            f"{scenario} needs {WORLD} neuron devices, this process sees {neuron_module().device_count()} "
+            "(the reference device: set HF_NEURON_EMULATOR_DEVICES=2)", "devices"
+        )
+    return None
+
+
+def on_ranks(ctx: CaseContext, step: str, what: str, **fields: Any) -> tuple[Path, list[dict[str, Any]]]:
+    """Run the rank step ``step`` (``"module:function"``) for ``ctx`` on this worker's ranks of its device type; the
+    directory the ranks write to and their reports. The request carries the case and ``fields``; ``what`` names the
+    run in its errors."""
     import torch
 
     device_type = torch.device(ctx.device).type
-    if device_type == "neuron" and neuron_module().device_count() < WORLD:
-        return ScenarioResult.untested(
-            f"ddp needs {WORLD} neuron devices, this process sees {neuron_module().device_count()} "
-            "(the reference device: set HF_NEURON_EMULATOR_DEVICES=2)", "devices"
-        )
     ctx.checkpoint  # noqa: B018 - build it once here, before the ranks read it
-    out = ctx.workdir / "ddp" / f"{ctx.model_type}-{device_type}"
+    out = ctx.workdir / ctx.scenario / f"{ctx.model_type}-{device_type}"
     out.mkdir(parents=True, exist_ok=True)
-    request = {"model_type": ctx.model_type, "group": ctx.group, "workdir": str(ctx.workdir), "seed": ctx.seed,
-               "out": str(out)}
-    reports = _serving(device_type, ctx.workdir).run(request, LAUNCH_TIMEOUT_S)
+    request = {"step": step, "what": what, "model_type": ctx.model_type, "group": ctx.group, "scenario": ctx.scenario,
+               "workdir": str(ctx.workdir), "seed": ctx.seed, "out": str(out), **fields}
+    return out, _serving(device_type, ctx.workdir).run(request, LAUNCH_TIMEOUT_S)
+
+
+def data_parallel(ctx: CaseContext, parts: str) -> ScenarioResult:
+    """The ``ddp`` scenario of the library whose :class:`DdpParts` the module ``parts`` defines: every rank's
+    gradients after one DDP step equal a single process's on the whole batch (float32 tolerance); the details name
+    each rank's device and peak device memory, as the ranks report them."""
+    import torch
+
+    if (fewer := fewer_devices(ctx, "ddp")) is not None:
+        return fewer
+    out, reports = on_ranks(ctx, f"{__name__}:rank_step", "DDP", parts=parts)
     if (reason := reports[0].get("no_training_loss")) is not None:
         return ScenarioResult.skipped(reason)
-    expected = _whole_batch_gradients(ctx)
+    if (reason := reports[0].get("unbuildable")) is not None:
+        return ScenarioResult.untested(reason, "inputs")
+    library = parts_named(parts)
+    reference = library.model(ctx, "cpu")
+    library.loss(reference, reference, library.batch(ctx, reference)).backward()
+    expected = _gradients(reference)
     results = [
         compare_named(torch.load(out / f"rank{rank}.pt"), expected, f"rank {rank}'s DDP gradient of",
                       reference="a single process's on the whole batch")
@@ -174,38 +234,52 @@ def ddp(ctx: CaseContext) -> ScenarioResult:
     return worst_of(results).with_details({"ranks": reports})
 
 
-def _rank_step(request: dict[str, Any], device: str) -> dict[str, Any]:
-    """This rank's share of a request: DDP forward and backward on its rows; saves its gradients (on the CPU) and
-    reports its rank, device and peak device memory (or, for a model without a training loss, why, without a
-    step)."""
+def ddp(ctx: CaseContext) -> ScenarioResult:
+    """The transformers groups' ``ddp``: :func:`data_parallel` with
+    :data:`hf_neuron.matrix.scenarios.text_models.DDP_PARTS`."""
+    return data_parallel(ctx, "hf_neuron.matrix.scenarios.text_models")
+
+
+def rank_context(request: dict[str, Any], device: str) -> CaseContext:
+    """The case of ``request`` on this rank's ``device``."""
+    return CaseContext(model_type=request["model_type"], group=request["group"], scenario=request["scenario"],
+                       device=device,
+                       workdir=Path(request["workdir"]), seed=int(request["seed"]))
+
+
+def rank_step(request: dict[str, Any], device: str) -> dict[str, Any]:
+    """This rank's share of a ``ddp`` request: DDP forward and backward on its rows; saves its gradients (on the CPU)
+    and reports its rank, device and peak device memory (or, for a model without a training loss, why, without a
+    step; for a batch the library cannot build or split, why)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from hf_neuron.matrix.scenarios.text_models import (
-        load_model,
-        model_inputs,
-        no_training_loss,
-        sample_ids,
-        training_inputs,
-    )
+    from hf_neuron.tiny import UnbuildableInputError
 
+    parts = parts_named(request["parts"])
     on_neuron = device.startswith("neuron")
     if on_neuron:
         neuron_module().reset_peak_memory_stats(device)
-    ctx = CaseContext(model_type=request["model_type"], group=request["group"], scenario="ddp", device=device,
-                      workdir=Path(request["workdir"]), seed=int(request["seed"]))
-    model = load_model(ctx, device, train=True)
-    if (reason := no_training_loss(model)) is not None:
+    ctx = rank_context(request, device)
+    model = parts.model(ctx, device)
+    if (reason := parts.no_training_loss(model)) is not None:
         return {"rank": dist.get_rank(), "no_training_loss": reason}
-    rows = sample_ids(ctx, model).chunk(dist.get_world_size())[dist.get_rank()]
-    inputs = model_inputs(model, rows)
+    try:
+        rows = parts.rows(parts.batch(ctx, model), dist.get_rank(), dist.get_world_size())
+    except UnbuildableInputError as gap:  # the same on every rank: none steps
+        return {"rank": dist.get_rank(), "unbuildable": str(gap)}
     replica = DistributedDataParallel(model, find_unused_parameters=True)  # lives until backward has reduced
-    replica(**training_inputs(model, inputs)).loss.backward()
+    parts.loss(replica, model, rows).backward()
     torch.save({name: grad.cpu() for name, grad in _gradients(model).items()},
                Path(request["out"]) / f"rank{dist.get_rank()}.pt")
     peak = int(neuron_module().max_memory_allocated(device)) if on_neuron else None
     return {"rank": dist.get_rank(), "device": str(next(model.parameters()).device), "peak_memory_bytes": peak}
+
+
+def _step_named(name: str) -> Any:
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def _next_request(control: Path, number: int, parent: int) -> dict[str, Any] | str:
@@ -226,6 +300,7 @@ def _serve(control: Path, device_type: str, parent: int) -> None:
     import torch.distributed as dist
 
     local_rank = int(os.environ["LOCAL_RANK"])
+    _write_atomically(control / f"rank{local_rank}.pid", os.getpid())  # for Ranks.close
     device = f"neuron:{local_rank}" if device_type == "neuron" else "cpu"
     dist.init_process_group("neuron" if device_type == "neuron" else "gloo")
     number = 0
@@ -235,7 +310,7 @@ def _serve(control: Path, device_type: str, parent: int) -> None:
         request = box[0]
         if request == _STOP or not isinstance(request, dict):
             break
-        report = _rank_step(request, device)
+        report = _step_named(request["step"])(request, device)
         reports: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(reports, report)
         if dist.get_rank() == 0:

@@ -1,7 +1,9 @@
 """The scenarios of diffusion backbones: ``load`` (``from_pretrained`` with a device map), ``forward`` (one denoiser
 call), ``generate`` (a two-step pipeline), ``train`` (denoising-loss AdamW steps), ``lora`` (the same steps on a PEFT
 adapter of the attention projections), ``bf16``, ``compile`` and ``save`` (one denoiser call in bfloat16, compiled,
-and after a save and reload), declared in :mod:`~hf_neuron.matrix.scenarios.builtin`.
+and after a save and reload), ``ddp`` (a two-rank DDP step on the denoising loss, through
+:mod:`~hf_neuron.matrix.scenarios.ddp` with :data:`DDP_PARTS`) and ``tp`` (the denoiser sharded by diffusers'
+tensor parallelism on two ranks), declared in :mod:`~hf_neuron.matrix.scenarios.builtin`.
 
 The tiny backbone is loaded from the case's checkpoint the way users load one
 (``<Class>.from_pretrained(checkpoint)``, then ``.to(device)``); its inputs and the pipeline's noise are drawn on the
@@ -11,20 +13,33 @@ CPU from the case's seed, so the device and the CPU compute the same thing.
 from __future__ import annotations
 
 import tempfile
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from hf_neuron.compat.tiny_diffusion import presets, recipe
-from hf_neuron.matrix.scenarios.contract import EXACT, CaseContext, ScenarioResult, compare, compare_named
-from hf_neuron.tiny.diffusion.backbones import backbone_class
+from hf_neuron.matrix.scenarios.contract import (
+    EXACT,
+    CaseContext,
+    ScenarioResult,
+    compare,
+    compare_named,
+    worst_of,
+)
+from hf_neuron.matrix.scenarios.ddp import WORLD, data_parallel, fewer_devices, on_ranks, rank_context
+from hf_neuron.tiny import UnbuildableInputError
+from hf_neuron.tiny.diffusion.backbones import BATCH, backbone_class
 from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs, predict
 from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shipped_pipelines
 from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import torch
 
-__all__ = ["ATTENTION_PROJECTIONS", "bf16", "compile_forward", "forward", "generate", "load", "lora", "lora_targets",
-           "save", "train"]
+__all__ = ["ATTENTION_PROJECTIONS", "DDP_PARTS", "batch_of", "batched", "bf16", "compile_forward", "ddp", "forward",
+           "generate", "load", "lora", "lora_targets", "rows", "save", "tensor_parallel", "tp", "tp_plan",
+           "tp_rank_step", "train"]
 
 
 #: The attention projections ``lora`` adapts, by the module names diffusers gives them (its LoRA training examples'
@@ -101,14 +116,20 @@ def generate(ctx: CaseContext) -> ScenarioResult:
     return compare_named(run_pipeline(pipeline, backbone_recipe, seed=ctx.seed), expected, "pipeline")
 
 
+def _target(shape: torch.Size, seed: int) -> torch.Tensor:
+    """The fixed target of a denoising loss (the noise or velocity a training step regresses to), drawn from ``seed``
+    on the CPU."""
+    import torch
+
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed + 1))
+
+
 def _loss(model: torch.nn.Module, inputs: dict[str, object], seed: int) -> torch.Tensor:
-    """The denoising loss of one call: the mean squared error of the prediction against a fixed target drawn from
-    ``seed`` on the CPU (the noise or velocity a training step regresses to)."""
+    """The denoising loss of one call: the mean squared error of the prediction against :func:`_target`."""
     import torch
 
     prediction = predict(model, inputs)
-    target = torch.randn(prediction.shape, generator=torch.Generator().manual_seed(seed + 1)).to(prediction.device)
-    return torch.nn.functional.mse_loss(prediction.float(), target)
+    return torch.nn.functional.mse_loss(prediction.float(), _target(prediction.shape, seed).to(prediction.device))
 
 
 def _step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, inputs: dict[str, object], seed: int
@@ -302,3 +323,193 @@ def save(ctx: CaseContext) -> ScenarioResult:
         return same
     return compare(actual, denoise(reference, inputs), "denoiser output after save and reload",
                    device=ctx.device)
+
+
+def batched(value: object, probe: object) -> object:
+    """Which parts of a backbone's inputs ``value`` hold the batch, by ``probe``, the same inputs built for another
+    batch size: a tensor whose leading size, or a list or tuple whose length, differs between them (True, or False);
+    a dict or a list of the same length, part by part; anything else False."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return (isinstance(probe, torch.Tensor) and value.dim() > 0 and probe.dim() > 0
+                and value.shape[0] != probe.shape[0])
+    if isinstance(value, dict) and isinstance(probe, dict):
+        return {key: batched(item, probe.get(key)) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and isinstance(probe, (list, tuple)):
+        if len(value) != len(probe):
+            return True
+        return [batched(item, other) for item, other in zip(value, probe, strict=True)]
+    return False
+
+
+def batch_of(model: torch.nn.Module) -> object:
+    """:func:`batched` for ``model``'s inputs (:func:`~hf_neuron.tiny.diffusion.inputs.forward_inputs`), probed with
+    them built for twice the harness's ``BATCH`` (the input rules read it when they are called). Raises
+    :class:`~hf_neuron.tiny.UnbuildableInputError` when nothing follows the batch size (inputs of a fixed batch,
+    from ``compat/tiny_diffusion.toml``)."""
+    from unittest import mock
+
+    from hf_neuron.tiny.diffusion import inputs as input_rules
+
+    with mock.patch.object(input_rules, "BATCH", 2 * BATCH):
+        probe = forward_inputs(model, seed=0)
+    mask = batched(forward_inputs(model, seed=0), probe)
+
+    def any_true(item: object) -> bool:
+        if isinstance(item, dict):
+            return any(any_true(part) for part in item.values())
+        if isinstance(item, list):
+            return any(any_true(part) for part in item)
+        return item is True
+
+    if not any_true(mask):
+        raise UnbuildableInputError(f"no input of {type(model).__name__} follows the batch size: ddp cannot give "
+                                    "each rank its rows")
+    return mask
+
+
+def rows(value: object, mask: object, rank: int, world: int) -> object:
+    """Rank ``rank``'s equal share (of ``world``) of a backbone's inputs: the rows of every part ``mask``
+    (:func:`batched`) marks as holding the batch, the rest (positions, grids, frame numbers the batch shares) as
+    it is."""
+    import torch
+
+    if mask is True:
+        if isinstance(value, torch.Tensor):
+            return value.chunk(world)[rank]
+        assert isinstance(value, (list, tuple))
+        share = len(value) // world
+        return type(value)(value[rank * share:(rank + 1) * share])
+    if isinstance(value, dict) and isinstance(mask, dict):
+        return {key: rows(item, mask[key], rank, world) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and isinstance(mask, list):
+        return type(value)(rows(item, part, rank, world) for item, part in zip(value, mask, strict=True))
+    return value
+
+
+class _DdpParts:
+    """The ``ddp`` scenario's parts for diffusion backbones (:class:`~hf_neuron.matrix.scenarios.ddp.DdpParts`): the
+    backbone in train mode without training-time randomness (dropout, DiT's class-label dropout), the case's inputs
+    and the denoising loss's target (:func:`_target`, for the whole batch's prediction), one row of each a rank
+    (:func:`rows` of the parts that hold the batch, :func:`batch_of`), and the loss :func:`train` steps on."""
+
+    def model(self, ctx: CaseContext, device: str) -> torch.nn.Module:
+        from hf_neuron.matrix.scenarios.text_models import disable_dropout
+
+        model = _load(ctx, device).train()
+        disable_dropout(model)  # each rank draws its own masks: a dropped row or class label would differ
+        return model
+
+    def no_training_loss(self, model: torch.nn.Module) -> str | None:
+        return None  # every backbone predicts what a denoising loss regresses
+
+    def batch(self, ctx: CaseContext, model: torch.nn.Module) -> dict[str, Any]:
+        inputs = forward_inputs(model, seed=ctx.seed)
+        device = next(model.parameters()).device
+        shape = denoise(model, {name: _on(value, str(device)) for name, value in inputs.items()}).shape
+        return {"inputs": inputs, "batched": batch_of(model), "target": _target(shape, ctx.seed)}
+
+    def rows(self, batch: dict[str, Any], rank: int, world: int) -> dict[str, Any]:
+        target = batch["target"]
+        return {"inputs": rows(batch["inputs"], batch["batched"], rank, world),
+                "target": rows(target, target.dim() > 0 and target.shape[0] == BATCH, rank, world)}
+
+    def loss(self, replica: torch.nn.Module, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+        import torch
+
+        device = str(next(model.parameters()).device)
+        through = cast("torch.nn.Module", _Through(replica, model))
+        prediction = predict(through, {name: _on(value, device) for name, value in batch["inputs"].items()})
+        return torch.nn.functional.mse_loss(prediction.float(), batch["target"].to(device))
+
+
+class _Through:
+    """``replica`` (a DDP wrapper, whose ``forward`` takes anything) called as the backbone ``model`` is: with its
+    ``forward``'s signature, so :func:`~hf_neuron.tiny.diffusion.inputs.predict` passes ``return_dict=False`` where
+    the backbone takes it and reads the prediction from what it returns."""
+
+    def __init__(self, replica: torch.nn.Module, model: torch.nn.Module) -> None:
+        self._replica, self.forward = replica, model.forward
+
+    def __call__(self, **inputs: Any) -> Any:
+        return self._replica(**inputs)
+
+
+#: What the ``ddp`` scenario asks of diffusion backbones.
+DDP_PARTS = _DdpParts()
+
+
+def ddp(ctx: CaseContext) -> ScenarioResult:
+    """A two-rank DDP step on the denoising loss, one row each, gives every rank a single process's gradients on the
+    whole batch (:func:`~hf_neuron.matrix.scenarios.ddp.data_parallel` with :data:`DDP_PARTS`)."""
+    return data_parallel(ctx, __name__)
+
+
+def tp_plan(model_type: str) -> dict[str, Any] | None:
+    """The tensor-parallel plan diffusers ships for the backbone (its class's ``_tp_plan``), or None."""
+    plan: dict[str, Any] | None = getattr(backbone_class(model_type), "_tp_plan", None)
+    return plan
+
+
+def tensor_parallel(ctx: CaseContext, step: str) -> ScenarioResult:
+    """:func:`tp` with the rank step ``step`` (``"module:function"``, :func:`tp_rank_step` or one that wraps it)."""
+    import diffusers
+    import torch
+
+    if tp_plan(ctx.model_type) is None:
+        return ScenarioResult.skipped(f"diffusers {diffusers.__version__} ships no tensor-parallel plan for "
+                                      f"{ctx.model_type} (its class has no _tp_plan)")
+    if torch.device(ctx.device).type != "neuron":
+        return ScenarioResult.skipped(f"diffusers' tensor parallelism runs on an accelerator mesh, not on "
+                                      f"{ctx.device}: the scenario is the neuron backend's")
+    if (fewer := fewer_devices(ctx, "tp")) is not None:
+        return fewer
+    reference = _load(ctx, "cpu")
+    inputs = forward_inputs(reference, seed=ctx.seed)
+    expected = denoise(reference, inputs)
+    inputs_path = ctx.workdir / ctx.scenario / f"{ctx.model_type}-inputs.pt"
+    inputs_path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(inputs, inputs_path)
+    out, reports = on_ranks(ctx, step, "tensor-parallel", inputs=str(inputs_path))
+    results = [compare(torch.load(out / f"rank{rank}.pt"), expected, f"rank {rank}'s tensor-parallel denoiser output",
+                       reference="a single process's on the CPU") for rank in range(WORLD)]
+    return worst_of(results).with_details({"ranks": reports})
+
+
+def tp(ctx: CaseContext) -> ScenarioResult:
+    """The backbone sharded over two neuron ranks by diffusers' tensor parallelism (``enable_parallelism`` with a
+    ``TensorParallelConfig``, which on a neuron mesh pre-shards each planned weight on the CPU,
+    ``diffusers/hooks/tensor_parallel_neuron.py``) predicts on every rank what one process does on the CPU; not
+    applicable to a backbone whose class has no tensor-parallel plan."""
+    return tensor_parallel(ctx, f"{__name__}:tp_rank_step")
+
+
+def tp_rank_step(request: dict[str, Any], device: str,
+                 change_shard: Callable[[torch.nn.Module, int], None] | None = None) -> dict[str, Any]:
+    """One rank of ``tp``: the backbone loaded on the CPU, sharded with ``enable_parallelism`` over every rank, moved
+    to the rank's device (the parameters the plan leaves whole); its prediction on the request's inputs saved (on the
+    CPU); reports the rank, its device and how many of its parameters are shards. ``change_shard`` (the model and the
+    rank) alters the sharded model before it predicts (a test's perturbed shard)."""
+    import torch
+    import torch.distributed as dist
+    from diffusers.models._modeling_parallel import TensorParallelConfig
+    from torch.distributed.tensor import DTensor
+
+    from hf_neuron.backends import neuron_module
+
+    neuron_module().set_device(device)  # diffusers places the shards on the current device
+    ctx = rank_context(request, device)
+    model = backbone_class(ctx.model_type).from_pretrained(ctx.checkpoint).eval()  # type: ignore[attr-defined]
+    model.enable_parallelism(config=TensorParallelConfig(tp_degree=dist.get_world_size()))
+    model.to(device)
+    rank = dist.get_rank()
+    if change_shard is not None:
+        change_shard(model, rank)
+    inputs = torch.load(request["inputs"])
+    output = denoise(model, {name: _on(value, device) for name, value in inputs.items()})
+    if isinstance(output, DTensor):
+        output = output.full_tensor()
+    torch.save(output.cpu(), Path(request["out"]) / f"rank{rank}.pt")
+    shards = sum(isinstance(p, DTensor) for p in model.parameters())
+    return {"rank": rank, "device": str(output.device), "sharded_parameters": shards}

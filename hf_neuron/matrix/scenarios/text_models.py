@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH",
+    "DDP_PARTS",
     "NEW_TOKENS",
     "disable_dropout",
     "forward_outputs",
@@ -91,7 +92,7 @@ def disable_dropout(model: torch.nn.Module) -> None:
             if _is_dropout_field(name) and isinstance(value, float):
                 setattr(module, name, 0.0)
     config = getattr(model, "config", None)
-    if config is not None:
+    if config is not None and hasattr(config, "sub_configs"):  # a transformers config (diffusers' are frozen dicts)
         _zero_dropout_fields(config)
 
 
@@ -158,3 +159,29 @@ def no_training_loss(model: PreTrainedModel) -> str | None:
 def lora_targets(model: PreTrainedModel) -> str | list[str]:
     """The modules a LoRA adapter goes on, from the group's package."""
     return _models(model).lora_targets(model)
+
+
+class _DdpParts:
+    """The ``ddp`` scenario's parts for the transformers groups (:class:`~hf_neuron.matrix.scenarios.ddp.DdpParts`):
+    the case's model without dropout, its token ids (one row a rank) and the group's training loss."""
+
+    def model(self, ctx: CaseContext, device: str) -> torch.nn.Module:
+        return load_model(ctx, device, train=True)
+
+    def no_training_loss(self, model: torch.nn.Module) -> str | None:
+        return no_training_loss(model)  # type: ignore[arg-type]
+
+    def batch(self, ctx: CaseContext, model: torch.nn.Module) -> torch.Tensor:
+        return sample_ids(ctx, model)  # type: ignore[arg-type]
+
+    def rows(self, batch: torch.Tensor, rank: int, world: int) -> torch.Tensor:
+        return batch.chunk(world)[rank]
+
+    def loss(self, replica: torch.nn.Module, model: torch.nn.Module, batch: torch.Tensor) -> torch.Tensor:
+        inputs = model_inputs(model, batch)  # type: ignore[arg-type]
+        loss: torch.Tensor = replica(**training_inputs(model, inputs)).loss  # type: ignore[arg-type]
+        return loss
+
+
+#: What the ``ddp`` scenario asks of the transformers groups.
+DDP_PARTS = _DdpParts()
