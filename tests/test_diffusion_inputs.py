@@ -87,6 +87,8 @@ def test_each_kind_builds_its_value_from_the_config(tmp_path: Path) -> None:
     rows = build('inputs.x = { arange = [0, 3], shape = ["batch", 3], dtype = "long" }')
     assert torch.equal(rows, torch.arange(3).expand(BATCH, 3))  # type: ignore[arg-type]
     assert torch.equal(build('inputs.x = { tensor = [[1, 2]], dtype = "long" }'), torch.tensor([[1, 2]]))
+    per_item = build('inputs.x = { tensor = [6.0, 127.0], shape = ["batch", 2] }')  # a row that follows the batch
+    assert torch.equal(per_item, torch.tensor([[6.0, 127.0]] * BATCH))  # type: ignore[arg-type]
     assert build('inputs.x = { int = "size // patch_size" }') == LATENT_SIZE // 2
     assert build('inputs.x = { value = { 0 = [[0, 16]] } }') == {0: [[0, 16]]}  # int keys for a per-sample mapping
     assert build('inputs.x = { value = "extract" }') == "extract"

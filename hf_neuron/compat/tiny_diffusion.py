@@ -59,10 +59,10 @@ _BACKBONE_KEYS = {"reason", "config", "layout", "inputs", "pipeline", "slot", "c
                   "pipeline_gap"}
 _COMPONENT_KEYS = {"class", "config", "model_type", "subconfig", "parts"}
 #: How an input spec builds its value (exactly one per spec): random normal, a constant, random integers in
-#: ``[low, high)``, ``arange(start, stop)``, a literal tensor, a plain Python value, an integer expression, another
-#: parameter's generic rule, a list of values each built by its own spec (``items``), the values of a list of specs
-#: concatenated along ``dim`` (``concat``), a dict of values each built by its own spec (``fields``), or nothing (an
-#: optional parameter left to its default).
+#: ``[low, high)``, ``arange(start, stop)``, a literal tensor (with a shape: broadcast to it), a plain Python value, an
+#: integer expression, another parameter's generic rule, a list of values each built by its own spec (``items``), the
+#: values of a list of specs concatenated along ``dim`` (``concat``), a dict of values each built by its own spec
+#: (``fields``), or nothing (an optional parameter left to its default).
 INPUT_KINDS = ("randn", "fill", "randint", "arange", "tensor", "value", "int", "rule", "items", "concat", "fields",
                "omit")
 DTYPES = ("float32", "long", "int32", "bool")

@@ -304,8 +304,9 @@ def _one(spec: InputSpec, shape: _Shape, generator: torch.Generator) -> Any:
         start, stop = (int(evaluate(bound, names)) for bound in spec.argument)
         values = torch.arange(start, stop).to(dtype)
         return values if spec.shape is None else values.expand(sizes).contiguous()
-    if spec.kind == "tensor":
-        return torch.tensor(spec.argument, dtype=dtype)
+    if spec.kind == "tensor":  # with a shape, the literal broadcast to it (a row repeated per batch item)
+        values = torch.tensor(spec.argument, dtype=dtype)
+        return values if spec.shape is None else values.expand(sizes).contiguous()
     if spec.kind == "int":
         return int(evaluate(spec.argument, names))
     if spec.kind == "items":
