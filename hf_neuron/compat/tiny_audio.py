@@ -6,6 +6,12 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
 - ``feature_extractor``: the transformers feature extractor class to use instead of the architecture's own (when that
   one cannot be built here, e.g. it needs torchaudio or librosa, and another makes the same inputs);
 - ``feature_extractor_config``: keyword arguments merged into the tiny feature extractor's;
+- ``code_labels``: how a speaking model's training loss takes its target audio codes (the harness builds codes of the
+  model's codebook shape, :mod:`hf_neuron.tiny.audio.labels`), one of :data:`CODE_LABELS`: ``"frames"`` (``labels``
+  of ``(batch, sequence, codebooks)``, a code frame per prompt position: csm), ``"channels"`` (code frames as
+  ``decoder_input_ids`` of ``(batch, steps, codebooks)`` and the next frames as ``labels`` of
+  ``(batch * codebooks, steps)``: dia), ``"audio-frames"`` (the prompt ends in audio placeholders whose code frames
+  are ``audio_input_ids`` and ``audio_labels``: higgs_audio_v2); without it, the prompt is the labels;
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
   optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
@@ -23,20 +29,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from hf_neuron.compat.files import COMPAT_DIR
 from hf_neuron.compat.reviewed_tables import check_table, load_tables
 from hf_neuron.vocabulary.datafiles import DataFileError
 from hf_neuron.vocabulary.gaps import Gap
 
-__all__ = ["AUDIO_PATH", "SECONDS", "AudioRecipe", "audio_recipe", "load_audio"]
+__all__ = ["AUDIO_PATH", "CODE_LABELS", "SECONDS", "AudioRecipe", "CodeLabels", "audio_recipe", "load_audio"]
 
 AUDIO_PATH = COMPAT_DIR / "tiny_audio.toml"
 #: Seconds of synthetic sound per row, unless a table says otherwise.
 SECONDS = 1.0
 
-_KEYS = {"feature_extractor", "feature_extractor_config", "seconds"}
+#: How a speaking model's loss takes target audio codes (see the module docstring).
+CodeLabels = Literal["frames", "channels", "audio-frames"]
+CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
+
+_KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "seconds"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +60,7 @@ class AudioRecipe:
     seconds: float = SECONDS
     runs: bool = True
     gap: Gap | None = None
+    code_labels: CodeLabels | None = None
 
 
 def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
@@ -64,8 +75,12 @@ def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 60:
         raise DataFileError(path, "must be a number of seconds above 0, at most 60", table=model_type,
                               key="seconds")
+    code_labels = table.get("code_labels")
+    if code_labels is not None and code_labels not in CODE_LABELS:
+        raise DataFileError(path, f"{code_labels!r} is not one of {', '.join(CODE_LABELS)}", table=model_type,
+                            key="code_labels")
     return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), reviewed.runs,
-                       reviewed.gap)
+                       reviewed.gap, code_labels)
 
 
 def load_audio(path: Path | None = None) -> dict[str, AudioRecipe]:

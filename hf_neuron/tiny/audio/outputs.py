@@ -2,7 +2,8 @@
 
 A model that listens writes tokens: its forward pass compares its ``logits``, its generation is greedy decoding
 (:mod:`hf_neuron.tiny.transformers.outputs`) and its training step's labels are its prompt (the transcript the
-decoder reads, or the language model's prompt). A model that speaks makes something else: its forward pass compares
+decoder reads, or the language model's prompt); a model that speaks in codes trains on target code frames
+(:mod:`hf_neuron.tiny.audio.labels`). A model that speaks makes something else: its forward pass compares
 every floating output it returns (a waveform, a spectrogram, per-codebook logits...), and its generation gives what
 ``generate`` returns (a waveform, audio codes, a spectrogram) by name, compared with the CPU's within tolerance.
 A model whose ``forward`` takes no ``labels`` has no training loss.
@@ -14,7 +15,9 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from hf_neuron.compat.tiny_audio import audio_recipe
 from hf_neuron.tiny.audio.inputs import listens
+from hf_neuron.tiny.audio.labels import code_labels
 from hf_neuron.tiny.groups import Decoding
 from hf_neuron.tiny.transformers import outputs as text_outputs
 from hf_neuron.tiny.transformers.inputs import generation_inputs
@@ -91,7 +94,12 @@ def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_token
 
 
 def training_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The forward inputs with the prompt as ``labels``."""
+    """The forward inputs with the prompt as ``labels``; for a model whose loss takes audio codes
+    (``code_labels`` in ``compat/tiny_audio.toml``), with target code frames of its codebook shape instead
+    (:func:`hf_neuron.tiny.audio.labels.code_labels`)."""
+    layout = audio_recipe(_base(model).config.model_type).code_labels
+    if layout is not None:
+        return code_labels(model, inputs, layout)
     return text_outputs.training_inputs(model, inputs)
 
 
