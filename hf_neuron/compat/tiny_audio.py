@@ -10,7 +10,9 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
   model's codebook shape, :mod:`hf_neuron.tiny.audio.labels`), one of :data:`CODE_LABELS`: ``"frames"`` (``labels``
   of ``(batch, sequence, codebooks)``, a code frame per prompt position: csm), ``"channels"`` (code frames as
   ``decoder_input_ids`` of ``(batch, steps, codebooks)`` and the next frames as ``labels`` of
-  ``(batch * codebooks, steps)``: dia), ``"audio-frames"`` (the prompt ends in audio placeholders whose code frames
+  ``(batch * codebooks, steps)``: dia), ``"codebook-rows"`` (code frames as ``decoder_input_ids`` of one row per
+  codebook, ``(batch * codebooks, steps)``, in the forward pass too, and the next frames as ``labels`` of
+  ``(batch, steps, codebooks)``: musicgen), ``"audio-frames"`` (the prompt ends in audio placeholders whose code frames
   are ``audio_input_ids`` and ``audio_labels``: higgs_audio_v2); without it, the prompt is the labels;
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
@@ -43,7 +45,7 @@ AUDIO_PATH = COMPAT_DIR / "tiny_audio.toml"
 SECONDS = 1.0
 
 #: How a speaking model's loss takes target audio codes (see the module docstring).
-CodeLabels = Literal["frames", "channels", "audio-frames"]
+CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames"]
 CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
 
 _KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "seconds"}

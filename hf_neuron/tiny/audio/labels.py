@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedConfig
 
-__all__ = ["AUDIO_FRAMES", "IGNORE", "code_frames", "code_labels", "codebook_shape"]
+__all__ = ["AUDIO_FRAMES", "IGNORE", "code_frames", "code_labels", "codebook_rows", "codebook_shape", "decoder_codes"]
 
 #: The label the losses ignore.
 IGNORE = -100
@@ -59,6 +59,21 @@ def code_frames(input_ids: torch.Tensor, codebooks: int, size: int, frames: int 
     return (ids[:, :, None] * 31 + position * 7 + codebook * 13) % size
 
 
+def codebook_rows(frames: torch.Tensor) -> torch.Tensor:
+    """``(batch, steps, codebooks)`` frames as ``(batch * codebooks, steps)`` rows, a row per codebook."""
+    return frames.transpose(1, 2).reshape(-1, frames.shape[1])
+
+
+def decoder_codes(model: Any, input_ids: torch.Tensor, layout: CodeLabels | None) -> dict[str, torch.Tensor]:
+    """The code frames a decoder that reads codes needs in a forward pass beside the prompt: under
+    ``"codebook-rows"`` (musicgen, which has no start frame of its own), ``decoder_input_ids`` of one code row per
+    codebook and prompt position; nothing for the other layouts (the model starts its decoder itself)."""
+    if layout != "codebook-rows":
+        return {}
+    codebooks, size = codebook_shape(model.config)
+    return {"decoder_input_ids": codebook_rows(code_frames(input_ids, codebooks, size))}
+
+
 def code_labels(model: Any, inputs: Mapping[str, torch.Tensor], layout: CodeLabels) -> dict[str, torch.Tensor]:
     """``inputs`` (a speaking model's forward inputs) with target codes laid out as ``layout`` says (see
     :data:`~hf_neuron.compat.tiny_audio.CODE_LABELS`)."""
@@ -71,6 +86,9 @@ def code_labels(model: Any, inputs: Mapping[str, torch.Tensor], layout: CodeLabe
         attended = inputs.get("attention_mask", torch.ones_like(input_ids))
         keep = attended.bool() & (attended.cumsum(-1) > 1)
         return {**inputs, "labels": labels.masked_fill(~keep[:, :, None], IGNORE)}
+    if layout == "codebook-rows":  # teacher forcing: code rows in, the next frames out
+        codes = code_frames(input_ids, codebooks, size, input_ids.shape[1] + 1)
+        return {**inputs, "decoder_input_ids": codebook_rows(codes[:, :-1]), "labels": codes[:, 1:]}
     if layout == "channels":  # teacher forcing: frames in, the next frames out, one label row per codebook
         codes = code_frames(input_ids, codebooks, size, input_ids.shape[1] + 1)
         labels = codes[:, 1:].transpose(1, 2).reshape(-1, input_ids.shape[1])
