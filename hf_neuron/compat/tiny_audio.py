@@ -14,6 +14,8 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
   codebook, ``(batch * codebooks, steps)``, in the forward pass too, and the next frames as ``labels`` of
   ``(batch, steps, codebooks)``: musicgen), ``"audio-frames"`` (the prompt ends in audio placeholders whose code frames
   are ``audio_input_ids`` and ``audio_labels``: higgs_audio_v2); without it, the prompt is the labels;
+- ``trains = false``: the model's ``forward`` takes ``labels`` but computes no training loss (the reason quotes what it
+  does instead, e.g. raises); its training scenarios do not apply, with that reason;
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
   optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
@@ -48,7 +50,7 @@ SECONDS = 1.0
 CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames"]
 CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
 
-_KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "seconds"}
+_KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "seconds", "trains"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +65,7 @@ class AudioRecipe:
     runs: bool = True
     gap: Gap | None = None
     code_labels: CodeLabels | None = None
+    trains: bool = True
 
 
 def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
@@ -81,8 +84,14 @@ def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
     if code_labels is not None and code_labels not in CODE_LABELS:
         raise DataFileError(path, f"{code_labels!r} is not one of {', '.join(CODE_LABELS)}", table=model_type,
                             key="code_labels")
+    trains = table.get("trains", True)
+    if not isinstance(trains, bool):
+        raise DataFileError(path, "must be true or false", table=model_type, key="trains")
+    if not trains and code_labels is not None:
+        raise DataFileError(path, "a model that computes no training loss takes no code labels", table=model_type,
+                            key="trains")
     return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), reviewed.runs,
-                       reviewed.gap, code_labels)
+                       reviewed.gap, code_labels, trains)
 
 
 def load_audio(path: Path | None = None) -> dict[str, AudioRecipe]:

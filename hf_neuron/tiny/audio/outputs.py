@@ -6,7 +6,7 @@ decoder reads, or the language model's prompt); a model that speaks in codes tra
 (:mod:`hf_neuron.tiny.audio.labels`). A model that speaks makes something else: its forward pass compares
 every floating output it returns (a waveform, a spectrogram, per-codebook logits...), and its generation gives what
 ``generate`` returns (a waveform, audio codes, a spectrogram) by name, compared with the CPU's within tolerance.
-A model whose ``forward`` takes no ``labels`` has no training loss.
+A model whose ``forward`` takes no ``labels``, or refuses them, has no training loss.
 """
 
 from __future__ import annotations
@@ -104,8 +104,12 @@ def training_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
 
 
 def no_training_loss(model: PreTrainedModel) -> str | None:
-    """Why ``model`` computes no loss: its ``forward`` takes no ``labels``; else None."""
+    """Why ``model`` computes no loss: its ``forward`` takes no ``labels``, or it refuses them (``trains = false`` in
+    ``compat/tiny_audio.toml``, whose reason says how); else None."""
     base = _base(model)
+    recipe = audio_recipe(base.config.model_type)
+    if not recipe.trains:
+        return recipe.reason
     if "labels" in inspect.signature(base.forward).parameters:
         return None
     return f"{type(base).__name__}.forward takes no labels: it computes no training loss"
