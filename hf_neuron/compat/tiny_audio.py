@@ -13,7 +13,10 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
   ``(batch * codebooks, steps)``: dia), ``"codebook-rows"`` (code frames as ``decoder_input_ids`` of one row per
   codebook, ``(batch * codebooks, steps)``, in the forward pass too, and the next frames as ``labels`` of
   ``(batch, steps, codebooks)``: musicgen), ``"audio-frames"`` (the prompt ends in audio placeholders whose code frames
-  are ``audio_input_ids`` and ``audio_labels``: higgs_audio_v2); without it, the prompt is the labels;
+  are ``audio_input_ids`` and ``audio_labels``: higgs_audio_v2), ``"latent-frames"`` (every prompt ends at the audio
+  start, ``audio_bos_token_id``, in every scenario, as the model's processor ends it; for training, latent positions
+  follow it, with target latents of ``(batch, frames, latent_dim)`` as ``labels``: pocket_tts); without it, the
+  prompt is the labels;
 - ``trains = false``: the model's ``forward`` takes ``labels`` but computes no training loss (the reason quotes what it
   does instead, e.g. raises); its training scenarios do not apply, with that reason;
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
@@ -47,7 +50,7 @@ AUDIO_PATH = COMPAT_DIR / "tiny_audio.toml"
 SECONDS = 1.0
 
 #: How a speaking model's loss takes target audio codes (see the module docstring).
-CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames"]
+CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames", "latent-frames"]
 CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
 
 _KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "seconds", "trains"}

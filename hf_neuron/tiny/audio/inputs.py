@@ -10,7 +10,8 @@ prompt in which the sound's placeholder is expanded to as many audio tokens (``c
 ``audio_token_index``, between the config's audio start and end tokens when it has them) as the model computes
 audio embeddings for it (counted by calling its ``get_audio_features``). A model that *speaks* (text-to-waveform,
 text-to-spectrogram, or a speech-to-text class whose ``forward`` takes no sound) reads the row's text, and a decoder
-that reads codes and has no start frame of its own the code frames of :func:`~.labels.decoder_codes`. Rows share one
+that reads codes and has no start frame of its own the code frames of :func:`~.labels.decoder_codes`; a prompt ends
+as the model's processor ends it (:func:`~.labels.prompt_end`). Rows share one
 length, so that nothing is padded.
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_audio import audio_recipe
-from hf_neuron.tiny.audio.labels import decoder_codes
+from hf_neuron.tiny.audio.labels import decoder_codes, prompt_end
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
 from hf_neuron.tiny.transformers.inputs import FIRST_ORDINARY_ID
 
@@ -271,7 +272,8 @@ def batch_inputs(model: PreTrainedModel, load_class: str, feature_extractor: Fea
                                  for row, count in zip(rows, counts, strict=True)], length)
             inputs.update(input_ids=ids, attention_mask=mask)
     else:
-        ids, mask = _padded(texts, length)
+        layout = audio_recipe(model.config.model_type).code_labels
+        ids, mask = _padded([[*text, *prompt_end(model, layout)] for text in texts], length)
         inputs.update(input_ids=ids, attention_mask=mask)
-        inputs.update(decoder_codes(model, ids, audio_recipe(model.config.model_type).code_labels))
+        inputs.update(decoder_codes(model, ids, layout))
     return {key: value for key, value in inputs.items() if key in parameters}

@@ -1,4 +1,5 @@
-"""Target audio codes for the training loss of a model that speaks in codes (csm, dia, higgs_audio_v2).
+"""Target audio codes for the training loss of a model that speaks in codes (csm, dia, higgs_audio_v2, musicgen), or
+in continuous latents (pocket_tts).
 
 Such a model's loss compares its per-codebook logits with code frames, not with the prompt's text: the harness makes
 frames of the model's codebook shape (:func:`codebook_shape`: how many codebooks, how many codes each) and hands them
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedConfig
 
-__all__ = ["AUDIO_FRAMES", "IGNORE", "code_frames", "code_labels", "codebook_rows", "codebook_shape", "decoder_codes"]
+__all__ = ["AUDIO_FRAMES", "IGNORE", "code_frames", "code_labels", "codebook_rows", "codebook_shape", "decoder_codes",
+           "prompt_end"]
 
 #: The label the losses ignore.
 IGNORE = -100
@@ -74,11 +76,44 @@ def decoder_codes(model: Any, input_ids: torch.Tensor, layout: CodeLabels | None
     return {"decoder_input_ids": codebook_rows(code_frames(input_ids, codebooks, size))}
 
 
+def prompt_end(model: Any, layout: CodeLabels | None) -> list[int]:
+    """The ids a speaking prompt ends with: under ``"latent-frames"`` (pocket_tts), the first audio position
+    (``audio_bos_token_id``), from which the model generates the first frame, as its processor ends every prompt;
+    nothing for the other layouts."""
+    if layout != "latent-frames":
+        return []
+    start = getattr(model.config, "audio_bos_token_id", None)
+    if not isinstance(start, int):
+        raise LookupError(f"{type(model.config).__name__} has no audio_bos_token_id to end the prompt with")
+    return [start]
+
+
+def _latent_labels(model: Any, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The prompt (ending at the audio start) followed by :data:`AUDIO_FRAMES` latent positions, and target latents
+    of ``(batch, frames, latent_dim)`` for them."""
+    import torch
+
+    latent, width = getattr(model.config, "audio_latent_token_id", None), getattr(model.config, "latent_dim", None)
+    if not isinstance(latent, int) or not isinstance(width, int):
+        raise LookupError(f"{type(model.config).__name__} has no audio_latent_token_id and latent_dim")
+    input_ids = inputs["input_ids"]
+    frames = torch.full((input_ids.shape[0], AUDIO_FRAMES), latent, dtype=input_ids.dtype, device=input_ids.device)
+    codes = code_frames(input_ids, width, 64, AUDIO_FRAMES)
+    labels = torch.sin(codes.float() * 0.7 + 0.3)  # deterministic latents within [-1, 1]
+    given = {"input_ids": torch.cat([input_ids, frames], dim=1), "labels": labels,
+             "labels_mask": torch.ones(labels.shape[:2], dtype=torch.long, device=labels.device)}
+    if "attention_mask" in inputs:
+        given["attention_mask"] = torch.cat([inputs["attention_mask"], torch.ones_like(frames)], dim=1)
+    return {**inputs, **given}
+
+
 def code_labels(model: Any, inputs: Mapping[str, torch.Tensor], layout: CodeLabels) -> dict[str, torch.Tensor]:
     """``inputs`` (a speaking model's forward inputs) with target codes laid out as ``layout`` says (see
     :data:`~hf_neuron.compat.tiny_audio.CODE_LABELS`)."""
     import torch
 
+    if layout == "latent-frames":
+        return _latent_labels(model, inputs)
     codebooks, size = codebook_shape(model.config)
     input_ids = inputs["input_ids"]
     if layout == "frames":  # a code frame per prompt position; padding and each row's first token have no target
