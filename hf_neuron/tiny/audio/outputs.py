@@ -6,7 +6,8 @@ decoder reads, or the language model's prompt); a model that speaks in codes tra
 (:mod:`hf_neuron.tiny.audio.labels`). A model that speaks makes something else: its forward pass compares
 every floating output it returns (a waveform, a spectrogram, per-codebook logits...), and its generation gives what
 ``generate`` returns (a waveform, audio codes, a spectrogram) by name, compared with the CPU's within tolerance.
-A model whose ``forward`` takes no ``labels``, or refuses them, has no training loss.
+A model whose ``forward`` takes no ``labels``, or refuses them, has no training loss. Every forward pass and
+generation starts from ``torch.manual_seed(SEED)``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["decode", "floating_outputs", "forward_outputs", "no_training_loss", "training_inputs", "writes_tokens"]
+__all__ = ["SEED", "decode", "floating_outputs", "forward_outputs", "no_training_loss", "training_inputs",
+           "writes_tokens"]
+
+
+#: What ``torch.manual_seed`` gets before every forward pass and generation, so that what a model draws there (a
+#: variational tokenizer's sampled latents: vibevoice's) is drawn the same way on the device and on the CPU.
+SEED = 0
 
 
 def _base(model: Any) -> Any:
@@ -66,6 +73,7 @@ def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
     """The outputs one forward pass compares, without gradients (see the module docstring)."""
     import torch
 
+    torch.manual_seed(SEED)
     with torch.no_grad():
         found = floating_outputs(model(**inputs))
     if not found:
@@ -79,6 +87,7 @@ def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_token
     where it decodes step by step), by name."""
     import torch
 
+    torch.manual_seed(SEED)
     if writes_tokens(model):
         return text_outputs.greedy_decoding(model, inputs, new_tokens, **generate_kwargs)
     start = generation_inputs(inputs)
