@@ -93,3 +93,12 @@ def test_a_speech_encoder_decoder_gets_its_sound_under_the_name_generate_reads()
     renamed = {("input_features" if key == "input_values" else key): value for key, value in inputs.items()}
     with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size"):
         decode(model, renamed, 3)  # generate starts wav2vec2 from a token, not the sound
+
+
+def test_a_model_that_samples_in_forward_gives_the_same_outputs_each_time() -> None:
+    """vibevoice's tokenizer samples its latents: unseeded, two forward passes differ; forward_outputs seeds them."""
+    model, inputs = _tiny("vibevoice", listens=True)
+    with torch.no_grad():
+        assert not torch.equal(model(**inputs).logits, model(**inputs).logits), "it samples: the check can fail"
+    assert torch.equal(forward_outputs(model, inputs)["logits"], forward_outputs(model, inputs)["logits"])
+    assert sum(p.numel() for p in model.parameters()) < 20_000_000, "the reviewed shrink keeps it tiny"
