@@ -29,7 +29,7 @@ def test_the_code_labels_key_is_read_and_checked(tmp_path: Path) -> None:
     assert audio_recipe("whisper").code_labels is None
     bad = tmp_path / "tiny_audio.toml"
     bad.write_text('[csm]\nreason = "r"\ncode_labels = "codes"\n')
-    with pytest.raises(DataFileError, match="'codes' is not one of frames, channels, codebook-rows, audio-frames, latent-frames"):
+    with pytest.raises(DataFileError, match="'codes' is not one of frames, channels, codebook-rows, audio-frames"):
         load_audio(bad)
 
 
