@@ -218,6 +218,32 @@ def test_dropout_is_switched_off_everywhere_for_training() -> None:
     assert (model.config.resid_pdrop, model.config.attn_pdrop) == (0.0, 0.0)
 
 
+def test_spec_augment_masks_are_switched_off_for_training() -> None:
+    """A speech encoder's SpecAugment masks come from numpy's generator, not torch's: two seeded training forwards
+    differ until ``disable_dropout`` sets ``mask_time_prob`` and ``mask_feature_prob`` to 0."""
+    from transformers import BertConfig, SpeechEncoderDecoderConfig, SpeechEncoderDecoderModel, Wav2Vec2Config
+
+    def forward(model: torch.nn.Module) -> torch.Tensor:
+        torch.manual_seed(0)
+        values = torch.sin(torch.arange(4000.0)).repeat(2, 1)
+        return model(input_values=values, decoder_input_ids=torch.tensor([[1, 2, 3]] * 2)).logits
+
+    encoder = Wav2Vec2Config(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                             conv_dim=(8, 8), conv_stride=(5, 4), conv_kernel=(10, 4), num_conv_pos_embeddings=4,
+                             num_conv_pos_embedding_groups=2, mask_time_prob=0.5, mask_time_length=2,
+                             mask_feature_prob=0.5, mask_feature_length=2, hidden_dropout=0.0, attention_dropout=0.0,
+                             activation_dropout=0.0, feat_proj_dropout=0.0, layerdrop=0.0, final_dropout=0.0)
+    decoder = BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=32, is_decoder=True, add_cross_attention=True)
+    config = SpeechEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
+    config.decoder_start_token_id, config.pad_token_id = 1, 0
+    model = SpeechEncoderDecoderModel(config).train()
+    assert not torch.equal(forward(model), forward(model)), "SpecAugment is on: seeded forwards must differ"
+    disable_dropout(model)
+    assert torch.equal(forward(model), forward(model))
+    assert (model.config.encoder.mask_time_prob, model.config.encoder.mask_feature_prob) == (0.0, 0.0)
+
+
 def test_a_scenario_runs_its_groups_implementation_or_its_librarys() -> None:
     def text(ctx: CaseContext) -> ScenarioResult:
         return ScenarioResult.skipped(f"text {ctx.model_type}")

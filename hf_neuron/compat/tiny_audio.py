@@ -11,6 +11,19 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
 - ``speakers_file``: the file name under which the checkpoint holds the model's ``speaker_map`` (``torch.save`` of
   the dict; empty for a tiny model), for a class whose ``from_pretrained`` reads it and whose ``save_pretrained``
   does not write it (qwen2_5_omni's ``spk_dict.pt``);
+- ``code_labels``: how a speaking model's training loss takes its target audio codes (the harness builds codes of the
+  model's codebook shape, :mod:`hf_neuron.tiny.audio.labels`), one of :data:`CODE_LABELS`: ``"frames"`` (``labels``
+  of ``(batch, sequence, codebooks)``, a code frame per prompt position: csm), ``"channels"`` (code frames as
+  ``decoder_input_ids`` of ``(batch, steps, codebooks)`` and the next frames as ``labels`` of
+  ``(batch * codebooks, steps)``: dia), ``"codebook-rows"`` (code frames as ``decoder_input_ids`` of one row per
+  codebook, ``(batch * codebooks, steps)``, in the forward pass too, and the next frames as ``labels`` of
+  ``(batch, steps, codebooks)``: musicgen), ``"audio-frames"`` (the prompt ends in audio placeholders whose code frames
+  are ``audio_input_ids`` and ``audio_labels``: higgs_audio_v2), ``"latent-frames"`` (every prompt ends at the audio
+  start, ``audio_bos_token_id``, in every scenario, as the model's processor ends it; for training, latent positions
+  follow it, with target latents of ``(batch, frames, latent_dim)`` as ``labels``: pocket_tts); without it, the
+  prompt is the labels;
+- ``trains = false``: the model's ``forward`` takes ``labels`` but computes no training loss (the reason quotes what it
+  does instead, e.g. raises); its training scenarios do not apply, with that reason;
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
   optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
@@ -28,20 +41,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from hf_neuron.compat.files import COMPAT_DIR
 from hf_neuron.compat.reviewed_tables import check_table, load_tables
 from hf_neuron.vocabulary.datafiles import DataFileError
 from hf_neuron.vocabulary.gaps import Gap
 
-__all__ = ["AUDIO_PATH", "SECONDS", "AudioRecipe", "audio_recipe", "load_audio"]
+__all__ = ["AUDIO_PATH", "CODE_LABELS", "SECONDS", "AudioRecipe", "CodeLabels", "audio_recipe", "load_audio"]
 
 AUDIO_PATH = COMPAT_DIR / "tiny_audio.toml"
 #: Seconds of synthetic sound per row, unless a table says otherwise.
 SECONDS = 1.0
 
-_KEYS = {"feature_extractor", "feature_extractor_config", "mask", "seconds", "speakers_file"}
+#: How a speaking model's loss takes target audio codes (see the module docstring).
+CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames", "latent-frames"]
+CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
+
+_KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "mask", "seconds", "speakers_file", "trains"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +74,8 @@ class AudioRecipe:
     speakers_file: str | None = None
     runs: bool = True
     gap: Gap | None = None
+    code_labels: CodeLabels | None = None
+    trains: bool = True
 
 
 def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
@@ -77,8 +96,18 @@ def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
     speakers = table.get("speakers_file")
     if speakers is not None and (not isinstance(speakers, str) or not speakers or "/" in speakers):
         raise DataFileError(path, "must be a file name", table=model_type, key="speakers_file")
+    code_labels = table.get("code_labels")
+    if code_labels is not None and code_labels not in CODE_LABELS:
+        raise DataFileError(path, f"{code_labels!r} is not one of {', '.join(CODE_LABELS)}", table=model_type,
+                            key="code_labels")
+    trains = table.get("trains", True)
+    if not isinstance(trains, bool):
+        raise DataFileError(path, "must be true or false", table=model_type, key="trains")
+    if not trains and code_labels is not None:
+        raise DataFileError(path, "a model that computes no training loss takes no code labels", table=model_type,
+                            key="trains")
     return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), mask, speakers,
-                       reviewed.runs, reviewed.gap)
+                       reviewed.runs, reviewed.gap, code_labels, trains)
 
 
 def load_audio(path: Path | None = None) -> dict[str, AudioRecipe]:

@@ -62,8 +62,10 @@ def load_model(ctx: CaseContext, device: str, *, dtype: str = "float32", train: 
     return model
 
 
-#: Names of the probabilities and noise scales of training-time randomness, in configs and module attributes.
-_RANDOMNESS = re.compile(r"dropout|layerdrop|drop_path|jitter|pdrop$|drop_(?:rate|prob)$")
+#: Names of the probabilities and noise scales of training-time randomness, in configs and module attributes
+#: (SpecAugment's time and feature masks, ``mask_time_prob`` and ``mask_feature_prob``, are drawn from numpy's global
+#: generator, which ``torch.manual_seed`` does not seed: two CPU runs of a wav2vec2-style encoder differ).
+_RANDOMNESS = re.compile(r"dropout|layerdrop|drop_path|jitter|pdrop$|drop_(?:rate|prob)$|^mask_(?:time|feature)_prob$")
 
 
 def _is_dropout_field(name: str) -> bool:
@@ -82,7 +84,8 @@ def _zero_dropout_fields(config: PretrainedConfig) -> None:
 
 def disable_dropout(model: torch.nn.Module) -> None:
     """Set every training-time randomness of ``model`` to 0: dropout modules, float attributes named for dropout,
-    layer drop or router jitter that modules use in ``forward``, and the config fields forward passes read."""
+    layer drop, router jitter or SpecAugment masks that modules use in ``forward``, and the config fields forward
+    passes read."""
     import torch
 
     for module in model.modules():

@@ -9,7 +9,9 @@ encoder-decoder's decoder reads the row's transcript prompt (``decoder_input_ids
 prompt in which the sound's placeholder is expanded to as many audio tokens (``config.audio_token_id`` or
 ``audio_token_index``, between the config's audio start and end tokens when it has them) as the model computes
 audio embeddings for it (counted by calling its ``get_audio_features``). A model that *speaks* (text-to-waveform,
-text-to-spectrogram, or a speech-to-text class whose ``forward`` takes no sound) reads the row's text. Rows share one
+text-to-spectrogram, or a speech-to-text class whose ``forward`` takes no sound) reads the row's text, and a decoder
+that reads codes and has no start frame of its own the code frames of :func:`~.labels.decoder_codes`; a prompt ends
+as the model's processor ends it (:func:`~.labels.prompt_end`). Rows share one
 length, so that nothing is padded.
 """
 
@@ -22,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_audio import audio_recipe
+from hf_neuron.tiny.audio.labels import decoder_codes, prompt_end
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
 from hf_neuron.tiny.transformers.inputs import FIRST_ORDINARY_ID
 
@@ -107,9 +110,18 @@ def _is_encoder_decoder(model: PreTrainedModel) -> bool:
     return bool(model.config.is_encoder_decoder) or "decoder_input_ids" in _parameters(model.forward)
 
 
+def _main_input(model: PreTrainedModel) -> str | None:
+    """The name ``generate`` reads the sound under: an encoder-decoder's encoder's main input, else the model's."""
+    encoder = getattr(model, "encoder", None) if model.config.is_encoder_decoder else None
+    return getattr(encoder, "main_input_name", None) or getattr(model, "main_input_name", None)
+
+
 def sound_inputs(model: PreTrainedModel, feature_extractor: FeatureExtractionMixin,
                  sounds: Sequence[np.ndarray]) -> dict[str, torch.Tensor]:
-    """The feature extractor's output for ``sounds`` (on the CPU), under the names ``model.forward`` takes."""
+    """The feature extractor's output for ``sounds`` (on the CPU), under the names ``model.forward`` takes (the
+    features under the main input name of the model or its encoder when ``forward`` takes it: what ``generate`` reads,
+    as SpeechEncoderDecoderModel's wav2vec2 encoder reads ``input_values`` while its ``forward`` also takes
+    ``input_features``)."""
     import torch
 
     rate = getattr(feature_extractor, "sampling_rate", None)
@@ -120,7 +132,7 @@ def sound_inputs(model: PreTrainedModel, feature_extractor: FeatureExtractionMix
         output = feature_extractor(list(sounds), sampling_rate=rate, return_tensors="pt")  # type: ignore[operator]
     processed = {key: value for key, value in dict(output).items() if isinstance(value, torch.Tensor)}
     parameters = _parameters(model.forward)
-    wanted = [name for name in _FEATURES if name in parameters]
+    wanted = sorted((name for name in _FEATURES if name in parameters), key=lambda name: name != _main_input(model))
     found = [name for name in _FEATURES if name in processed]
     if not wanted or not found:
         raise LookupError(f"{type(model).__name__}.forward takes none of {_FEATURES} or "
@@ -262,6 +274,8 @@ def batch_inputs(model: PreTrainedModel, load_class: str, feature_extractor: Fea
                                  for row, count in zip(rows, counts, strict=True)], length)
             inputs.update(input_ids=ids, attention_mask=mask)
     else:
-        ids, mask = _padded(texts, length)
+        layout = audio_recipe(model.config.model_type).code_labels
+        ids, mask = _padded([[*text, *prompt_end(model, layout)] for text in texts], length)
         inputs.update(input_ids=ids, attention_mask=mask)
+        inputs.update(decoder_codes(model, ids, layout))
     return {key: value for key, value in inputs.items() if key in parameters}

@@ -2,10 +2,12 @@
 
 A model that listens writes tokens: its forward pass compares its ``logits``, its generation is greedy decoding
 (:mod:`hf_neuron.tiny.transformers.outputs`) and its training step's labels are its prompt (the transcript the
-decoder reads, or the language model's prompt). A model that speaks makes something else: its forward pass compares
+decoder reads, or the language model's prompt); a model that speaks in codes trains on target code frames
+(:mod:`hf_neuron.tiny.audio.labels`). A model that speaks makes something else: its forward pass compares
 every floating output it returns (a waveform, a spectrogram, per-codebook logits...), and its generation gives what
 ``generate`` returns (a waveform, audio codes, a spectrogram) by name, compared with the CPU's within tolerance.
-A model whose ``forward`` takes no ``labels`` has no training loss.
+A model whose ``forward`` takes no ``labels``, or refuses them, has no training loss. Every forward pass and
+generation starts from ``torch.manual_seed(SEED)``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from hf_neuron.compat.tiny_audio import audio_recipe
 from hf_neuron.tiny.audio.inputs import listens
+from hf_neuron.tiny.audio.labels import code_labels
 from hf_neuron.tiny.groups import Decoding
 from hf_neuron.tiny.transformers import outputs as text_outputs
 from hf_neuron.tiny.transformers.inputs import generation_inputs
@@ -24,7 +28,13 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["decode", "floating_outputs", "forward_outputs", "no_training_loss", "training_inputs", "writes_tokens"]
+__all__ = ["SEED", "decode", "floating_outputs", "forward_outputs", "no_training_loss", "training_inputs",
+           "writes_tokens"]
+
+
+#: What ``torch.manual_seed`` gets before every forward pass and generation, so that what a model draws there (a
+#: variational tokenizer's sampled latents: vibevoice's) is drawn the same way on the device and on the CPU.
+SEED = 0
 
 
 def _base(model: Any) -> Any:
@@ -63,6 +73,7 @@ def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
     """The outputs one forward pass compares, without gradients (see the module docstring)."""
     import torch
 
+    torch.manual_seed(SEED)
     with torch.no_grad():
         found = floating_outputs(model(**inputs))
     if not found:
@@ -76,6 +87,7 @@ def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_token
     where it decodes step by step), by name."""
     import torch
 
+    torch.manual_seed(SEED)
     if writes_tokens(model):
         return text_outputs.greedy_decoding(model, inputs, new_tokens, **generate_kwargs)
     start = generation_inputs(inputs)
@@ -91,13 +103,22 @@ def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_token
 
 
 def training_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The forward inputs with the prompt as ``labels``."""
+    """The forward inputs with the prompt as ``labels``; for a model whose loss takes audio codes
+    (``code_labels`` in ``compat/tiny_audio.toml``), with target code frames of its codebook shape instead
+    (:func:`hf_neuron.tiny.audio.labels.code_labels`)."""
+    layout = audio_recipe(_base(model).config.model_type).code_labels
+    if layout is not None:
+        return code_labels(model, inputs, layout)
     return text_outputs.training_inputs(model, inputs)
 
 
 def no_training_loss(model: PreTrainedModel) -> str | None:
-    """Why ``model`` computes no loss: its ``forward`` takes no ``labels``; else None."""
+    """Why ``model`` computes no loss: its ``forward`` takes no ``labels``, or it refuses them (``trains = false`` in
+    ``compat/tiny_audio.toml``, whose reason says how); else None."""
     base = _base(model)
+    recipe = audio_recipe(base.config.model_type)
+    if not recipe.trains:
+        return recipe.reason
     if "labels" in inspect.signature(base.forward).parameters:
         return None
     return f"{type(base).__name__}.forward takes no labels: it computes no training loss"
