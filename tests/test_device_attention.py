@@ -98,3 +98,31 @@ def test_the_route_is_the_real_backends_choice() -> None:
     assert cpu.returncode == 0, cpu.stderr
     assert "aten::_scaled_dot_product_flash_attention_for_cpu" in cpu.stdout.splitlines()[-3], \
         "without the routes: the CPU's flash kernel, which would count as a fallback"
+
+
+def test_an_attention_whose_output_gets_no_gradient_passes_none_back() -> None:
+    # DDP's output sink passes no gradient (an undefined tensor) for an output the loss does not use: the
+    # attention's backward then gets none, and must give none, as the CPU's does.
+    result = run("""
+    import torch
+    import torch.nn.functional as F
+
+    class Sink(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, used, unused):
+            ctx.set_materialize_grads(False)
+            return used.clone(), unused.clone()
+
+        @staticmethod
+        def backward(ctx, used, unused):
+            return used, unused
+
+    for device in ("cpu", "neuron"):
+        x = torch.randn(1, 2, 4, 8, device=device, requires_grad=True)
+        attended = F.scaled_dot_product_attention(x, x, x)
+        used, _ = Sink.apply(x * 2, attended)
+        used.sum().backward()
+        print(device, torch.equal(x.grad.cpu(), torch.full((1, 2, 4, 8), 2.0)))
+    """, TRAINIUM)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["cpu", "True", "neuron", "True"]

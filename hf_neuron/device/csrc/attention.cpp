@@ -168,6 +168,11 @@ Backward fused_attention_backward(
     double dropout_p, bool is_causal, const at::Tensor& philox_seed, const at::Tensor& /*philox_offset*/,
     std::optional<double> scale) {
   DeviceKernelScope scope("aten::_scaled_dot_product_fused_attention_overrideable_backward");
+  if (!grad_out.defined()) {
+    // No gradient reached the attention's output (DDP's output sink passes none for an output the loss does not
+    // use): none flows to its inputs either, as the CPU's attention backward returns.
+    return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
   const c10::DeviceIndex index = query.device().index();
   const Inputs in = cpu_inputs(query, key, value, bias, scale);
   const at::Tensor grad = cpu_alias_of(grad_out);
