@@ -181,7 +181,7 @@ def test_list_describes_the_groups_and_selections(capsys: pytest.CaptureFixture[
     assert main(["upstream", "accelerate", "--list"]) == 0
     out = capsys.readouterr().out
     assert "multi-device: multi-process launches" in out and "2 neuron devices" in out
-    assert "  nightly: accelerator, big-modeling" in out
+    assert "  nightly: accelerator-nightly, big-modeling" in out
 
 
 def test_a_unit_is_named_by_the_suite_s_own_rule() -> None:
@@ -218,6 +218,16 @@ def test_the_diffusers_ci_group_names_test_classes_of_the_tree(tmp_path: Path) -
     (tmp_path / "tests/models/transformers/test_models_pixart_transformer2d.py").unlink()
     with pytest.raises(InputError, match=r"test_models_pixart_transformer2d\.py: no such test file"):
         plan(diffusers, tree, UpstreamOptions(results=tmp_path / "r", suite="diffusers", groups=("ci",)))
+
+
+def test_accelerate_s_nightly_leaves_out_the_compile_tests_its_default_runs(tmp_path: Path) -> None:
+    accelerate = suite("accelerate")
+    tree = _tree(tmp_path, *(target for group in accelerate.groups for target in group.files))
+    default, nightly = (plan(accelerate, tree, UpstreamOptions(results=tmp_path / "r", suite="accelerate",
+                                                               groups=(name,)))[0] for name in ("default", "nightly"))
+    assert default.targets == nightly.targets and default.keyword is None
+    assert nightly.keyword is not None and "((test_accelerator) and (not compile))" in nightly.keyword
+    assert "(test_state_checkpointing)" in nightly.keyword  # the other files: all their tests
 
 
 def _child(results: Path, device: str, pid: int, allocations: int | None) -> None:
