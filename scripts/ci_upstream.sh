@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # CI: the CI selection (`hf-neuron upstream <library> --list`) of PEFT's, accelerate's, diffusers' and TRL's own
-# tests, CPU beside neuron, on the reference device unless the real TorchNeuron is installed (about 3 minutes in all).
+# tests, CPU beside neuron, on the reference device unless the real TorchNeuron is installed.
 #
 #   scripts/ci_upstream.sh [RESULTS]     default RESULTS: results/ci-upstream (one folder per library)
 #
+# A CI selection is a few dozen tests of each suite: its time is the start-up of each test process (torch, the
+# library, collecting its test modules), not the tests. So the libraries run side by side, each without xdist
+# workers (-n 1: one process per device collects the tests, not one per worker); each library's output is printed
+# when it ends (RESULTS/<library>.log).
 # PEFT and accelerate take the sdist of the installed version (the package index, once; then the cache); diffusers
 # takes HF_NEURON_DIFFUSERS_SOURCE (default ../shared/upstream/diffusers-tests); TRL takes HF_NEURON_TRL_SOURCE (a
 # checkout, or a git repository with HF_NEURON_TRL_REVISION) and is skipped without it, saying so (its sdist has no
@@ -22,7 +26,7 @@ if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec
 fi
 export HF_HUB_OFFLINE=1
 
-status=0
+status=0 started=()
 for library in peft accelerate diffusers trl; do
     where=()
     case $library in
@@ -42,10 +46,17 @@ for library in peft accelerate diffusers trl; do
         echo "ci_upstream: $library's own tests skipped: no source" >&2
         continue
     fi
-    rm -rf "${results:?}/$library"
-    library_status=0
-    hfn upstream "$library" "${where[@]}" --group ci -n 2 --results "$results/$library" \
-        || library_status=$?
+    rm -rf "${results:?}/$library" "$results/$library.log"
+    mkdir -p "$results"
+    hfn upstream "$library" "${where[@]}" --group ci -n 1 --results "$results/$library" \
+        > "$results/$library.log" 2>&1 &
+    started+=("$library:$!")
+done
+for entry in "${started[@]}"; do
+    library=${entry%%:*} library_status=0
+    wait "${entry#*:}" || library_status=$?
+    echo "== ci_upstream: $library (status $library_status)"
+    cat "$results/$library.log"
     (( library_status <= status )) || status=$library_status
 done
 exit "$status"

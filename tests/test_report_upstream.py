@@ -16,6 +16,7 @@ from hf_neuron.report.site import build_site
 from hf_neuron.report.upstream import load_upstream
 from hf_neuron.upstream.plugin import PluginConfig, make_record, text_failure
 from hf_neuron.upstream.records import Device, UpstreamRecord
+from hf_neuron.upstream.suites import suite
 from hf_neuron.vocabulary.outcomes import Outcome
 
 RECORDS = Path(__file__).parent / "fixtures" / "records" / "run-1"
@@ -112,3 +113,39 @@ def test_an_upstream_directory_that_is_missing_or_empty_is_refused(tmp_path: Pat
         load_upstream([tmp_path / "nowhere"])
     with pytest.raises(InputError, match="--upstream: no valid upstream record"):
         load_upstream([_write(tmp_path / "empty", [], extra="{}\n")])
+
+
+def _diffusers(test: str, device: Device, outcome: Outcome, failure: str | None = None) -> UpstreamRecord:
+    config = PluginConfig("up-3", "diffusers", None, device, "results", {"backend": "reference"}, "list.toml",
+                          unit_pattern=suite("diffusers").unit_pattern,
+                          architectures=dict(suite("diffusers").architectures))
+    return make_record(config, f"tests/models/transformers/test_models_transformer_flux.py::TestFlux::{test}",
+                       outcome, failure=None if failure is None else text_failure(failure), started=0.0,
+                       finished=1.0)
+
+
+def test_a_diffusers_test_module_counts_for_the_backbone_class_it_tests(tmp_path: Path) -> None:
+    """diffusers' tests use no stand-in of a catalog architecture: their record names the class their module tests,
+    so Flux's row of the index gets diffusers' cell, and a neuron-only failure shows there and in its section."""
+    passing = [_diffusers("test_output", device, "passed") for device in ("cpu", "neuron")]
+    failing = [_diffusers("test_training", "cpu", "passed"),
+               _diffusers("test_training", "neuron", "failed", "RuntimeError: view size is not compatible")]
+    assert {r["architecture"] for r in passing} == {"FluxTransformer2DModel"}
+    (library,) = load_upstream([_write(tmp_path / "passing", passing)]).libraries
+    assert library.cell("FluxTransformer2DModel") == ("pass (1)", 0)
+    assert library.cell("llama") is None  # diffusers ran nothing there
+    (library,) = load_upstream([_write(tmp_path / "failing", passing + failing)]).libraries
+    assert library.cell("FluxTransformer2DModel") == ("1 neuron-only", 1)
+    build_site([RECORDS], tmp_path / "site", baseline=BASELINE, upstream=[tmp_path / "failing"])
+    html = _text((tmp_path / "site" / "index.html").read_text())
+    assert "diffusers' own tests on neuron" in html
+    assert "transformer_flux 2 0 0 1 1 0 0 0 1 0" in html  # unit, CPU, neuron, same failure, neuron-only, stand-ins
+    assert "1 neuron-only failure." in html and "view size is not compatible" in html
+
+
+def test_a_record_that_names_no_architecture_counts_for_none() -> None:
+    config = PluginConfig("up-4", "accelerate", None, "cpu", "results", {"backend": "reference"}, "list.toml",
+                          unit_pattern=suite("accelerate").unit_pattern)
+    record = make_record(config, "tests/test_hooks.py::HooksModelTester::test_x", "passed", started=0.0,
+                         finished=1.0)
+    assert record["model_type"] == "hooks" and "architecture" not in record

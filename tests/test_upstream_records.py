@@ -159,6 +159,15 @@ def test_stand_ins_are_optional_in_a_record_but_a_list_of_ids_when_present() -> 
     assert validate_record(record) == ["'stand_ins' must be a list of Hub ids"]
 
 
+def test_an_architecture_is_optional_in_a_record_but_a_name_when_present() -> None:
+    record: dict[str, Any] = dict(_record("test_a", "cpu", "passed"))
+    assert "architecture" not in record and validate_record(record) == []
+    record["architecture"] = "FluxTransformer2DModel"
+    assert validate_record(record) == []
+    record["architecture"] = "Flux Transformer"
+    assert validate_record(record) == ["'architecture' must be a name of letters, digits, '_', '.' and '-'"]
+
+
 def _reports(message: str, traceback: str) -> list[pytest.TestReport]:
     failure = {"type": "RuntimeError", "message": message, "frame": "t.py:t", "fingerprint": "f",
                "traceback": traceback}

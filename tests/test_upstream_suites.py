@@ -16,6 +16,7 @@ import pytest
 from _helpers_upstream import PEFT_NOT_APPLICABLE, PEFT_STAND_INS, QUAGGA_TESTS, write_list, write_peft_tree
 
 from hf_neuron.cli import main
+from hf_neuron.compat.catalog import load_catalog
 from hf_neuron.compat.upstream_not_applicable import SUITES as LISTED_SUITES
 from hf_neuron.errors import InputError
 from hf_neuron.upstream import runner
@@ -180,7 +181,7 @@ def test_list_describes_the_groups_and_selections(capsys: pytest.CaptureFixture[
     assert main(["upstream", "accelerate", "--list"]) == 0
     out = capsys.readouterr().out
     assert "multi-device: multi-process launches" in out and "2 neuron devices" in out
-    assert "  nightly: accelerator, big-modeling" in out
+    assert "  nightly: accelerator-nightly, big-modeling" in out
 
 
 def test_a_unit_is_named_by_the_suite_s_own_rule() -> None:
@@ -188,6 +189,45 @@ def test_a_unit_is_named_by_the_suite_s_own_rule() -> None:
     assert suite("diffusers").unit_of("tests/models/transformers/test_models_transformer_flux.py::T::t") == (
         "transformer_flux")
     assert suite("trl").unit_of("tests/test_sft_trainer.py") == "sft_trainer"  # a file that did not collect
+
+
+def test_each_diffusers_family_names_the_catalog_architecture_its_tests_build() -> None:
+    diffusers = suite("diffusers")
+    catalog = {entry.model_type: entry for entry in load_catalog().entries}
+    families = list(diffusers.select(["default"]))
+    assert len(families) >= 6
+    for group in families:
+        (path,) = group.files
+        architecture = diffusers.architectures[diffusers.unit_of(path)]
+        assert catalog[architecture].group == "diffusion", architecture
+    assert set(diffusers.select(["nightly"])) >= set(families)  # the nightly runs every family
+    assert diffusers.unit_of(f"{_FLUX}::TestFluxTransformer::test_output") == "transformer_flux"
+    assert suite("peft").architectures == {}  # PEFT's tests count for an architecture through their stand-ins
+
+
+_FLUX = "tests/models/transformers/test_models_transformer_flux.py"
+
+
+def test_the_diffusers_ci_group_names_test_classes_of_the_tree(tmp_path: Path) -> None:
+    diffusers = suite("diffusers")
+    ci = diffusers.group("ci")
+    assert all("::" in target for target in ci.files)  # classes: a few tests of each module, not the modules
+    tree = _tree(tmp_path, *{target.partition("::")[0] for target in ci.files})
+    (job,) = plan(diffusers, tree, UpstreamOptions(results=tmp_path / "r", suite="diffusers", groups=("ci",)))
+    assert job.targets == ci.files and job.devices == 1
+    (tmp_path / "tests/models/transformers/test_models_pixart_transformer2d.py").unlink()
+    with pytest.raises(InputError, match=r"test_models_pixart_transformer2d\.py: no such test file"):
+        plan(diffusers, tree, UpstreamOptions(results=tmp_path / "r", suite="diffusers", groups=("ci",)))
+
+
+def test_accelerate_s_nightly_leaves_out_the_compile_tests_its_default_runs(tmp_path: Path) -> None:
+    accelerate = suite("accelerate")
+    tree = _tree(tmp_path, *(target for group in accelerate.groups for target in group.files))
+    default, nightly = (plan(accelerate, tree, UpstreamOptions(results=tmp_path / "r", suite="accelerate",
+                                                               groups=(name,)))[0] for name in ("default", "nightly"))
+    assert default.targets == nightly.targets and default.keyword is None
+    assert nightly.keyword is not None and "((test_accelerator) and (not compile))" in nightly.keyword
+    assert "(test_state_checkpointing)" in nightly.keyword  # the other files: all their tests
 
 
 def _child(results: Path, device: str, pid: int, allocations: int | None) -> None:

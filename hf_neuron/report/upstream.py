@@ -5,9 +5,10 @@
 same comparison the command prints, for each library the records are of (:class:`LibraryView`). The index gets one
 column per library and a section per library (its per-unit table, neuron-only failures, tests not applicable); an
 architecture's page a section per library that ran tests on it. Which architecture a test ran on: for transformers
-the unit (its model tests are by architecture); for the others the Hub stand-ins the test read
-(``compat/upstream_stand_ins.toml`` says which model type stands in for each id), so PEFT's decoder tests on the Llama
-stand-in count for llama. Bad lines are skipped and listed, as for the matrix's records.
+the unit (its model tests are by architecture); for the others the architecture its record names (diffusers' test
+module of a backbone class) and the Hub stand-ins the test read (``compat/upstream_stand_ins.toml`` says which model
+type stands in for each id), so PEFT's decoder tests on the Llama stand-in count for llama. Bad lines are skipped and
+listed, as for the matrix's records.
 """
 
 from __future__ import annotations
@@ -86,7 +87,10 @@ def _library(suite: str, records: list[UpstreamRecord], stands_for: Mapping[str,
     else:
         on_arch: dict[str, list[UpstreamRecord]] = {}
         for record in records:
-            for model_type in sorted({stands_for[i] for i in record.get("stand_ins", []) if i in stands_for}):
+            model_types = {stands_for[i] for i in record.get("stand_ins", []) if i in stands_for}
+            if "architecture" in record:
+                model_types.add(record["architecture"])
+            for model_type in sorted(model_types):
                 on_arch.setdefault(model_type, []).append({**record, "model_type": model_type})
         by_arch = {model_type: summarize(arch_records)[model_type] for model_type, arch_records in on_arch.items()}
     return LibraryView(suite, units, by_arch, _source(records))

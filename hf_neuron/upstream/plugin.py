@@ -64,7 +64,8 @@ class PluginConfig:
     """What a test run records: under which run, suite and unit (``model_type``: an architecture; None: each test's
     unit from its node id by ``unit_pattern``), on which device, where, with which environment block, against which
     list of tests not applicable on neuron; which job of the run it is, where the suite keeps its device
-    (``probes``), and the offline cache of stand-ins (``stand_in_root``, its folders' Hub ids ``stand_in_ids``)."""
+    (``probes``), the offline cache of stand-ins (``stand_in_root``, its folders' Hub ids ``stand_in_ids``), and the
+    architecture each unit that tests one tests (``architectures``: the suite's)."""
 
     run_id: str
     suite: str
@@ -78,6 +79,7 @@ class PluginConfig:
     probes: tuple[str, ...] = ()
     stand_in_root: str | None = None
     stand_in_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    architectures: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def unit(self, node_id: str) -> str:
         """The unit of the test ``node_id``."""
@@ -139,12 +141,16 @@ def make_record(
     started: float, finished: float, stand_ins: tuple[str, ...] = (),
 ) -> UpstreamRecord:
     """A record of ``config``'s run (times in seconds since the epoch)."""
-    return {
-        "schema": SCHEMA_VERSION, "run_id": config.run_id, "suite": config.suite, "model_type": config.unit(node_id),
+    unit = config.unit(node_id)
+    record: UpstreamRecord = {
+        "schema": SCHEMA_VERSION, "run_id": config.run_id, "suite": config.suite, "model_type": unit,
         "test": node_id, "device": config.device, "outcome": outcome, "reason": reason,
         "duration_s": round(duration_s, 3), "failure": failure, "not_applicable": entry, "env": config.env,
         "started_at": _iso(started), "finished_at": _iso(finished), "stand_ins": list(stand_ins),
     }
+    if (architecture := config.architectures.get(unit)) is not None:
+        record["architecture"] = architecture
+    return record
 
 
 def record_of(

@@ -33,6 +33,8 @@ Fields (``schema`` 2; schema 1's failures lack their class, which reading gives 
 ``finished_at``        ISO-8601 UTC
 ``stand_ins``          the Hub ids whose locally built stand-ins the test read (optional: records written
                        before stand-ins existed have none)
+``architecture``       the architecture (a model type of the catalog) the test's unit tests, where the suite
+                       declares one (diffusers: ``FluxTransformer2DModel`` for ``transformer_flux``; optional)
 =====================  ===============================================================================
 
 The environment block of a run of upstream tests also says where the tests came from
@@ -89,6 +91,7 @@ class UpstreamRecord(_RecordFields, total=False):
     """One upstream test on one device (fields in the module docstring)."""
 
     stand_ins: list[str]
+    architecture: str
 
 
 def short_name(node_id: str) -> str:
@@ -125,6 +128,8 @@ def _problems(obj: dict[str, Any]) -> list[str]:
     stand_ins = obj.get("stand_ins", [])
     if not isinstance(stand_ins, list) or not all(isinstance(hub_id, str) for hub_id in stand_ins):
         problems.append("'stand_ins' must be a list of Hub ids")
+    if "architecture" in obj and not is_name(obj["architecture"]):
+        problems.append("'architecture' must be a name of letters, digits, '_', '.' and '-'")
     for key in ("not_applicable", "env"):
         if not isinstance(obj[key], dict) and not (key == "not_applicable" and obj[key] is None):
             problems.append(f"'{key}' must be an object")

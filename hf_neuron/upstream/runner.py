@@ -315,7 +315,7 @@ def _run_job(chosen: Suite, job: Job, device: Device, options: UpstreamOptions, 
     config = PluginConfig(run_id, chosen.name, job.unit, device, str(options.results.resolve()), env,
                           str(not_applicable.resolve()), unit_pattern=chosen.unit_pattern, job=job.name,
                           probes=chosen.device_probes, stand_in_root=str(stand_ins.home),
-                          stand_in_ids=dict(stand_ins.ids))
+                          stand_in_ids=dict(stand_ins.ids), architectures=dict(chosen.architectures))
     log = logs / f"{chosen.name}-{job.name}-{device}.log"
     started = time.time()
     before = _outcomes(options.results, device, run_id)

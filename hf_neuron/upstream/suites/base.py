@@ -69,6 +69,9 @@ class Suite:
     devices: int = 1
     #: An installed package the tests import from ``src/<name>`` (transformers'), linked there in the working tree.
     src_package: str | None = None
+    #: The architecture (a model type of the catalog: a row of the report's index) whose tests a unit holds, for the
+    #: units that test one (diffusers: a test module per backbone class); each record of such a unit names it.
+    architectures: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def unit_of(self, node_id: str) -> str:
         """The unit a test belongs to, from its node id."""

@@ -7,25 +7,39 @@ spec of :mod:`hf_neuron.testing.diffusers_spec`. A group per backbone family; on
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from hf_neuron.upstream.suites.base import Group, Suite
 
 __all__ = ["SUITE"]
 
 _T = "tests/models/transformers/test_models_"
 _U = "tests/models/unets/test_models_"
-_FAMILIES: tuple[tuple[str, str, str], ...] = (
-    ("unet-2d-condition", "UNet2DConditionModel (Stable Diffusion's UNet)", f"{_U}unet_2d_condition.py"),
-    ("sd3", "SD3Transformer2DModel (Stable Diffusion 3)", f"{_T}transformer_sd3.py"),
-    ("flux", "FluxTransformer2DModel", f"{_T}transformer_flux.py"),
-    ("pixart", "PixArtTransformer2DModel", f"{_T}pixart_transformer2d.py"),
-    ("wan", "WanTransformer3DModel", f"{_T}transformer_wan.py"),
-    ("cogvideox", "CogVideoXTransformer3DModel", f"{_T}transformer_cogvideox.py"),
-    ("sana", "SanaTransformer2DModel", f"{_T}transformer_sana.py"),
-    ("qwenimage", "QwenImageTransformer2DModel", f"{_T}transformer_qwenimage.py"),
-    ("unet-2d", "UNet2DModel", f"{_U}unet_2d.py"),
+#: A backbone family: its group, the model class its tests build (a model type of the catalog), a note, its file.
+_FAMILIES: tuple[tuple[str, str, str, str], ...] = (
+    ("unet-2d-condition", "UNet2DConditionModel", " (Stable Diffusion's UNet)", f"{_U}unet_2d_condition.py"),
+    ("sd3", "SD3Transformer2DModel", " (Stable Diffusion 3)", f"{_T}transformer_sd3.py"),
+    ("flux", "FluxTransformer2DModel", "", f"{_T}transformer_flux.py"),
+    ("pixart", "PixArtTransformer2DModel", "", f"{_T}pixart_transformer2d.py"),
+    ("wan", "WanTransformer3DModel", "", f"{_T}transformer_wan.py"),
+    ("cogvideox", "CogVideoXTransformer3DModel", "", f"{_T}transformer_cogvideox.py"),
+    ("sana", "SanaTransformer2DModel", "", f"{_T}transformer_sana.py"),
+    ("qwenimage", "QwenImageTransformer2DModel", "", f"{_T}transformer_qwenimage.py"),
+    ("unet-2d", "UNet2DModel", "", f"{_U}unet_2d.py"),
 )
+_UNIT = r"(?:^|/)test_models_(?P<unit>[A-Za-z0-9_]+)\.py(?:::|$)"
 #: diffusers' neuron tensor-parallel tests launch two torchrun workers: they run in the two-device group only.
 _ONE_DEVICE = "not tensor_parallel_neuron"
+#: CI: Flux's model tests (forward, save and load, dtypes, determinism...) and its training tests, and PixArt's model
+#: tests (one of which fails on both devices the same way), by class: a few seconds of tests on each device.
+_CI = (f"{_T}transformer_flux.py::TestFluxTransformer", f"{_T}transformer_flux.py::TestFluxTransformerTraining",
+       f"{_T}pixart_transformer2d.py::TestPixArtTransformer2D")
+
+
+def _unit(path: str) -> str:
+    """The unit of a test module's tests (what :data:`_UNIT` finds in their node ids)."""
+    return PurePosixPath(path).stem.removeprefix("test_models_")
+
 
 SUITE = Suite(
     name="diffusers",
@@ -34,22 +48,23 @@ SUITE = Suite(
     git_url="https://github.com/huggingface/diffusers",
     needs="tests/models",
     device_probes=("tests.testing_utils:torch_device", "diffusers.utils.testing_utils:torch_device"),
-    unit_pattern=r"(?:^|/)test_models_(?P<unit>[A-Za-z0-9_]+)\.py(?:::|$)",
+    unit_pattern=_UNIT,
     groups=(
-        *(Group(name, f"the model tests of {what}", (path,), _ONE_DEVICE) for name, what, path in _FAMILIES),
+        *(Group(name, f"the model tests of {model}{note}", (path,), _ONE_DEVICE)
+          for name, model, note, path in _FAMILIES),
         Group("neuron-tp", "diffusers' tensor parallelism for neuron: torchrun workers on two devices, each "
               "output compared with the unsharded model's", (f"{_T}transformer_flux.py", f"{_T}transformer_flux2.py",
                                                              f"{_T}transformer_qwenimage.py"),
               "tensor_parallel_neuron", devices=2),
-        Group("ci", "the model tests of Flux and PixArt, without the slow ones (compile, offloading)",
-              (f"{_T}transformer_flux.py", f"{_T}pixart_transformer2d.py"),
-              "not compile and not offload and not group_offloading and not layerwise and not tensor_parallel_neuron"),
+        Group("ci", "Flux's model and training tests and PixArt's model tests (their test classes "
+              "TestFluxTransformer, TestFluxTransformerTraining, TestPixArtTransformer2D)", _CI, _ONE_DEVICE),
     ),
     selections={
-        "default": tuple(name for name, _, _ in _FAMILIES),
-        "nightly": tuple(name for name, _, _ in _FAMILIES),
+        "default": tuple(name for name, _, _, _ in _FAMILIES),
+        "nightly": tuple(name for name, _, _, _ in _FAMILIES),
         "ci": ("ci",),
     },
     deselect="not big_accelerator and not slow",
     deselected_why="big-accelerator and slow tests load full-size checkpoints from the Hub",
+    architectures={_unit(path): model for _, model, _, path in _FAMILIES},
 )
