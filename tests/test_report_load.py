@@ -50,7 +50,7 @@ def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"schema": 5}, "'schema' must be one of 1, 2, 3, 4 (got 5)"),
+        ({"schema": 6}, "'schema' must be one of 1, 2, 3, 4, 5 (got 6)"),
         ({"duration_s": -1}, "'duration_s' must be >= 0 (got -1)"),
         ({"duration_s": float("nan")}, "'duration_s' must be a finite number (got NaN)"),
         ({"peak_memory_bytes": 1.5}, "'peak_memory_bytes' must be a whole number >= 0 (got 1.5)"),
