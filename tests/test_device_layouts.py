@@ -59,3 +59,26 @@ def test_with_the_cpu_routes_the_device_keeps_the_cpu_kernel_layout() -> None:
         """, {"HF_NEURON_EMULATOR_DISPATCH": "cpu"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True"]
+
+
+def test_a_compiled_graph_keeps_the_strides_it_was_traced_with() -> None:
+    # The attention's result is (batch, heads, tokens, dim) over memory laid out (batch, tokens, heads, dim) on the
+    # CPU, so the traced graph drops the `.contiguous()` after the transpose and views the result: with the eager
+    # rule's contiguous result the view fails ("view size is not compatible"), as every compile case of the CI slice
+    # did. Eager on the device keeps the rule; the compiled graph runs with the traced strides.
+    result = run("""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 6, 8) for _ in range(3))
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).contiguous().view(2, 6, 32)
+    expected = attend(q, k, v)
+    on_device = [t.to("neuron") for t in (q, k, v)]
+    eager = attend(*on_device)
+    compiled = torch.compile(attend, backend="neuron", dynamic=False)(*on_device)
+    print(torch.equal(eager.cpu(), expected), torch.allclose(compiled.cpu(), expected, atol=1e-6))
+    print(F.scaled_dot_product_attention(*on_device).is_contiguous())
+    """, {**TRAINIUM_ROUTES, "HF_NEURON_EMULATOR_OP_LOG": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["True", "True", "True"], result.stdout  # the eager rule still holds

@@ -93,7 +93,24 @@ def _run_eagerly(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> 
                 "supported on the Neuron device. Compute with their real and imaginary parts, or outside the "
                 "compiled region (HF_NEURON_EMULATOR_COMPILE_CONTRACT=lenient compiles it as the CPU does)"
             )
-    return make_boxed_func(graph.forward)
+    return _with_traced_layouts(make_boxed_func(graph.forward))
+
+
+def _with_traced_layouts(boxed: Callable[..., Any]) -> Callable[..., Any]:
+    """``boxed`` (a graph run operator by operator), its results keeping the strides the graph was traced with: the
+    device's rule that a native result is contiguous (the real backend's eager kernels) is off inside it, since the
+    Neuron compiler lays out a graph's values itself and the graph relies on the traced strides."""
+    from hf_neuron.device import runtime
+
+    def run(args: list[Any]) -> Any:
+        previous = runtime.extension().set_in_compiled_graph(True)
+        try:
+            return boxed(args)
+        finally:
+            runtime.extension().set_in_compiled_graph(previous)
+
+    run._boxed_call = True  # type: ignore[attr-defined]  # AOTAutograd calls it with the boxed argument list
+    return run
 
 
 def neuron_backend(

@@ -84,7 +84,9 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
     Rule("contiguous-results",
          "a native operator's new results are contiguous, whatever the layout of its inputs and of the CPU kernel's "
          "result (a convolution or an add of a channels-last-strided input returns channels-last on the CPU); views, "
-         "in-place and out= results keep theirs, and an operator that falls back keeps the CPU's",
+         "in-place and out= results keep theirs, an operator that falls back keeps the CPU's, and so does every "
+         "operator of a compiled graph (the Neuron compiler lays out a graph's values; run operator by operator, the "
+         "graph relies on the strides it was traced with)",
          ("torch_neuronx/python_ops/torch_mlir/kernel.py",),
          "",
          "HF_NEURON_EMULATOR_DISPATCH", "trainium"),

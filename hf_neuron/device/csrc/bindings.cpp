@@ -77,6 +77,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("clear_op_log", &hf_neuron::clear_op_log);
   // For scripts/bench_device.py: the op log on or off in a running process (what it costs).
   m.def("set_op_log", [](bool on) { hf_neuron::settings().op_log = on; });
+  m.def("set_in_compiled_graph", &hf_neuron::set_in_compiled_graph);
   m.def("in_bad_fork", &hf_neuron::in_bad_fork);
   m.def("initialized", &hf_neuron::initialized);
 }

@@ -249,6 +249,8 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
   return dense(self) && dense(from);
 }
 
+thread_local bool in_compiled_graph = false;
+
 // ---- the boxed CPU fallback ----------------------------------------------------------------------
 // One call of an operator without a neuron kernel: its device tensors become CPU tensors over the same
 // memory, the CPU kernel runs, and its results become device tensors again.
@@ -508,10 +510,12 @@ class FallbackCall {
       }
     }
     at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
-    if (settings().trainium_dispatch && !result.is_contiguous() && !returns_view() &&
+    if (settings().trainium_dispatch && !in_compiled_graph && !result.is_contiguous() && !returns_view() &&
         native_on_trainium(c10::toString(op_.schema().operator_name()))) {
       // The real backend allocates a native kernel's results from their shape and dtype: contiguous, whatever the
-      // layout the CPU kernel chose (a channels-last convolution, an add that follows a transposed input).
+      // layout the CPU kernel chose (a channels-last convolution, an add that follows a transposed input). Not in a
+      // compiled graph: the Neuron compiler lays out a graph's values itself, and a graph run operator by operator
+      // relies on the strides it was traced with (a `.contiguous()` the trace found a no-op is gone from it).
       result = result.contiguous();
     }
     adopted_.push_back({adopt_cpu_storage(result.storage(), device_), result.storage()});
@@ -557,6 +561,12 @@ void refuse_layout(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) 
 }
 
 } // namespace
+
+bool set_in_compiled_graph(bool on) {
+  const bool previous = in_compiled_graph;
+  in_compiled_graph = on;
+  return previous;
+}
 
 at::Tensor cpu_alias_of(const at::Tensor& t) {
   return cpu_view(t);
