@@ -41,6 +41,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from hf_neuron.backends import neuron_module
 from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare_named, worst_of
+from hf_neuron.matrix.scenarios.training import gradients
 
 if TYPE_CHECKING:
     import torch
@@ -82,10 +83,6 @@ def parts_named(name: str) -> DdpParts:
     module, _, attribute = name.partition(":")
     parts: DdpParts = getattr(importlib.import_module(module), attribute or "DDP_PARTS")
     return parts
-
-
-def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
 
 
 def _write_atomically(path: Path, data: Any) -> None:
@@ -225,7 +222,7 @@ def data_parallel(ctx: CaseContext, parts: str) -> ScenarioResult:
     library = parts_named(parts)
     reference = library.model(ctx, "cpu")
     library.loss(reference, reference, library.batch(ctx, reference)).backward()
-    expected = _gradients(reference)
+    expected = gradients(reference)
     results = [
         compare_named(torch.load(out / f"rank{rank}.pt"), expected, f"rank {rank}'s DDP gradient of",
                       reference="a single process's on the whole batch")
@@ -271,7 +268,7 @@ def rank_step(request: dict[str, Any], device: str) -> dict[str, Any]:
         return {"rank": dist.get_rank(), "unbuildable": str(gap)}
     replica = DistributedDataParallel(model, find_unused_parameters=True)  # lives until backward has reduced
     parts.loss(replica, model, rows).backward()
-    torch.save({name: grad.cpu() for name, grad in _gradients(model).items()},
+    torch.save({name: grad.cpu() for name, grad in gradients(model).items()},
                Path(request["out"]) / f"rank{dist.get_rank()}.pt")
     peak = int(neuron_module().max_memory_allocated(device)) if on_neuron else None
     return {"rank": dist.get_rank(), "device": str(next(model.parameters()).device), "peak_memory_bytes": peak}

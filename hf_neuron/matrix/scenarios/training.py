@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = ["ADAM_EPS", "LEARNING_RATE", "LORA_RANK", "STEPS", "adamw", "adapter_outside", "adapter_step_changes",
-           "first_step_parity", "lora", "start_adapter_as", "train", "train_aux_loss"]
+           "first_step_parity", "gradients", "lora", "start_adapter_as", "train", "train_aux_loss"]
 
 #: Optimizer steps on the device; the loss after the last must be below the first.
 STEPS = 3
@@ -69,7 +69,8 @@ def adamw(model: torch.nn.Module) -> torch.optim.Optimizer:
     return torch.optim.AdamW(trainable, lr=LEARNING_RATE, eps=ADAM_EPS, foreach=False)
 
 
-def _gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+def gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The gradient of every parameter of ``model`` that has one, by name."""
     return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
 
 
@@ -91,8 +92,8 @@ def _updated_weights(model: torch.nn.Module, reference: torch.nn.Module, device:
     check leaves open, moves the weight by ``+lr`` or ``-lr``. A step that does anything else still fails."""
     import torch
 
-    expected_gradients = _gradients(reference)
-    actual_gradients = _gradients(model)
+    expected_gradients = gradients(reference)
+    actual_gradients = gradients(model)
     expected = _trainable(reference)
     actual = {}
     for name, weight in _trainable(model).items():
@@ -115,12 +116,12 @@ def first_step_parity(model: torch.nn.Module, reference: torch.nn.Module, loss: 
     weights, with the gradients left in place: the loss, every gradient and every updated trainable weight
     (:func:`_updated_weights`) against the CPU's. Passed with the gradients' parity (the worst parameter), or the
     first comparison that failed."""
-    gradients = compare_named(_gradients(model), _gradients(reference), "gradient of", device=device)
-    for result in (compare(loss, expected_loss, "loss", device=device), gradients,
+    gradient_parity = compare_named(gradients(model), gradients(reference), "gradient of", device=device)
+    for result in (compare(loss, expected_loss, "loss", device=device), gradient_parity,
                    _updated_weights(model, reference, device)):
         if result.outcome != "passed":
             return result
-    return gradients
+    return gradient_parity
 
 
 def _first_step_parity(model: torch.nn.Module, reference: torch.nn.Module, input_ids: torch.Tensor, seed: int,
