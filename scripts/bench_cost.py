@@ -24,36 +24,16 @@ and cases per minute. Times are one run's on a shared machine: compare two commi
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
+from matrix_runs import timed_run  # beside this script
 
 from hf_neuron.report.load import load_records
 from hf_neuron.report.tables import case_frame, scenario_costs
 
 DEFAULT_SELECTION = ["--slice", "cost"]
-
-
-def _run(selection: list[str], device: str, workers: int, results: Path, checkout: Path | None) -> float:
-    """Run the selection on ``device`` into ``results`` (with ``checkout``'s code and data when given); its wall
-    time in seconds."""
-    command = [sys.executable, "-m", "hf_neuron.cli", "matrix", "run", *selection, "--device", device,
-               "-n", str(workers), "--results", str(results)]
-    if device != "cpu":
-        command += ["--profile", "trainium"]
-    environ = {**os.environ, "HF_HUB_OFFLINE": "1", **({"HF_NEURON_EMULATOR": "1"} if device != "cpu" else {})}
-    if checkout is not None:
-        environ["PYTHONPATH"] = str(checkout)
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=environ, cwd=checkout)
-    if done.returncode not in (0, 1):
-        sys.exit(f"bench_cost: `{' '.join(command)}` exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr}")
-    return time.perf_counter() - start
 
 
 def _costs(results: list[Path]) -> pd.DataFrame:
@@ -113,9 +93,11 @@ def main() -> None:
         return
     selection = args.selection or DEFAULT_SELECTION
     with tempfile.TemporaryDirectory(prefix="bench-cost-") as tmp:
-        wall = _run(selection, "neuron", args.workers, Path(tmp) / "neuron", args.checkout)
+        wall = timed_run(selection, args.workers, Path(tmp) / "neuron", device="neuron", checkout=args.checkout,
+                         who="bench_cost")
         device = _costs([Path(tmp) / "neuron"])
-        cpu_wall = None if args.no_cpu else _run(selection, "cpu", args.workers, Path(tmp) / "cpu", args.checkout)
+        cpu_wall = None if args.no_cpu else timed_run(selection, args.workers, Path(tmp) / "cpu", device="cpu",
+                                                      checkout=args.checkout, who="bench_cost")
         cpu = None if args.no_cpu else _costs([Path(tmp) / "cpu"])
     _print(device, cpu)
     _totals("neuron (trainium profile)", device, wall)

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
+
+from matrix_runs import timed_run  # beside this script
 
 SCENARIO_MODULE = textwrap.dedent(
     """
@@ -51,13 +50,7 @@ def _fake_suite(directory: Path, archs: int, work: float) -> list[str]:
 
 
 def _run(selection: list[str], workers: int, results: Path) -> tuple[float, int]:
-    command = [sys.executable, "-m", "hf_neuron.cli", "matrix", "run", *selection, "-n", str(workers),
-               "--results", str(results)]
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        sys.exit(f"bench_matrix: `{' '.join(command)}` exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    wall = timed_run(selection, workers, results, who="bench_matrix")
     cases = sum(1 for path in results.glob("*.jsonl") for line in path.read_text().splitlines() if line.strip())
     return wall, cases
 
