@@ -26,6 +26,7 @@ SCENARIO_MODULE = textwrap.dedent(
     """
     import time
     from hf_neuron.matrix.scenarios.contract import ScenarioResult
+    from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration
 
     WORK_S = {work!r}
 
@@ -35,7 +36,10 @@ SCENARIO_MODULE = textwrap.dedent(
             pass
         return ScenarioResult.passed()
 
-    SCENARIOS = {{"load": _busy, "forward": _busy}}
+    SCENARIOS = [
+        ScenarioDeclaration(name, "core", False, {{"transformers": _busy}}, f"it spends {{WORK_S}} s of CPU")
+        for name in ("load", "forward")
+    ]
     """
 )
 
