@@ -59,7 +59,8 @@ def test_a_schema_2_record_reads_in_todays_shape() -> None:
     upgraded = upgrade(record)
     assert upgraded["group"] == "image-text", "the group's old name reads as its name now"
     assert upgraded["cpu_verdict"] == "fails-on-cpu-too", "one name for the same failure"
-    assert upgraded["scenario_facts"] == {"kind": "core", "trains": False}
+    assert upgraded["scenario_facts"] == {"kind": "core", "trains": False, "decodes": False}, "facts in full"
+    assert upgrade(_schema_2(scenario="generate"))["scenario_facts"]["decodes"] is True
     assert upgraded["legs"] is None
     assert upgraded["failure"]["failure_class"] == "other", "a class of before the closed set is classified again"
     assert upgraded["cpu_failure"]["traceback"] == "", "the CPU's failure has the device's failure's shape"

@@ -504,14 +504,15 @@ def upgrade(record: Mapping[str, Any]) -> Record:
     unmeasured = None if record.get("compile") is None else {**record["compile"], "seconds": None}
     if schema == 4:
         return cast(Record, {**record, "compile": unmeasured})
-    if schema == 3:
+    if schema == 3:  # its facts did not say which scenarios decode: the built-in ones' did
         facts = {**record["scenario_facts"], "decodes": decodes(scenario_facts(record["scenario"]))}
         return cast(Record, {**record, "scenario_facts": facts, "legs": None, "compile": unmeasured})
     upgraded: dict[str, Any] = {"gap": None, "cpu_failure": None, "cpu_verdict": None, "compile": None,
                                 "fallback_ops": None, "details": None, "legs": None, **record}
     upgraded["compile"] = unmeasured
     upgraded["group"] = GROUP_ALIASES.get(record["group"], record["group"])
-    upgraded["scenario_facts"] = scenario_facts(record["scenario"])
+    built_in = scenario_facts(record["scenario"])
+    upgraded["scenario_facts"] = {**built_in, "decodes": decodes(built_in)}
     upgraded["failure"] = _full_failure(record.get("failure"), record["outcome"])
     upgraded["cpu_failure"] = _full_failure(upgraded["cpu_failure"], record.get("cpu_outcome"))
     if upgraded["cpu_verdict"] == "same-failure":
