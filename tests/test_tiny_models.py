@@ -269,3 +269,16 @@ def test_every_causal_lm_type_builds_forwards_and_generates() -> None:
             failures[model_type] = f"{result.stage}: {result.error}"
         assert result.parameters * 4 < MAX_BYTES, model_type
     assert failures == {}
+
+
+def test_a_check_reports_the_stage_it_failed_in_and_never_raises() -> None:
+    from hf_neuron.tiny.transformers.cpu_check import CheckProgress, staged_check
+
+    def body(progress: CheckProgress) -> None:
+        progress.stage, progress.parameters = "forward", 12
+        raise ValueError("the outputs are not finite")
+
+    failed = staged_check("some-model", body)
+    assert (failed.stage, failed.error, failed.parameters) == ("forward", "ValueError: the outputs are not finite", 12)
+    assert staged_check("some-model", lambda progress: None).ok
+    assert probe("no-such-model-type").stage == "config", "an unknown type fails where its config is made"

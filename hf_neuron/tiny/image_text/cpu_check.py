@@ -3,10 +3,8 @@ image-text prompts (the matrix's inputs) gives finite logits, and greedy decodin
 
 from __future__ import annotations
 
-import time
-
 from hf_neuron.tiny.groups import CpuCheck
-from hf_neuron.tiny.transformers.cpu_check import Stage, check_logits, describe, generates
+from hf_neuron.tiny.transformers.cpu_check import CheckProgress, Stage, check_logits, generates, staged_check
 from hf_neuron.tiny.transformers.inputs import prompt_of
 from hf_neuron.tiny.transformers.models import build_model
 
@@ -25,18 +23,16 @@ def check_image_text_model(model_type: str, *, until: Stage = "generate", batch:
     from hf_neuron.tiny.image_text.summary import tiny_summary
     from hf_neuron.tiny.tokenizer import tiny_tokenizer
 
-    start = time.perf_counter()
-    stage, parameters, summary = "config", 0, None
-    try:
+    def body(progress: CheckProgress) -> None:
         config = tiny_image_text_config(model_type)
-        stage = "build"
+        progress.stage = "build"
         model = build_model(model_type, config=config)
-        parameters = sum(p.numel() for p in model.parameters())
+        progress.parameters = sum(p.numel() for p in model.parameters())
         image_processor = tiny_image_processor(model_type, config) if takes_images(model) else None
-        summary = tiny_summary(config, image_processor, parameters)
+        progress.tiny = tiny_summary(config, image_processor, progress.parameters)
         reviewed = image_text_recipe(model_type)
         if until in ("forward", "generate"):
-            stage = "forward"
+            progress.stage = "forward"
             if not reviewed.runs:  # it built; running it is what the reviewed data rules out
                 raise RuntimeError(reviewed.reason)
             rows = sample_rows(model_type, image_processor, batch)
@@ -45,8 +41,7 @@ def check_image_text_model(model_type: str, *, until: Stage = "generate", batch:
                 logits = model(**inputs).logits
             check_logits(logits, batch, prompt_of(inputs).shape[1], config.get_text_config(decoder=True).vocab_size)
         if until == "generate":
-            stage = "generate"
+            progress.stage = "generate"
             generates(model, inputs, 4)
-    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
-        return CpuCheck(model_type, stage, describe(error), parameters, time.perf_counter() - start, summary)
-    return CpuCheck(model_type, "ok", None, parameters, time.perf_counter() - start, summary)
+
+    return staged_check(model_type, body)

@@ -5,8 +5,9 @@ does the same with images, through the helpers here. None raises: the result nam
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from hf_neuron.tiny.groups import CpuCheck
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["Stage", "check_logits", "check_text_model", "describe", "generates"]
+__all__ = ["CheckProgress", "Stage", "check_logits", "check_text_model", "describe", "generates", "staged_check"]
 
 #: The steps of a check, in order, up to which it runs.
 Stage = Literal["build", "forward", "generate"]
@@ -55,34 +56,54 @@ def describe(error: BaseException) -> str:
     return " <- ".join(parts)[:300]
 
 
+@dataclasses.dataclass
+class CheckProgress:
+    """How far a check has got: the ``stage`` it is in, the tiny model's ``parameters`` and what it is (``tiny``, for
+    the catalog), as far as known."""
+
+    stage: str
+    parameters: int = 0
+    tiny: str | None = None
+
+
+def staged_check(name: str, body: Callable[[CheckProgress], None], first: str = "config") -> CpuCheck:
+    """Every group's CPU check: run ``body``, which moves its :class:`CheckProgress` from stage ``first`` on, and time
+    it. Never raises: an exception is the result of the stage it was raised in, with :func:`describe`'s message."""
+    start = time.perf_counter()
+    progress = CheckProgress(first)
+    try:
+        body(progress)
+    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
+        return CpuCheck(name, progress.stage, describe(error), progress.parameters, time.perf_counter() - start,
+                        progress.tiny)
+    return CpuCheck(name, "ok", None, progress.parameters, time.perf_counter() - start, progress.tiny)
+
+
 def check_text_model(model_type: str, *, until: Stage = "generate", batch: int = 2, length: int = 8) -> CpuCheck:
     """Build the tiny ``model_type``, then (``until`` allowing) run a forward pass with finite logits of shape
     ``(batch, length, vocab)`` and greedily generate 4 tokens. Never raises: the result tells the failing stage."""
     import torch
 
-    start = time.perf_counter()
-    stage, parameters = "config", 0
-    try:
+    def body(progress: CheckProgress) -> None:
         config = tiny_config(model_type)
-        stage = "build"
+        progress.stage = "build"
         model = build_model(model_type, config=config)
-        parameters = sum(p.numel() for p in model.parameters())
+        progress.parameters = sum(p.numel() for p in model.parameters())
         if until in ("forward", "generate"):
-            stage = "forward"
+            progress.stage = "forward"
             inputs = _inputs(model, batch, length)
             with torch.no_grad():
                 logits = model(**inputs).logits
             check_logits(logits, batch, length, config.get_text_config(decoder=True).vocab_size)
         if until == "generate":
-            stage = "generate"
+            progress.stage = "generate"
             with torch.no_grad():
                 out = model.generate(**generation_inputs(inputs), max_new_tokens=4, min_new_tokens=4, do_sample=False)  # type: ignore[operator]
             expected = (batch, (1 if model.config.is_encoder_decoder else length) + 4)
             if tuple(out.shape) != expected:
                 raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {expected}")
-    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
-        return CpuCheck(model_type, stage, describe(error), parameters, time.perf_counter() - start)
-    return CpuCheck(model_type, "ok", None, parameters, time.perf_counter() - start)
+
+    return staged_check(model_type, body)
 
 
 def generates(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int) -> None:
