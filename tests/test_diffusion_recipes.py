@@ -4,6 +4,7 @@ equal to the CPU's, and a perturbed device fails them."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from hf_neuron.compat.tiny_diffusion import RECIPES_FILE, load_presets, load_rec
 from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.matrix.scenarios.diffusion import forward, generate
 from hf_neuron.tiny.diffusion.backbones import backbone_names
-from hf_neuron.tiny.diffusion.pipelines import build_pipeline, picture, run_pipeline
+from hf_neuron.tiny.diffusion.pipelines import build_component, build_pipeline, picture, pipeline_class, run_pipeline
 
 torch = pytest.importorskip("torch")
 
@@ -38,12 +39,14 @@ def test_every_table_names_a_real_backbone_pipeline_and_class_and_every_preset_i
     used = {part for preset in presets.values() for part in preset.parts.values()}
     for name, recipe in recipes.items():
         if recipe.pipeline is not None:
-            assert isinstance(getattr(diffusers, recipe.pipeline), type), name
+            cls = pipeline_class(recipe)
+            assert isinstance(cls, type) and issubclass(cls, diffusers.DiffusionPipeline), name
         used |= {component.name for component in recipe.components.values() if component is not None} - {"backbone"}
     assert set(presets) == used, f"presets no recipe uses: {sorted(set(presets) - used)}"
     for preset in presets.values():
         library, _, _rest = preset.class_name.partition(".")
-        assert preset.class_name == "tiny-tokenizer" or library in ("diffusers", "transformers"), preset.name
+        assert preset.class_name in ("tiny-tokenizer", "tiny-guardrail") or library in ("diffusers", "transformers"), \
+            preset.name
 
 
 def test_a_pipeline_without_a_pipeline_or_a_gap_is_one_diffusers_does_not_ship() -> None:
@@ -99,3 +102,66 @@ def test_a_perturbed_device_fails_forward_of_a_backbone_fed_by_reviewed_inputs(t
     with linear_off_by(1e-3):
         perturbed = forward(ctx)
     assert perturbed.outcome == "failed" and "differ from the CPU's" in (perturbed.message or "")
+
+
+def test_a_pipeline_class_diffusers_exports_only_as_a_placeholder_is_taken_from_its_module() -> None:
+    import diffusers
+
+    from hf_neuron.compat.tiny_diffusion import Recipe, recipe
+
+    # diffusers exports SpectrogramDiffusionPipeline only where note_seq (its MIDI processor's dependency) is installed
+    module = "diffusers.pipelines.deprecated.spectrogram_diffusion.pipeline_spectrogram_diffusion"
+    cls = pipeline_class(recipe("T5FilmDecoder"))
+    assert (cls.__module__, cls.__name__) == (module, "SpectrogramDiffusionPipeline")
+    assert pipeline_class(Recipe(pipeline="FluxPipeline")) is diffusers.FluxPipeline
+    with pytest.raises(ValueError, match="the recipe has no pipeline"):
+        pipeline_class(Recipe())
+
+
+def test_a_call_argument_of_none_is_python_none_and_a_preset_calls_its_methods() -> None:
+    from hf_neuron.compat.tiny_diffusion import Component, presets
+    from hf_neuron.tiny.diffusion.pipelines import _call_value
+
+    assert _call_value("none", 0) is None and _call_value("mel", 0) == "mel"
+    vae = presets()["vae_allegro_4"]
+    assert vae.methods == ("enable_tiling",) and build_component(vae, 0).use_tiling  # it decodes only in tiles
+    assert not build_component(Component("plain", vae.class_name, vae.config), 0).use_tiling
+    with pytest.raises(ValueError, match="component typo: AutoencoderKLAllegro has no method 'enable_tilling'"):
+        build_component(Component("typo", vae.class_name, vae.config, methods=("enable_tilling",)), 0)
+
+
+def test_the_pass_through_guardrail_lets_a_cosmos_pipeline_run_offline_and_changes_nothing() -> None:
+    import numpy as np
+
+    from hf_neuron.compat.tiny_diffusion import presets, recipe
+    from hf_neuron.tiny.diffusion.backbones import build_backbone
+    from hf_neuron.tiny.diffusion.guardrail import PassThroughGuardrail
+
+    guardrail = PassThroughGuardrail()
+    frames = np.zeros((2, 4, 4, 3), dtype=np.uint8)
+    assert guardrail.to("neuron") is guardrail and guardrail.check_text_safety("anything")
+    assert guardrail.check_video_safety(frames) is frames
+    name = "CosmosTransformer3DModel"
+    cosmos = recipe(name)
+    assert cosmos.components["safety_checker"] is not None
+    without = {argument: None if argument == "safety_checker" else component
+               for argument, component in cosmos.components.items()}
+    with pytest.raises(ImportError, match="cosmos_guardrail"):  # what diffusers builds when given none
+        build_pipeline(build_backbone(name), dataclasses.replace(cosmos, components=without), presets=presets())
+    outputs = run_pipeline(build_pipeline(build_backbone(name), cosmos, presets=presets()), cosmos)
+    assert all(bool(torch.isfinite(value).all()) for value in outputs.values())  # latents too: Karras sigmas
+
+
+@pytest.mark.slow
+def test_a_pipeline_that_draws_from_the_global_generator_makes_the_same_video_twice() -> None:
+    from hf_neuron.compat.tiny_diffusion import presets, recipe
+    from hf_neuron.tiny.diffusion.backbones import build_backbone
+
+    name = "I2VGenXLUNet"  # its VAE samples the image's latents with no generator; its default clip_skip needs a
+    i2v = recipe(name)  # CLIPTextModel.text_model, which transformers 5 has not
+    assert "clip_skip" in i2v.call
+    made = [run_pipeline(build_pipeline(build_backbone(name), i2v, presets=presets()), i2v) for _ in range(2)]
+    torch.rand(3)  # the global generator moved on between the runs
+    again = run_pipeline(build_pipeline(build_backbone(name), i2v, presets=presets()), i2v)
+    assert made[0]["frames"].shape[1] == 2
+    assert torch.equal(made[0]["frames"], made[1]["frames"]) and torch.equal(made[0]["frames"], again["frames"])
