@@ -118,11 +118,18 @@ def test_a_pipeline_class_diffusers_exports_only_as_a_placeholder_is_taken_from_
         pipeline_class(Recipe())
 
 
-def test_a_call_argument_of_none_is_python_none_and_a_preset_calls_its_methods() -> None:
+def test_call_arguments_of_none_and_integers_and_a_preset_that_calls_its_methods() -> None:
     from hf_neuron.compat.tiny_diffusion import Component, presets
     from hf_neuron.tiny.diffusion.pipelines import _call_value
 
     assert _call_value("none", 0) is None and _call_value("mel", 0) == "mel"
+    ids = _call_value({"randint": [0, 4], "shape": [1, 16]}, 0)  # GlmImage's prior token ids
+    assert ids.dtype == torch.long and ids.shape == (1, 16) and int(ids.min()) >= 0 and int(ids.max()) < 4
+    assert torch.equal(ids, _call_value({"randint": [0, 4], "shape": [1, 16]}, 0)) and len(set(ids.tolist()[0])) > 1
+    # GlmImage encodes an empty negative prompt: a ByT5-like tokenizer gives it its </s>, no empty (float) tensor
+    eos = build_component(presets()["tokenizer_eos"], 0)
+    assert eos([""]).input_ids == [[eos.eos_token_id]]
+    assert build_component(presets()["tokenizer"], 0)([""]).input_ids == [[]]
     vae = presets()["vae_allegro_4"]
     assert vae.methods == ("enable_tiling",) and build_component(vae, 0).use_tiling  # it decodes only in tiles
     assert not build_component(Component("plain", vae.class_name, vae.config), 0).use_tiling

@@ -73,14 +73,20 @@ def picture(width: int, height: int, seed: int = 0) -> Any:
 
 def _call_value(value: Any, seed: int) -> Any:
     """A recipe's call argument: ``{ image = [w, h] }`` a picture, ``{ video = [n, w, h] }`` n of them, ``{ randn =
-    [sizes] }`` a tensor of normal values (a previous stage's latents), ``"none"`` Python's ``None`` (TOML has no
-    null: an argument whose default the recipe turns off); else as is."""
+    [sizes] }`` a tensor of normal values (a previous stage's latents), ``{ randint = [low, high], shape = [sizes]
+    }`` one of integers (a previous stage's token ids), ``"none"`` Python's ``None`` (TOML has no null: an argument
+    whose default the recipe turns off); else as is."""
     if value == NONE:
         return None
     if isinstance(value, dict) and set(value) == {"randn"}:
         import torch
 
         return torch.randn(value["randn"], generator=torch.Generator().manual_seed(seed))
+    if isinstance(value, dict) and set(value) == {"randint", "shape"}:
+        import torch
+
+        low, high = value["randint"]
+        return torch.randint(low, high, value["shape"], generator=torch.Generator().manual_seed(seed))
     if isinstance(value, dict) and set(value) == {"image"}:
         width, height = value["image"]
         return picture(width, height, seed)
@@ -217,7 +223,10 @@ def run_pipeline(pipeline: Any, recipe: Recipe, *, seed: int = 0) -> dict[str, t
     side = _size(pipeline)
     defaults = {**CALL_DEFAULTS, "height": side, "width": side}
     arguments = {name: value for name, value in defaults.items() if name in accepted}
-    arguments.update({name: _call_value(value, seed) for name, value in recipe.call.items()})
+    for name, value in recipe.call.items():
+        argument = _call_value(value, seed)
+        # a tensor stands for a previous stage's result: on the pipeline's device, where that stage left it
+        arguments[name] = argument.to(pipeline.device) if isinstance(argument, torch.Tensor) else argument
     if "output_type" in accepted:
         arguments.setdefault("output_type", "np")
     denoised: list[torch.Tensor] = []
