@@ -172,3 +172,16 @@ def test_a_pipeline_that_draws_from_the_global_generator_makes_the_same_video_tw
     again = run_pipeline(build_pipeline(build_backbone(name), i2v, presets=presets()), i2v)
     assert made[0]["frames"].shape[1] == 2
     assert torch.equal(made[0]["frames"], made[1]["frames"]) and torch.equal(made[0]["frames"], again["frames"])
+
+
+def test_joyimage_edit_without_an_input_image_encodes_its_prompt_with_no_processor() -> None:
+    from hf_neuron.compat.tiny_diffusion import presets, recipe
+    from hf_neuron.tiny.diffusion.backbones import build_backbone
+
+    name = "JoyImageEditTransformer3DModel"
+    pipeline = build_pipeline(build_backbone(name), recipe(name), presets=presets())
+    assert pipeline.processor is None and "image" not in recipe(name).call
+    embeds, mask = pipeline.encode_prompt(prompt="a tiny red square", device="cpu")  # tokenizer and text encoder
+    assert embeds.shape[0] == 1 and embeds.shape[-1] == 32 and mask.shape == embeds.shape[:2]
+    with pytest.raises(TypeError, match="NoneType"):  # an input image would need the processor (torchvision)
+        pipeline.encode_prompt_multiple_images(prompt="a tiny red square", device="cpu", images=[picture(16, 16)])
