@@ -67,7 +67,8 @@ def test_a_picture_is_deterministic() -> None:
 
 
 @pytest.mark.parametrize(("name", "made"), [("WanTransformer3DModel", "frames"), ("StableAudioDiTModel", "audios"),
-                                            ("PriorTransformer", "image_embeds")])
+                                            ("PriorTransformer", "image_embeds"),
+                                            ("RFD4ProteinaTransformer", "coords_nm")])
 def test_a_pipeline_returns_what_it_made_by_name(name: str, made: str, tmp_path: Path) -> None:
     from hf_neuron.compat.tiny_diffusion import presets, recipe
     from hf_neuron.tiny.diffusion.backbones import build_backbone
@@ -120,12 +121,18 @@ def test_a_pipeline_class_diffusers_exports_only_as_a_placeholder_is_taken_from_
 
 def test_call_arguments_of_none_and_integers_and_a_preset_that_calls_its_methods() -> None:
     from hf_neuron.compat.tiny_diffusion import Component, presets
-    from hf_neuron.tiny.diffusion.pipelines import _call_value
+    from hf_neuron.tiny.diffusion.pipelines import _call_value, _placed
 
     assert _call_value("none", 0) is None and _call_value("mel", 0) == "mel"
     ids = _call_value({"randint": [0, 4], "shape": [1, 16]}, 0)  # GlmImage's prior token ids
     assert ids.dtype == torch.long and ids.shape == (1, 16) and int(ids.min()) >= 0 and int(ids.max()) < 4
     assert torch.equal(ids, _call_value({"randint": [0, 4], "shape": [1, 16]}, 0)) and len(set(ids.tolist()[0])) > 1
+    # RFD4Proteina's masks and its dict of conditioning tensors, each placed where the pipeline runs
+    features = _call_value({"fields": {"mask": {"fill": True, "shape": [1, 8], "dtype": "bool"},
+                                       "ids": {"fill": 0, "shape": [1, 8], "dtype": "long"}}}, 0)
+    assert features["mask"].dtype == torch.bool and bool(features["mask"].all()) and features["ids"].dtype == torch.long
+    placed = _placed({"features": features, "steps": 2}["features"], torch.device("meta"))
+    assert {tensor.device.type for tensor in placed.values()} == {"meta"} and _placed(2, "meta") == 2
     # GlmImage encodes an empty negative prompt: a ByT5-like tokenizer gives it its </s>, no empty (float) tensor
     eos = build_component(presets()["tokenizer_eos"], 0)
     assert eos([""]).input_ids == [[eos.eos_token_id]]

@@ -54,9 +54,10 @@ _TEXT_LENGTH = 16
 #: (it needs Beautiful Soup).
 CALL_DEFAULTS: dict[str, Any] = {"prompt": PROMPT, "negative_prompt": "blurry", "max_sequence_length": _TEXT_LENGTH,
                                  "use_resolution_binning": False, "clean_caption": False}
-#: What a pipeline's output may hold, by attribute: images, a video's frames, audio, a prior's image embeddings.
+#: What a pipeline's output may hold, by attribute: images, a video's frames, audio, a prior's image embeddings, a
+#: protein's atom coordinates and its denoised backbone and local latents.
 OUTPUTS = ("images", "frames", "video", "videos", "audios", "audio", "sound", "image_embeddings", "image_embeds",
-           "negative_image_embeds")
+           "negative_image_embeds", "coords_nm", "bb_ca", "local_latents")
 #: The attributes a pipeline keeps its spatial VAE scale in (the first one it has is used).
 _SCALE_ATTRIBUTES = ("vae_scale_factor_spatial", "vae_spatial_compression_ratio", "vae_spatial_scale_factor",
                      "vae_scale_factor", "movq_scale_factor")
@@ -74,8 +75,9 @@ def picture(width: int, height: int, seed: int = 0) -> Any:
 def _call_value(value: Any, seed: int) -> Any:
     """A recipe's call argument: ``{ image = [w, h] }`` a picture, ``{ video = [n, w, h] }`` n of them, ``{ randn =
     [sizes] }`` a tensor of normal values (a previous stage's latents), ``{ randint = [low, high], shape = [sizes]
-    }`` one of integers (a previous stage's token ids), ``"none"`` Python's ``None`` (TOML has no null: an argument
-    whose default the recipe turns off); else as is."""
+    }`` one of integers (a previous stage's token ids), ``{ fill = x, shape = [sizes], dtype = "bool" }`` one of a
+    single value (a mask), ``{ fields = { ... } }`` a dict of such values, ``"none"`` Python's ``None`` (TOML has no
+    null: an argument whose default the recipe turns off); else as is."""
     if value == NONE:
         return None
     if isinstance(value, dict) and set(value) == {"randn"}:
@@ -87,12 +89,29 @@ def _call_value(value: Any, seed: int) -> Any:
 
         low, high = value["randint"]
         return torch.randint(low, high, value["shape"], generator=torch.Generator().manual_seed(seed))
+    if isinstance(value, dict) and set(value) == {"fill", "shape", "dtype"}:
+        import torch
+
+        return torch.full(value["shape"], value["fill"], dtype=getattr(torch, value["dtype"]))
+    if isinstance(value, dict) and set(value) == {"fields"}:
+        return {name: _call_value(field, seed) for name, field in value["fields"].items()}
     if isinstance(value, dict) and set(value) == {"image"}:
         width, height = value["image"]
         return picture(width, height, seed)
     if isinstance(value, dict) and set(value) == {"video"}:
         frames, width, height = value["video"]
         return [picture(width, height, seed + index) for index in range(frames)]
+    return value
+
+
+def _placed(value: Any, device: Any) -> Any:
+    """``value`` with its tensors (itself, or the values of a dict) on ``device``."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {name: _placed(item, device) for name, item in value.items()}
     return value
 
 
@@ -223,10 +242,8 @@ def run_pipeline(pipeline: Any, recipe: Recipe, *, seed: int = 0) -> dict[str, t
     side = _size(pipeline)
     defaults = {**CALL_DEFAULTS, "height": side, "width": side}
     arguments = {name: value for name, value in defaults.items() if name in accepted}
-    for name, value in recipe.call.items():
-        argument = _call_value(value, seed)
-        # a tensor stands for a previous stage's result: on the pipeline's device, where that stage left it
-        arguments[name] = argument.to(pipeline.device) if isinstance(argument, torch.Tensor) else argument
+    # a tensor stands for a previous stage's result: on the pipeline's device, where that stage left it
+    arguments.update({name: _placed(_call_value(value, seed), pipeline.device) for name, value in recipe.call.items()})
     if "output_type" in accepted:
         arguments.setdefault("output_type", "np")
     denoised: list[torch.Tensor] = []
