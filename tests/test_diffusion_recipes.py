@@ -192,3 +192,18 @@ def test_joyimage_edit_without_an_input_image_encodes_its_prompt_with_no_process
     assert embeds.shape[0] == 1 and embeds.shape[-1] == 32 and mask.shape == embeds.shape[:2]
     with pytest.raises(TypeError, match="NoneType"):  # an input image would need the processor (torchvision)
         pipeline.encode_prompt_multiple_images(prompt="a tiny red square", device="cpu", images=[picture(16, 16)])
+
+
+def test_bria_fibo2_encodes_a_text_prompt_through_its_processors_tokenizer_into_six_bundles() -> None:
+    from hf_neuron.compat.tiny_diffusion import presets, recipe
+    from hf_neuron.tiny.diffusion.backbones import build_backbone
+
+    name = "BriaFibo2Transformer2DModel"
+    bria = recipe(name)
+    pipeline = build_pipeline(build_backbone(name), bria, presets=presets())
+    embeds, mask = pipeline.encode_prompt(prompt="a tiny red square", device="cpu")
+    # six bundles of three Qwen3-VL layers (up to the 36th), one for the perceiver and one per injection layer
+    assert embeds.shape[1] == 1 + len(pipeline.transformer.config.injection_layer_ids) == 6
+    assert embeds.shape[-1] == pipeline.transformer.config.cap_feat_dim == 3 * 32 and mask is None  # none padded
+    # the tokenizer ignores images it is given: no input image and no drawn caption texts, which need Qwen3VLProcessor
+    assert bria.call["render_text_images"] is False and "image" not in bria.call
