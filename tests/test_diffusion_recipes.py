@@ -207,3 +207,16 @@ def test_bria_fibo2_encodes_a_text_prompt_through_its_processors_tokenizer_into_
     assert embeds.shape[-1] == pipeline.transformer.config.cap_feat_dim == 3 * 32 and mask is None  # none padded
     # the tokenizer ignores images it is given: no input image and no drawn caption texts, which need Qwen3VLProcessor
     assert bria.call["render_text_images"] is False and "image" not in bria.call
+
+
+def test_joyimage_edit_plus_encodes_a_text_prompt_with_the_tokenizer_as_its_processor() -> None:
+    from hf_neuron.compat.tiny_diffusion import presets, recipe
+    from hf_neuron.tiny.diffusion.backbones import build_backbone
+
+    name = "JoyImageEditPlusTransformer3DModel"
+    plus = recipe(name)
+    assert plus.components["processor"] is not None and plus.components["processor"].class_name == "tiny-tokenizer"
+    assert "images" not in plus.call  # a tokenizer would ignore reference images
+    pipeline = build_pipeline(build_backbone(name), plus, presets=presets())
+    embeds, mask = pipeline.encode_prompt_multiple_images(prompt="a tiny red square", device="cpu")
+    assert embeds.shape[0] == 1 and embeds.shape[-1] == 32 and mask.shape == embeds.shape[:2]
