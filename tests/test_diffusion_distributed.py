@@ -90,7 +90,7 @@ def test_inputs_of_a_fixed_batch_are_inputs_ddp_cannot_build(monkeypatch: pytest
     from hf_neuron.matrix.scenarios import diffusion
     from hf_neuron.tiny import UnbuildableInputError
 
-    monkeypatch.setattr(diffusion, "forward_inputs", lambda model, seed: {"packed": torch.zeros(7, 4)})
+    monkeypatch.setattr(diffusion, "forward_inputs", lambda model, seed, batch=2: {"packed": torch.zeros(7, 4)})
     with pytest.raises(UnbuildableInputError, match="no input of Linear follows the batch size"):
         batch_of(torch.nn.Linear(4, 4))
 

@@ -112,3 +112,18 @@ def test_each_kind_builds_its_value_from_the_config(tmp_path: Path) -> None:
 def test_every_kind_the_reader_knows_is_described() -> None:
     header = (Path(__file__).resolve().parents[1] / "compat" / "tiny_diffusion.toml").read_text().split("\n\n")[0]
     assert all(kind in header for kind in INPUT_KINDS)
+
+
+def test_the_batch_is_a_parameter_of_the_input_rules_and_of_reviewed_shapes() -> None:
+    from hf_neuron.tiny.diffusion import inputs as input_rules
+    from hf_neuron.tiny.diffusion.backbones import build_backbone
+    from hf_neuron.tiny.diffusion.inputs import forward_inputs
+
+    flux = build_backbone("FluxTransformer2DModel")
+    three = forward_inputs(flux, batch=3)
+    assert three["hidden_states"].shape[0] == three["encoder_hidden_states"].shape[0] == 3
+    assert three["img_ids"].shape == forward_inputs(flux)["img_ids"].shape  # positions hold no batch
+    assert forward_inputs(flux)["hidden_states"].shape[0] == BATCH and input_rules.BATCH == BATCH
+    video = build_backbone("UNetSpatioTemporalConditionModel")  # a reviewed shape ["batch", 3] and video latents
+    rows = forward_inputs(video, batch=3)
+    assert rows["added_time_ids"].shape == (3, 3) and rows["sample"].shape[0] == 3

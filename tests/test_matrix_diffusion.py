@@ -79,6 +79,10 @@ def test_every_named_family_has_a_pipeline_recipe_and_runs_on_the_cpu(name: str)
         ('[components.b]\nclass = "c"\n[components.a]\nclass = "c"\n', r"\[components.\*\] tables must be sorted"),
         ('[backbones.X]\nunknown = 1\n', r":1: \[backbones.X\]: unknown keys \['unknown'\]"),
         ('[other]\n', r"unknown top-level tables \['other'\]"),
+        ('[components.p]\nclass = "diffusers.X"\nmethods = "enable_tiling"\n',
+         r"\[components.p\] methods: is a list of method names"),
+        ('[components.p]\nclass = "diffusers.X"\nmethods = ["enable tiling"]\n',
+         r"\[components.p\] methods: is a list of method names"),
     ],
 )
 def test_malformed_recipes_name_the_file_and_the_problem(tmp_path: Path, text: str, message: str) -> None:

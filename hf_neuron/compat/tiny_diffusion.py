@@ -5,7 +5,8 @@
 the latents: one of :data:`LAYOUTS`), each with a ``reason``; and the two-step pipeline
 that ``generate`` runs: ``pipeline`` (a diffusers pipeline class) with ``components`` naming, per argument of the
 pipeline, a ``[components.<name>]`` preset or ``"none"``, and optional ``call`` arguments. A preset is a
-``class`` (``diffusers.X``, ``transformers.X``, or ``tiny-tokenizer``) and its ``config``.
+``class`` (``diffusers.X``, ``transformers.X``, ``tiny-tokenizer`` or ``tiny-guardrail``) and its ``config``, and the
+``methods`` a user calls on it once it is built (``enable_tiling`` of a VAE that decodes only in tiles).
 
 ``inputs`` (with the ``reason``) says how to build a ``forward`` parameter the generic rules of
 :mod:`~hf_neuron.tiny.diffusion.inputs` cannot, one :class:`InputSpec` per parameter: a ``shape`` whose sizes are
@@ -57,7 +58,7 @@ NONE = "none"
 BACKBONE = "backbone"
 _BACKBONE_KEYS = {"reason", "config", "layout", "inputs", "pipeline", "slot", "components", "init", "call",
                   "pipeline_gap"}
-_COMPONENT_KEYS = {"class", "config", "model_type", "subconfig", "parts"}
+_COMPONENT_KEYS = {"class", "config", "model_type", "subconfig", "parts", "methods"}
 #: How an input spec builds its value (exactly one per spec): random normal, a constant, random integers in
 #: ``[low, high)``, ``arange(start, stop)``, a literal tensor (with a shape: broadcast to it), a plain Python value, an
 #: integer expression, another parameter's generic rule, a list of values each built by its own spec (``items``), the
@@ -90,9 +91,10 @@ class InputSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Component:
-    """A pipeline component preset: ``class_name`` (``diffusers.X``, ``transformers.X``, ``tiny-tokenizer``), its
-    ``config`` (over the project's tiny config of ``model_type``, when given), and ``parts``: argument -> the name of
-    another preset built first and passed to it (a processor's tokenizer and image processor)."""
+    """A pipeline component preset: ``class_name`` (``diffusers.X``, ``transformers.X``, ``tiny-tokenizer``,
+    ``tiny-guardrail``), its ``config`` (over the project's tiny config of ``model_type``, when given), ``parts``:
+    argument -> the name of another preset built first and passed to it (a processor's tokenizer and image processor),
+    and ``methods``: the names of methods called without arguments on the built component, in order."""
 
     name: str
     class_name: str
@@ -101,6 +103,7 @@ class Component:
     parts: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: The attribute of the ``model_type``'s tiny config the class is built from (an encoder of an encoder-decoder).
     subconfig: str | None = None
+    methods: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,7 +226,7 @@ def _component(path: Path, name: str, raw: Any) -> Component:
     table = _table(path, f"[components.{name}]", raw)
     if set(table) - _COMPONENT_KEYS or not isinstance(table.get("class"), str):
         raise _error(path, f"[components.{name}]", "holds a 'class' string and optional 'config' and 'parts' "
-                     "tables and 'model_type' string")
+                     "tables, 'model_type' and 'subconfig' strings and a 'methods' list")
     model_type = table.get("model_type")
     if model_type is not None and (not isinstance(model_type, str) or not table["class"].startswith("transformers.")):
         raise _error(path, f"[components.{name}]", "model_type names the transformers model type whose tiny "
@@ -234,8 +237,12 @@ def _component(path: Path, name: str, raw: Any) -> Component:
     parts = _table(path, f"[components.{name}].parts", table.get("parts", {}))
     if not all(isinstance(part, str) for part in parts.values()):
         raise _error(path, f"[components.{name}].parts", "maps an argument to a preset name")
+    methods = table.get("methods", [])
+    if not isinstance(methods, list) or not all(isinstance(method, str) and method.isidentifier()
+                                                for method in methods):
+        raise _error(path, f"[components.{name}].methods", "is a list of method names")
     return Component(name, table["class"], _table(path, f"[components.{name}].config", table.get("config", {})),
-                     model_type, parts, subconfig)
+                     model_type, parts, subconfig, tuple(methods))
 
 
 def _recipe(path: Path, name: str, raw: Any, presets: Mapping[str, Component]) -> Recipe:

@@ -345,15 +345,10 @@ def batched(value: object, probe: object) -> object:
 
 def batch_of(model: torch.nn.Module) -> object:
     """:func:`batched` for ``model``'s inputs (:func:`~hf_neuron.tiny.diffusion.inputs.forward_inputs`), probed with
-    them built for twice the harness's ``BATCH`` (the input rules read it when they are called). Raises
+    them built for twice the harness's ``BATCH`` (the input rules' ``batch``). Raises
     :class:`~hf_neuron.tiny.UnbuildableInputError` when nothing follows the batch size (inputs of a fixed batch,
     from ``compat/tiny_diffusion.toml``)."""
-    from unittest import mock
-
-    from hf_neuron.tiny.diffusion import inputs as input_rules
-
-    with mock.patch.object(input_rules, "BATCH", 2 * BATCH):
-        probe = forward_inputs(model, seed=0)
+    probe = forward_inputs(model, seed=0, batch=2 * BATCH)
     mask = batched(forward_inputs(model, seed=0), probe)
 
     def any_true(item: object) -> bool:

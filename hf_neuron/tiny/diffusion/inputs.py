@@ -39,6 +39,8 @@ class _Shape:
     config: Mapping[str, Any]
     layout: Layout
     model: Any = None
+    #: Rows of every batched input (ddp builds them again for twice the harness's batch to find which inputs hold it).
+    batch: int = BATCH
 
     def get(self, *names: str, default: Any = None) -> Any:
         """The first of ``names`` the config sets (not None)."""
@@ -83,7 +85,7 @@ class _Shape:
     def names(self) -> dict[str, Any]:
         """What a size expression may name: the config's arguments, then the harness's sizes
         (:data:`~hf_neuron.compat.tiny_diffusion.EXPRESSION_NAMES`)."""
-        return {**self.config, "batch": BATCH, "frames": FRAMES, "size": self.size, "text": TEXT_LENGTH,
+        return {**self.config, "batch": self.batch, "frames": FRAMES, "size": self.size, "text": TEXT_LENGTH,
                 "channels": self.channels, "tokens": self.tokens, "text_width": self.text_width}
 
 
@@ -91,12 +93,12 @@ def _latents(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     import torch
 
     sizes: dict[Layout, tuple[int, ...]] = {  # one shape per layout of compat.tiny_diffusion.LAYOUTS
-        "image": (BATCH, shape.channels, shape.size, shape.size),
-        "video": (BATCH, shape.channels, FRAMES, shape.size, shape.size),
-        "video-frames-first": (BATCH, FRAMES, shape.channels, shape.size, shape.size),
-        "video-channels-last": (BATCH, FRAMES, shape.size, shape.size, shape.channels),
-        "sequence": (BATCH, shape.channels, shape.size * shape.size),
-        "tokens": (BATCH, shape.tokens, shape.channels),
+        "image": (shape.batch, shape.channels, shape.size, shape.size),
+        "video": (shape.batch, shape.channels, FRAMES, shape.size, shape.size),
+        "video-frames-first": (shape.batch, FRAMES, shape.channels, shape.size, shape.size),
+        "video-channels-last": (shape.batch, FRAMES, shape.size, shape.size, shape.channels),
+        "sequence": (shape.batch, shape.channels, shape.size * shape.size),
+        "tokens": (shape.batch, shape.tokens, shape.channels),
     }
     return torch.randn(sizes[shape.layout], generator=generator)
 
@@ -123,7 +125,7 @@ _T5_TEXT = ("cross_attention_dim_t5", "text_embed_dim_t5")
 def _text(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     import torch
 
-    return torch.randn(BATCH, TEXT_LENGTH, shape.text_width, generator=generator)
+    return torch.randn(shape.batch, TEXT_LENGTH, shape.text_width, generator=generator)
 
 
 def _sets(*names: str) -> Callable[[_Shape], bool]:
@@ -143,7 +145,7 @@ def _second_text(*names: str) -> tuple[_Input, Callable[[_Shape], bool]]:
     def build(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
         import torch
 
-        return torch.randn(BATCH, TEXT_LENGTH, shape.get(*names), generator=generator)
+        return torch.randn(shape.batch, TEXT_LENGTH, shape.get(*names), generator=generator)
 
     return build, _sets(*names)
 
@@ -154,10 +156,10 @@ def _side(count: int) -> int:
 
 
 def _pooled_tokens(shape: _Shape, generator: torch.Generator, name: str) -> torch.Tensor:
-    """A pooled embedding as one token, (BATCH, 1, the config's ``name``)."""
+    """A pooled embedding as one token, (batch, 1, the config's ``name``)."""
     import torch
 
-    return torch.randn(BATCH, 1, shape.get(name, default=TEXT_WIDTH), generator=generator)
+    return torch.randn(shape.batch, 1, shape.get(name, default=TEXT_WIDTH), generator=generator)
 
 
 def _frame_indices() -> torch.Tensor:
@@ -176,16 +178,16 @@ def _control(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
 def _pooled(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     import torch
 
-    return torch.randn(BATCH, shape.get("pooled_projection_dim", default=TEXT_WIDTH), generator=generator)
+    return torch.randn(shape.batch, shape.get("pooled_projection_dim", default=TEXT_WIDTH), generator=generator)
 
 
 def _full(value: float, *, dtype: str = "float32", width: int | None = None) -> _Input:
-    """An input of ``BATCH`` rows (of ``width`` columns) filled with ``value``."""
+    """An input of ``shape.batch`` rows (of ``width`` columns) filled with ``value``."""
 
     def build(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
         import torch
 
-        size = (BATCH,) if width is None else (BATCH, width)
+        size = (shape.batch,) if width is None else (shape.batch, width)
         return torch.full(size, value, dtype=getattr(torch, dtype))
 
     return build
@@ -194,7 +196,7 @@ def _full(value: float, *, dtype: str = "float32", width: int | None = None) -> 
 def _image_sizes(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     import torch
 
-    return torch.tensor([[shape.size, shape.size]] * BATCH, dtype=torch.float32)
+    return torch.tensor([[shape.size, shape.size]] * shape.batch, dtype=torch.float32)
 
 
 #: A text mask: every token attends.
@@ -224,7 +226,7 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
     "image_latents": (_latents, _never),  # the image's latents, when required (I2VGenXL)
     "timestep_ratio": (_full(0.5), _always),  # StableCascade's time in [0, 1]
     "fps": (_full(8, dtype="long"), _always),
-    "img_shapes": (lambda s, g: [[(1, _side(s.tokens), _side(s.tokens))]] * BATCH, _always),
+    "img_shapes": (lambda s, g: [[(1, _side(s.tokens), _side(s.tokens))]] * s.batch, _always),
     "clip_text_pooled": (lambda s, g: _pooled_tokens(s, g, "clip_text_pooled_in_channels"), _always),
     "encoder_hidden_states": (_text, lambda s: "cross_attention_dim" not in s.config or s.text_cross_attention),
     "cap_feats": (_text, _always),
@@ -292,7 +294,7 @@ def _one(spec: InputSpec, shape: _Shape, generator: torch.Generator) -> Any:
 
     names = shape.names()
     dtype = getattr(torch, spec.dtype)
-    sizes = tuple(int(evaluate(size, names)) for size in spec.shape) if spec.shape is not None else (BATCH,)
+    sizes = tuple(int(evaluate(size, names)) for size in spec.shape) if spec.shape is not None else (shape.batch,)
     if spec.kind == "randn":
         return torch.randn(sizes, generator=generator).to(dtype)
     if spec.kind == "fill":
@@ -339,7 +341,7 @@ def _sana_wm_refiner_rotary(shape: _Shape, generator: torch.Generator) -> Any:
     import torch
 
     return shape.model.build_rotary_emb_for_absolute_positions(
-        batch_size=BATCH, frame_positions=list(range(FRAMES)), height=shape.size, width=shape.size,
+        batch_size=shape.batch, frame_positions=list(range(FRAMES)), height=shape.size, width=shape.size,
         device=torch.device("cpu"), fps=24.0)
 
 
@@ -360,8 +362,9 @@ RULES: dict[str, _Input] = {
 }
 
 
-def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
-    """The keyword inputs of one call of the tiny backbone ``model``, on the CPU, drawn from ``seed``.
+def forward_inputs(model: torch.nn.Module, *, seed: int = 0, batch: int = BATCH) -> dict[str, Any]:
+    """The keyword inputs of one call of the tiny backbone ``model``, on the CPU, drawn from ``seed``, with ``batch``
+    rows in every input that holds the batch.
 
     Raises :class:`~hf_neuron.tiny.UnbuildableInputError` naming a required parameter of ``forward`` that :data:`INPUTS`
     cannot build.
@@ -371,7 +374,8 @@ def forward_inputs(model: torch.nn.Module, *, seed: int = 0) -> dict[str, Any]:
     name = type(model).__name__
     reviewed = recipe(name)
     parameters = inspect.signature(model.forward).parameters
-    shape = _Shape(dict(model.config), reviewed.layout or _layout(name, parameters), model)  # type: ignore[arg-type]
+    shape = _Shape(dict(model.config), reviewed.layout or _layout(name, parameters), model,  # type: ignore[arg-type]
+                   batch)
     generator = torch.Generator().manual_seed(seed)
     inputs: dict[str, Any] = {}
     unknown = sorted(set(reviewed.inputs) - set(parameters))

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_diffusion import BACKBONE, Component, Recipe
+from hf_neuron.compat.tiny_diffusion import BACKBONE, NONE, Component, Recipe
 from hf_neuron.tiny.diffusion.backbones import LATENT_SIZE
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ __all__ = [
     "build_component",
     "build_pipeline",
     "picture",
+    "pipeline_class",
     "run_pipeline",
     "shipped_pipelines",
 ]
@@ -53,9 +54,10 @@ _TEXT_LENGTH = 16
 #: (it needs Beautiful Soup).
 CALL_DEFAULTS: dict[str, Any] = {"prompt": PROMPT, "negative_prompt": "blurry", "max_sequence_length": _TEXT_LENGTH,
                                  "use_resolution_binning": False, "clean_caption": False}
-#: What a pipeline's output may hold, by attribute: images, a video's frames, audio, a prior's image embeddings.
+#: What a pipeline's output may hold, by attribute: images, a video's frames, audio, a prior's image embeddings, a
+#: protein's atom coordinates and its denoised backbone and local latents.
 OUTPUTS = ("images", "frames", "video", "videos", "audios", "audio", "sound", "image_embeddings", "image_embeds",
-           "negative_image_embeds")
+           "negative_image_embeds", "coords_nm", "bb_ca", "local_latents")
 #: The attributes a pipeline keeps its spatial VAE scale in (the first one it has is used).
 _SCALE_ATTRIBUTES = ("vae_scale_factor_spatial", "vae_spatial_compression_ratio", "vae_spatial_scale_factor",
                      "vae_scale_factor", "movq_scale_factor")
@@ -72,11 +74,27 @@ def picture(width: int, height: int, seed: int = 0) -> Any:
 
 def _call_value(value: Any, seed: int) -> Any:
     """A recipe's call argument: ``{ image = [w, h] }`` a picture, ``{ video = [n, w, h] }`` n of them, ``{ randn =
-    [sizes] }`` a tensor of normal values (a previous stage's latents); else as is."""
+    [sizes] }`` a tensor of normal values (a previous stage's latents), ``{ randint = [low, high], shape = [sizes]
+    }`` one of integers (a previous stage's token ids), ``{ fill = x, shape = [sizes], dtype = "bool" }`` one of a
+    single value (a mask), ``{ fields = { ... } }`` a dict of such values, ``"none"`` Python's ``None`` (TOML has no
+    null: an argument whose default the recipe turns off); else as is."""
+    if value == NONE:
+        return None
     if isinstance(value, dict) and set(value) == {"randn"}:
         import torch
 
         return torch.randn(value["randn"], generator=torch.Generator().manual_seed(seed))
+    if isinstance(value, dict) and set(value) == {"randint", "shape"}:
+        import torch
+
+        low, high = value["randint"]
+        return torch.randint(low, high, value["shape"], generator=torch.Generator().manual_seed(seed))
+    if isinstance(value, dict) and set(value) == {"fill", "shape", "dtype"}:
+        import torch
+
+        return torch.full(value["shape"], value["fill"], dtype=getattr(torch, value["dtype"]))
+    if isinstance(value, dict) and set(value) == {"fields"}:
+        return {name: _call_value(field, seed) for name, field in value["fields"].items()}
     if isinstance(value, dict) and set(value) == {"image"}:
         width, height = value["image"]
         return picture(width, height, seed)
@@ -86,8 +104,29 @@ def _call_value(value: Any, seed: int) -> Any:
     return value
 
 
+def _placed(value: Any, device: Any) -> Any:
+    """``value`` with its tensors (itself, or the values of a dict) on ``device``."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {name: _placed(item, device) for name, item in value.items()}
+    return value
+
+
 def build_component(component: Component, seed: int, presets: Mapping[str, Component] | None = None) -> Any:
-    """The preset ``component``, built on the CPU from ``seed`` (its ``parts`` built first, from ``presets``)."""
+    """The preset ``component``, built on the CPU from ``seed`` (its ``parts`` built first, from ``presets``), with
+    its ``methods`` called on it."""
+    built = _build(component, seed, presets)
+    for method in component.methods:
+        if not callable(getattr(built, method, None)):
+            raise ValueError(f"component {component.name}: {type(built).__name__} has no method {method!r}")
+        getattr(built, method)()
+    return built
+
+
+def _build(component: Component, seed: int, presets: Mapping[str, Component] | None) -> Any:
     import torch
 
     library, _, class_name = component.class_name.partition(".")
@@ -95,6 +134,10 @@ def build_component(component: Component, seed: int, presets: Mapping[str, Compo
              component.parts.items()}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
+        if component.class_name == "tiny-guardrail":
+            from hf_neuron.tiny.diffusion.guardrail import PassThroughGuardrail
+
+            return PassThroughGuardrail(**component.config)
         if component.class_name == "tiny-tokenizer":
             from hf_neuron.tiny.tokenizer import tiny_tokenizer
 
@@ -118,7 +161,7 @@ def build_component(component: Component, seed: int, presets: Mapping[str, Compo
                 return cls(**component.config, **parts)  # a processor, an image processor, a tokenizer
             return cls(config_class(**component.config)).eval()
     raise ValueError(f"component {component.name}: class {component.class_name!r} is not diffusers.X, "
-                     "transformers.X or tiny-tokenizer")
+                     "transformers.X, tiny-tokenizer or tiny-guardrail")
 
 
 def _class(dotted: str) -> Any:
@@ -129,21 +172,30 @@ def _class(dotted: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def pipeline_class(recipe: Recipe) -> type[Any]:
+    """The recipe's pipeline class: ``X``, an export of diffusers, or ``diffusers.<module>.X``, a pipeline class
+    taken from its module (diffusers exports a placeholder for it where an optional dependency the pipeline itself
+    does not need is missing: SpectrogramDiffusionPipeline without note_seq)."""
+    if recipe.pipeline is None:
+        raise ValueError("the recipe has no pipeline")
+    return _class(recipe.pipeline if "." in recipe.pipeline else f"diffusers.{recipe.pipeline}")
+
+
 def _preset(presets: Mapping[str, Component] | None, name: str) -> Component:
     if presets is None or name not in presets:
         raise ValueError(f"no component preset {name!r}")
     return presets[name]
 
 
-def _slot(pipeline_class: type[Any], recipe: Recipe) -> str:
-    parameters = inspect.signature(pipeline_class.__init__).parameters
+def _slot(cls: type[Any], recipe: Recipe) -> str:
+    parameters = inspect.signature(cls.__init__).parameters
     if recipe.slot is not None:
         if recipe.slot not in parameters:
-            raise ValueError(f"{pipeline_class.__name__} takes no argument {recipe.slot!r}")
+            raise ValueError(f"{cls.__name__} takes no argument {recipe.slot!r}")
         return recipe.slot
     slot = next((name for name in BACKBONE_ARGUMENTS if name in parameters), None)
     if slot is None:
-        raise ValueError(f"{pipeline_class.__name__} takes none of {BACKBONE_ARGUMENTS}")
+        raise ValueError(f"{cls.__name__} takes none of {BACKBONE_ARGUMENTS}")
     return slot
 
 
@@ -151,14 +203,12 @@ def build_pipeline(backbone: torch.nn.Module, recipe: Recipe, *, seed: int = 0,
                    presets: Mapping[str, Component] | None = None) -> Any:
     """The recipe's pipeline (a ``DiffusionPipeline``) around ``backbone``, on the CPU (each component drawn from
     ``seed``)."""
-    import diffusers
-
     if recipe.pipeline is None:
         raise ValueError(f"no pipeline recipe for {type(backbone).__name__}")
-    pipeline_class = getattr(diffusers, recipe.pipeline)
+    cls = pipeline_class(recipe)
     components = {name: None if preset is None else backbone if preset.name == BACKBONE else
                   build_component(preset, seed, presets) for name, preset in recipe.components.items()}
-    pipeline = pipeline_class(**{_slot(pipeline_class, recipe): backbone}, **components, **recipe.init)
+    pipeline = cls(**{_slot(cls, recipe): backbone}, **components, **recipe.init)
     pipeline.set_progress_bar_config(disable=True)
     return pipeline
 
@@ -183,8 +233,8 @@ def _tensor(value: Any) -> torch.Tensor:
 
 def run_pipeline(pipeline: Any, recipe: Recipe, *, seed: int = 0) -> dict[str, torch.Tensor]:
     """What a :data:`STEPS`-step run makes, by output name (:data:`OUTPUTS`), as float32 CPU tensors (noise drawn on
-    the CPU from ``seed``), and the ``latents`` after the last step where the pipeline hands them to a step-end
-    callback."""
+    the CPU from ``seed``, the global generators seeded with it too), and the ``latents`` after the last step where
+    the pipeline hands them to a step-end callback."""
     import numpy as np
     import torch
 
@@ -192,7 +242,8 @@ def run_pipeline(pipeline: Any, recipe: Recipe, *, seed: int = 0) -> dict[str, t
     side = _size(pipeline)
     defaults = {**CALL_DEFAULTS, "height": side, "width": side}
     arguments = {name: value for name, value in defaults.items() if name in accepted}
-    arguments.update({name: _call_value(value, seed) for name, value in recipe.call.items()})
+    # a tensor stands for a previous stage's result: on the pipeline's device, where that stage left it
+    arguments.update({name: _placed(_call_value(value, seed), pipeline.device) for name, value in recipe.call.items()})
     if "output_type" in accepted:
         arguments.setdefault("output_type", "np")
     denoised: list[torch.Tensor] = []
@@ -205,7 +256,10 @@ def run_pipeline(pipeline: Any, recipe: Recipe, *, seed: int = 0) -> dict[str, t
         arguments.update(callback_on_step_end=keep, callback_on_step_end_tensor_inputs=["latents"])
     if "num_inference_steps" in accepted:  # a pipeline of fixed sigmas has none (SanaWM's refiner)
         arguments["num_inference_steps"] = STEPS
-    with torch.no_grad():
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        # Some pipelines also draw from the global generators, not only from ``generator`` (I2VGenXL samples its
+        # image's VAE latents with none): seeded too, every run of a pipeline draws the same numbers.
+        torch.manual_seed(seed)
         output = pipeline(**arguments, generator=torch.Generator().manual_seed(seed))
     if isinstance(output, (torch.Tensor, np.ndarray)):  # a pipeline that returns its result bare
         return {"output": _tensor(output)}
