@@ -30,8 +30,9 @@ _FAMILIES: tuple[tuple[str, str, str, str], ...] = (
 _UNIT = r"(?:^|/)test_models_(?P<unit>[A-Za-z0-9_]+)\.py(?:::|$)"
 #: diffusers' neuron tensor-parallel tests launch two torchrun workers: they run in the two-device group only.
 _ONE_DEVICE = "not tensor_parallel_neuron"
-#: CI: Flux's model tests (forward, save and load, dtypes, determinism...) and its training tests, and PixArt's model
-#: tests (one of which fails on both devices the same way), by class: a few seconds of tests on each device.
+#: CI: Flux's model tests (forward, save and load, dtypes, determinism...) and its training tests but the three of
+#: gradient checkpointing (the slowest; the nightly runs them), and PixArt's model tests (one of which fails on both
+#: devices the same way), by class: a few seconds of tests on each device.
 #: The nightly leaves out the compile tests (the test_compile*, test_*torch_compile* and test_hotswapping_compile* of
 #: compat/upstream_not_applicable.toml, and the compile test classes): Inductor has no neuron code generation, so
 #: they are not applicable on neuron, and each spends up to minutes compiling before it fails (more than half of
@@ -66,7 +67,8 @@ SUITE = Suite(
               "neuron: Inductor)", tuple(path for _, _, _, path in _FAMILIES),
               f"{_ONE_DEVICE} and ({_NOT_COMPILED})"),
         Group("ci", "Flux's model and training tests and PixArt's model tests (their test classes "
-              "TestFluxTransformer, TestFluxTransformerTraining, TestPixArtTransformer2D)", _CI, _ONE_DEVICE),
+              "TestFluxTransformer, TestFluxTransformerTraining, TestPixArtTransformer2D) but gradient "
+              "checkpointing's", _CI, f"{_ONE_DEVICE} and not gradient_checkpointing"),
     ),
     selections={
         "default": tuple(name for name, _, _, _ in _FAMILIES),
