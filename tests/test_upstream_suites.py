@@ -269,6 +269,7 @@ def _selected(keyword: str, node_id: str) -> bool:
 
 
 _ROOT_OF = "tests/models/unets/test_models_unet_2d_condition.py::"
+_UNET_2D = "tests/models/unets/test_models_unet_2d.py::"
 
 
 @pytest.mark.parametrize(("node_id", "kept"), [
@@ -278,9 +279,14 @@ _ROOT_OF = "tests/models/unets/test_models_unet_2d_condition.py::"
     (f"{_FLUX}::TestFluxTransformerLoRAHotSwap::test_hotswapping_compiled_model_linear[11-11]", False),
     (f"{_ROOT_OF}TestUNet2DConditionModelCompile::test_compile_works_with_aot", False),
     (f"{_FLUX}::TestFluxTransformer::test_tensor_parallel_neuron", False),
+    (f"{_UNET_2D}TestUNetLDMModelTraining::test_mixed_precision_training", False),
+    (f"{_UNET_2D}TestUNetLDMModelMemory::test_layerwise_casting_training", False),
+    (f"{_UNET_2D}TestNCSNppModelTraining::test_mixed_precision_training", False),
+    (f"{_UNET_2D}TestUnet2DModelTraining::test_mixed_precision_training", True),
+    (f"{_UNET_2D}TestUNetLDMModelTraining::test_training", True),
 ])
-def test_diffusers_nightly_leaves_out_the_compile_tests_its_default_runs(tmp_path: Path, node_id: str,
-                                                                         kept: bool) -> None:
+def test_diffusers_nightly_leaves_out_the_slow_tests_its_default_runs(tmp_path: Path, node_id: str,
+                                                                     kept: bool) -> None:
     diffusers = suite("diffusers")
     tree = _tree(tmp_path, *(target for group in diffusers.groups for target in group.files))
     default, nightly = (plan(diffusers, tree, UpstreamOptions(results=tmp_path / "r", suite="diffusers",
