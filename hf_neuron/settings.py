@@ -106,6 +106,10 @@ def _libraries(name: str, raw: str) -> str:
     return " ".join(chosen)
 
 
+#: Who reads the settings that say where a library's tests come from.
+_CONFIGURED = "hf-neuron upstream --configured (scripts/nightly.sh, scripts/ci_upstream.sh)"
+
+
 @dataclasses.dataclass(frozen=True)
 class Switch:
     """One environment variable: its parser, default and the sentence the README shows."""
@@ -182,26 +186,27 @@ SWITCHES: tuple[Switch, ...] = (
            "How many architectures of `compat/ranking.csv` the nightly's `hf-neuron upstream` step runs.",
            "scripts/nightly.sh"),
     Switch("HF_NEURON_UPSTREAM_FETCH", _flag, "0",
-           "Let the nightly's `hf-neuron upstream` step fetch the libraries' source trees (network) when no source "
-           "is given.", "scripts/nightly.sh"),
+           "Let `hf-neuron upstream --configured` (the nightly's and CI's upstream steps) clone the tag of the "
+           "installed transformers, diffusers or TRL (network) when no source tree is configured.",
+           _CONFIGURED),
     Switch("HF_NEURON_TRANSFORMERS_SOURCE", _text, "",
-           "A transformers checkout of the installed version's tag for the nightly's `hf-neuron upstream "
-           "transformers` step (without it, and without `HF_NEURON_UPSTREAM_FETCH=1`, the step is skipped, saying "
-           "so).", "scripts/nightly.sh"),
+           "A transformers checkout of the installed version's tag for `hf-neuron upstream transformers "
+           "--configured`, the nightly's step (without it, and without `HF_NEURON_UPSTREAM_FETCH=1`, the step is "
+           "skipped, saying so).", _CONFIGURED),
     Switch("HF_NEURON_UPSTREAM_LIBRARIES", _libraries, "peft accelerate diffusers trl",
            "The libraries whose own test suites beyond transformers the nightly runs (their `nightly` selection), "
            "separated by spaces.", "scripts/nightly.sh"),
     Switch("HF_NEURON_DIFFUSERS_SOURCE", _text, "",
-           "A tree of diffusers' model tests for the nightly's and CI's `hf-neuron upstream diffusers` step (default "
-           "`../shared/upstream/diffusers-tests` beside the checkout, when it is there; else the step is skipped, "
-           "saying so).", "scripts/nightly.sh, scripts/ci_upstream.sh"),
+           "A tree of diffusers' model tests for `hf-neuron upstream diffusers --configured`, the nightly's and CI's "
+           "step (default `../shared/upstream/diffusers-tests` beside the checkout, when it is there; else a clone "
+           "with `HF_NEURON_UPSTREAM_FETCH=1`; else the step is skipped, saying so).", _CONFIGURED),
     Switch("HF_NEURON_TRL_SOURCE", _text, "",
-           "A TRL checkout, or a git repository (see `HF_NEURON_TRL_REVISION`), for the nightly's and CI's "
-           "`hf-neuron upstream trl` step (TRL's sdist has no tests; without it the step is skipped, saying so, "
-           "unless the nightly may fetch).", "scripts/nightly.sh, scripts/ci_upstream.sh"),
+           "A TRL checkout, or a git repository (see `HF_NEURON_TRL_REVISION`), for `hf-neuron upstream trl "
+           "--configured`, the nightly's and CI's step (TRL's sdist has no tests; without it, and without "
+           "`HF_NEURON_UPSTREAM_FETCH=1`, the step is skipped, saying so).", _CONFIGURED),
     Switch("HF_NEURON_TRL_REVISION", _text, "",
            "With `HF_NEURON_TRL_SOURCE` a git repository: the commit, tag or branch whose tests are exported (default "
-           "HEAD).", "scripts/nightly.sh, scripts/ci_upstream.sh"),
+           "HEAD).", _CONFIGURED),
     Switch("HF_NEURON_DEVICE_PROBE", _text, "",
            "A directory: each process that imports torch writes there, at exit, how many allocations it made on "
            "neuron. `hf-neuron upstream` sets it for the tests it runs, so that it can tell the processes a test "

@@ -8,10 +8,12 @@
 # library, collecting its test modules), not the tests. So the libraries run side by side, each without xdist
 # workers (-n 1: one process per device collects the tests, not one per worker); each library's output is printed
 # when it ends (RESULTS/<library>.log).
-# PEFT and accelerate take the sdist of the installed version (the package index, once; then the cache); diffusers
-# takes HF_NEURON_DIFFUSERS_SOURCE (default ../shared/upstream/diffusers-tests); TRL takes HF_NEURON_TRL_SOURCE (a
-# checkout, or a git repository with HF_NEURON_TRL_REVISION) and is skipped without it, saying so (its sdist has no
-# tests). Every variable is declared in hf_neuron/settings.py and read through `hf-neuron settings NAME`.
+# Each library takes the source its settings give (`hf-neuron upstream --configured`, as the nightly does): PEFT's and
+# accelerate's sdist of the installed version (the package index, once; then the cache), HF_NEURON_DIFFUSERS_SOURCE
+# (default ../shared/upstream/diffusers-tests), HF_NEURON_TRL_SOURCE (a checkout, or a git repository with
+# HF_NEURON_TRL_REVISION), a clone of the tag with HF_NEURON_UPSTREAM_FETCH=1; a library without one is skipped,
+# saying so (the command's exit status 4; TRL's sdist has no tests). Every variable is declared in
+# hf_neuron/settings.py.
 # Exit status: 0 no library has a neuron-only failure, 1 some have, 2 bad input or a run that did not run where it says.
 set -euo pipefail
 
@@ -20,35 +22,17 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 python=${PYTHON:-$repo/.venv/bin/python}
 [[ -x $python ]] || python=python3
 hfn() { "$python" -m hf_neuron.cli "$@"; }
-setting() { hfn settings "$1"; }
 if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch_neuronx") is None)'; then
     export HF_NEURON_EMULATOR=1
 fi
 export HF_HUB_OFFLINE=1
 
+skipped=4  # `hf-neuron upstream --configured`: no source configured, nothing ran (the log says which setting)
 status=0 started=()
+mkdir -p "$results"
 for library in peft accelerate diffusers trl; do
-    where=()
-    case $library in
-        peft|accelerate) where=(--fetch) ;;
-        diffusers)
-            source_dir=$(setting HF_NEURON_DIFFUSERS_SOURCE)
-            source_dir=${source_dir:-$repo/../shared/upstream/diffusers-tests}
-            [[ -d $source_dir ]] && where=(--source "$source_dir") ;;
-        trl)
-            trl_source=$(setting HF_NEURON_TRL_SOURCE) trl_revision=$(setting HF_NEURON_TRL_REVISION)
-            if [[ -n $trl_source ]]; then
-                where=(--source "$trl_source")
-                [[ -n $trl_revision ]] && where+=(--revision "$trl_revision")
-            fi ;;
-    esac
-    if (( ${#where[@]} == 0 )); then
-        echo "ci_upstream: $library's own tests skipped: no source" >&2
-        continue
-    fi
     rm -rf "${results:?}/$library" "$results/$library.log"
-    mkdir -p "$results"
-    hfn upstream "$library" "${where[@]}" --group ci -n 1 --results "$results/$library" \
+    hfn upstream "$library" --configured --group ci -n 1 --results "$results/$library" \
         > "$results/$library.log" 2>&1 &
     started+=("$library:$!")
 done
@@ -57,6 +41,7 @@ for entry in "${started[@]}"; do
     wait "${entry#*:}" || library_status=$?
     echo "== ci_upstream: $library (status $library_status)"
     cat "$results/$library.log"
+    (( library_status == skipped )) && library_status=0
     (( library_status <= status )) || status=$library_status
 done
 exit "$status"

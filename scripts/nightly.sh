@@ -13,12 +13,12 @@
 #               transformers source tree: HF_NEURON_TRANSFORMERS_SOURCE (a checkout of the installed version's tag),
 #               or HF_NEURON_UPSTREAM_FETCH=1 to clone it (network); without either this step is skipped, saying so.
 # OUT/upstream-<library>  the nightly selection (`hf-neuron upstream <library> --list`) of PEFT's, accelerate's,
-#               diffusers' and TRL's own tests, CPU beside neuron, each at most 15 minutes at -n 2 on two cores.
-#               PEFT and accelerate take the sdist of the installed version (--fetch: the package index, once; then
-#               the cache); diffusers HF_NEURON_DIFFUSERS_SOURCE (default ../shared/upstream/diffusers-tests when
-#               it is there); TRL HF_NEURON_TRL_SOURCE (a checkout, or a git repository with HF_NEURON_TRL_REVISION)
-#               or, with HF_NEURON_UPSTREAM_FETCH=1, a clone of its tag. A library without a source is skipped, saying
-#               so; HF_NEURON_UPSTREAM_LIBRARIES (default "peft accelerate diffusers trl") chooses them.
+#               diffusers' and TRL's own tests, CPU beside neuron, each at most 15 minutes at -n 2 on two cores;
+#               HF_NEURON_UPSTREAM_LIBRARIES (default "peft accelerate diffusers trl") chooses them.
+# Each upstream step takes the source its settings give (`hf-neuron upstream --configured`, which says where it
+# looks: PEFT's and accelerate's sdist, HF_NEURON_DIFFUSERS_SOURCE or ../shared/upstream/diffusers-tests,
+# HF_NEURON_TRL_SOURCE at HF_NEURON_TRL_REVISION, a clone with HF_NEURON_UPSTREAM_FETCH=1); one without a source
+# is skipped, saying so (the command's exit status 4).
 # Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s).
 # Every variable is declared, checked and documented in hf_neuron/settings.py; this script reads each through
 # `hf-neuron settings NAME`, which exits 2 with the reason for a bad value.
@@ -56,61 +56,29 @@ fi
 rm -rf "$out/merged"
 hfn matrix merge "$out/results" --out "$out/merged"
 
-# The upstream tests: one finished run is kept (OUT/upstream.done); an interrupted one starts again.
+# The libraries' own tests: transformers' top architectures, then the nightly selection of each other library, one
+# finished run of each kept (OUT/upstream[-<library>].done); an interrupted one starts again. The exit status 4 of
+# `hf-neuron upstream --configured` (no source configured: it says which setting gives one) skips a step.
+skipped=4
 upstream=() upstream_status=0
-if [[ -f $out/upstream.done ]]; then
-    upstream=(--upstream "$out/upstream")
-elif [[ -n $(setting HF_NEURON_TRANSFORMERS_SOURCE) || $(setting HF_NEURON_UPSTREAM_FETCH) == 1 ]]; then
-    where=(--fetch)
-    [[ -n $(setting HF_NEURON_TRANSFORMERS_SOURCE) ]] && where=(--source "$(setting HF_NEURON_TRANSFORMERS_SOURCE)")
-    rm -rf "$out/upstream"
-    hfn upstream transformers "${where[@]}" --top "$(setting HF_NEURON_UPSTREAM_TOP)" -n "$workers" \
-        --results "$out/upstream" || upstream_status=$?
-    if (( upstream_status <= 1 )); then
-        touch "$out/upstream.done"
-        upstream=(--upstream "$out/upstream")
+for library in transformers $(setting HF_NEURON_UPSTREAM_LIBRARIES); do
+    if [[ $library == transformers ]]; then
+        dir=$out/upstream selection=(--top "$(setting HF_NEURON_UPSTREAM_TOP)")
     else
-        echo "nightly: the upstream tests did not run (status $upstream_status); the site is built without them" >&2
+        dir=$out/upstream-$library selection=(--group nightly)
     fi
-else
-    echo "nightly: upstream tests skipped: set HF_NEURON_TRANSFORMERS_SOURCE to a transformers checkout of the" \
-         "installed version's tag, or HF_NEURON_UPSTREAM_FETCH=1 to clone it" >&2
-fi
-
-# The libraries' own suites beyond transformers: their nightly selection, one finished run of each kept.
-shared=$repo/../shared/upstream
-libraries=$(setting HF_NEURON_UPSTREAM_LIBRARIES) fetch=$(setting HF_NEURON_UPSTREAM_FETCH)
-for library in $libraries; do
-    where=()
-    case $library in
-        peft|accelerate) where=(--fetch) ;;
-        diffusers)
-            source_dir=$(setting HF_NEURON_DIFFUSERS_SOURCE)
-            source_dir=${source_dir:-$shared/diffusers-tests}
-            [[ -d $source_dir ]] && where=(--source "$source_dir") ;;
-        trl)
-            trl_source=$(setting HF_NEURON_TRL_SOURCE) trl_revision=$(setting HF_NEURON_TRL_REVISION)
-            if [[ -n $trl_source ]]; then
-                where=(--source "$trl_source")
-                [[ -n $trl_revision ]] && where+=(--revision "$trl_revision")
-            elif [[ $fetch == 1 ]]; then
-                where=(--fetch)
-            fi ;;
-    esac
-    if [[ -f $out/upstream-$library.done ]]; then
-        upstream+=(--upstream "$out/upstream-$library")
-        continue
-    elif (( ${#where[@]} == 0 )); then
-        echo "nightly: $library's own tests skipped: no source (see the header of scripts/nightly.sh)" >&2
+    if [[ -f $dir.done ]]; then
+        upstream+=(--upstream "$dir")
         continue
     fi
-    rm -rf "$out/upstream-$library"
+    rm -rf "$dir"
     library_status=0
-    hfn upstream "$library" "${where[@]}" --group nightly -n "$workers" --results "$out/upstream-$library" \
-        || library_status=$?
-    if (( library_status <= 1 )); then
-        touch "$out/upstream-$library.done"
-        upstream+=(--upstream "$out/upstream-$library")
+    hfn upstream "$library" --configured "${selection[@]}" -n "$workers" --results "$dir" || library_status=$?
+    if (( library_status == skipped )); then
+        continue
+    elif (( library_status <= 1 )); then
+        touch "$dir.done"
+        upstream+=(--upstream "$dir")
     else
         echo "nightly: $library's own tests did not run (status $library_status); the site is built without them" >&2
     fi

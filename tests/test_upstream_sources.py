@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import ROOT, run_cli
 
 from hf_neuron.errors import InputError
 from hf_neuron.upstream import source
+from hf_neuron.upstream.runner import NoSourceError, UpstreamOptions, configured_source
+from hf_neuron.upstream.suites import suite
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -108,3 +111,55 @@ def test_the_working_tree_links_the_source_and_adds_only_a_missing_package_init(
     assert sorted(p.name for p in work.iterdir()) == ["pyproject.toml", "tests"]  # never src/
     assert (work / "tests" / "test_custom_models.py").resolve() == (tree / "tests" / "test_custom_models.py")
     assert (work / "tests" / "__init__.py").is_file() and not (tree / "tests" / "__init__.py").exists()
+
+
+# --configured: the source the settings give each suite, the one home of what the nightly and CI run.
+
+def _configured(name: str, environ: dict[str, str], shared: Path, **given: Any) -> Any:
+    options = UpstreamOptions(results=shared / "results", suite=name, configured=True, **given)
+    return configured_source(suite(name), options, environ, shared=shared)
+
+
+def test_configured_takes_the_tree_a_setting_names_then_the_kept_copy_then_the_sdist(tmp_path: Path) -> None:
+    named = _configured("trl", {"HF_NEURON_TRL_SOURCE": "/src/trl", "HF_NEURON_TRL_REVISION": "abc123"}, tmp_path)
+    assert (named.source, named.revision, named.fetch, named.configured) == (Path("/src/trl"), "abc123", False, False)
+    assert _configured("trl", {"HF_NEURON_TRL_SOURCE": "/src/trl"}, tmp_path).revision is None  # HEAD
+    (tmp_path / "diffusers-tests").mkdir()
+    kept = _configured("diffusers", {}, tmp_path)
+    assert (kept.source, kept.fetch) == (tmp_path / "diffusers-tests", False)
+    assert _configured("diffusers", {"HF_NEURON_DIFFUSERS_SOURCE": "/d"}, tmp_path).source == Path("/d")
+    for name in ("peft", "accelerate"):  # their sdist carries the tests: fetched once, then from the cache
+        sdist = _configured(name, {}, tmp_path)
+        assert (sdist.source, sdist.fetch) == (None, True)
+
+
+@pytest.mark.parametrize("name", ["transformers", "diffusers", "trl"])
+def test_configured_clones_a_tag_only_when_the_settings_allow_the_network(tmp_path: Path, name: str) -> None:
+    assert _configured(name, {"HF_NEURON_UPSTREAM_FETCH": "1"}, tmp_path).fetch is True
+    setting = {"transformers": "HF_NEURON_TRANSFORMERS_SOURCE", "diffusers": "HF_NEURON_DIFFUSERS_SOURCE",
+               "trl": "HF_NEURON_TRL_SOURCE"}[name]
+    with pytest.raises(NoSourceError, match=rf"{name}: its own tests skipped, no source configured: set {setting}"):
+        _configured(name, {}, tmp_path)
+
+
+def test_configured_with_a_source_of_its_own_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--configured takes the source from the settings"):
+        _configured("peft", {}, tmp_path, revision="HEAD")
+
+
+def test_a_library_with_no_source_configured_exits_4_and_writes_nothing(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    done = run_cli(["upstream", "trl", "--configured", "--group", "ci", "--results", str(results)],
+                   {"HF_NEURON_TRL_SOURCE": None, "HF_NEURON_UPSTREAM_FETCH": None})
+    assert done.returncode == 4, done.stderr
+    assert "trl: its own tests skipped, no source configured: set HF_NEURON_TRL_SOURCE" in done.stderr
+    assert not results.exists()
+
+
+def test_the_nightly_and_ci_take_every_library_s_source_from_the_command() -> None:
+    for script in ("nightly.sh", "ci_upstream.sh"):
+        text = (ROOT / "scripts" / script).read_text(encoding="utf-8")
+        assert "upstream \"$library\" --configured" in text, script
+        for setting in ("HF_NEURON_DIFFUSERS_SOURCE", "HF_NEURON_TRL_SOURCE", "HF_NEURON_TRANSFORMERS_SOURCE"):
+            assert f"setting {setting}" not in text, f"{script} reads {setting} itself: the command's job"
+        assert "--fetch" not in text and "--source" not in text, script

@@ -200,7 +200,8 @@ def test_each_diffusers_family_names_the_catalog_architecture_its_tests_build() 
         (path,) = group.files
         architecture = diffusers.architectures[diffusers.unit_of(path)]
         assert catalog[architecture].group == "diffusion", architecture
-    assert set(diffusers.select(["nightly"])) >= set(families)  # the nightly runs every family
+    nightly = {target for group in diffusers.select(["nightly"]) for target in group.files}
+    assert nightly >= {path for group in families for path in group.files}  # the nightly runs every family
     assert diffusers.unit_of(f"{_FLUX}::TestFluxTransformer::test_output") == "transformer_flux"
     assert suite("peft").architectures == {}  # PEFT's tests count for an architecture through their stand-ins
 
@@ -257,3 +258,52 @@ def test_a_process_started_with_a_probe_directory_reports_its_neuron_allocations
     assert done.returncode == 0, done.stderr
     (report,) = [json.loads(path.read_text()) for path in tmp_path.glob("process-*.json")]
     assert report["neuron_allocations"] >= 2
+
+
+def _selected(keyword: str, node_id: str) -> bool:
+    """Whether pytest's ``-k keyword`` keeps the test ``node_id`` (a substring of a name of it or of its parents)."""
+    from _pytest.mark.expression import Expression
+
+    names = [part.lower() for part in node_id.replace("::", "/").split("/")]
+    return Expression.compile(keyword).evaluate(lambda term, **_: any(term.lower() in name for name in names))
+
+
+_ROOT_OF = "tests/models/unets/test_models_unet_2d_condition.py::"
+_UNET_2D = "tests/models/unets/test_models_unet_2d.py::"
+
+
+@pytest.mark.parametrize(("node_id", "kept"), [
+    (f"{_FLUX}::TestFluxTransformer::test_forward", True),
+    (f"{_FLUX}::TestFluxTransformerLoRAHotSwap::test_enable_lora_hotswap_wrong_check_compiled_argument_raises", True),
+    (f"{_FLUX}::TestFluxTransformerCompile::test_torch_compile_recompilation_and_graph_break", False),
+    (f"{_FLUX}::TestFluxTransformerLoRAHotSwap::test_hotswapping_compiled_model_linear[11-11]", False),
+    (f"{_ROOT_OF}TestUNet2DConditionModelCompile::test_compile_works_with_aot", False),
+    (f"{_FLUX}::TestFluxTransformer::test_tensor_parallel_neuron", False),
+    (f"{_UNET_2D}TestUNetLDMModelTraining::test_mixed_precision_training", False),
+    (f"{_UNET_2D}TestUNetLDMModelMemory::test_layerwise_casting_training", False),
+    (f"{_UNET_2D}TestNCSNppModelTraining::test_mixed_precision_training", False),
+    (f"{_UNET_2D}TestUnet2DModelTraining::test_mixed_precision_training", True),
+    (f"{_UNET_2D}TestUNetLDMModelTraining::test_training", True),
+])
+def test_diffusers_nightly_leaves_out_the_slow_tests_its_default_runs(tmp_path: Path, node_id: str,
+                                                                     kept: bool) -> None:
+    diffusers = suite("diffusers")
+    tree = _tree(tmp_path, *(target for group in diffusers.groups for target in group.files))
+    default, nightly = (plan(diffusers, tree, UpstreamOptions(results=tmp_path / "r", suite="diffusers",
+                                                              groups=(name,)))[0] for name in ("default", "nightly"))
+    assert default.targets == nightly.targets, "the same nine families"
+    assert default.keyword is not None and nightly.keyword is not None
+    assert _selected(nightly.keyword, node_id) is kept
+    assert _selected(default.keyword, node_id) is ("tensor_parallel_neuron" not in node_id)
+
+
+def test_the_nightly_leaves_out_every_compile_test_diffusers_lists_as_not_applicable() -> None:
+    from hf_neuron.compat.upstream_not_applicable import load_not_applicable
+
+    patterns = [pattern for entry in load_not_applicable().entries if entry.names["suite"] == ("diffusers",)
+                and "Inductor" in entry.reason for pattern in entry.names["test"]]
+    assert patterns, "the list names diffusers' compile tests"
+    nightly = suite("diffusers").group("families-nightly").keyword
+    assert nightly is not None
+    for pattern in patterns:  # a name each pattern matches: its wildcards filled in
+        assert not _selected(nightly, f"{_FLUX}::TestFluxTransformer::{pattern.replace('*', '_x_')}"), pattern

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK
+from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK, EXIT_SKIPPED
 
 if TYPE_CHECKING:
     from hf_neuron.upstream.suites import Suite
@@ -22,7 +22,7 @@ exit status: 0 no test fails on neuron that the CPU does not fail the same way (
 counts as the same), except those listed as not applicable on neuron (compat/upstream_not_applicable.toml), and
 every unit ran tests; 1 otherwise; 2 bad input (unknown suite, group, architecture or file, missing source tree,
 malformed list, no neuron device), or a run that did not run where it says (a "neuron" run on the CPU, or the
-reverse: its records are not reported).
+reverse: its records are not reported); 4 with --configured: the settings give no source (nothing ran).
 examples:
   hf-neuron upstream transformers --source ~/src/transformers --arch llama gpt2 -n 2
   hf-neuron upstream transformers --fetch --top 10 --results results/upstream
@@ -31,6 +31,7 @@ examples:
   hf-neuron upstream accelerate --fetch --group nightly -n 2
   hf-neuron upstream diffusers --source ../shared/upstream/diffusers-tests --group flux sd3
   hf-neuron upstream trl --source REPO --revision COMMIT      # a git repository of TRL: the tests of that commit
+  hf-neuron upstream diffusers --configured --group ci -n 1   # the source the nightly and CI take (settings)
 """
 _SHOWN_TESTS = 6
 _WIDTH = 116
@@ -110,7 +111,7 @@ def format_groups(chosen: Suite) -> str:
 def _run(args: argparse.Namespace) -> int:
     from hf_neuron.device.build import cache_root
     from hf_neuron.upstream.records import read_records
-    from hf_neuron.upstream.runner import UpstreamOptions, run
+    from hf_neuron.upstream.runner import NoSourceError, UpstreamOptions, run
     from hf_neuron.upstream.suites import suite
     from hf_neuron.upstream.summary import summarize
 
@@ -121,11 +122,16 @@ def _run(args: argparse.Namespace) -> int:
     options = UpstreamOptions(
         suite=args.suite, archs=tuple(args.arch or ()), top=args.top, groups=tuple(args.group or ()),
         tests=tuple(args.tests), results=args.results, source=args.source, revision=args.revision,
-        cache=args.cache or cache_root() / "upstream", fetch=args.fetch, workers=args.workers,
+        cache=args.cache or cache_root() / "upstream", fetch=args.fetch, configured=args.configured,
+        workers=args.workers,
         timeout_s=args.timeout, keyword=args.keyword,
         not_applicable=args.not_applicable, stand_ins=args.stand_ins,
     )
-    records = run(options, progress=lambda line: print(line, file=sys.stderr))
+    try:
+        records = run(options, progress=lambda line: print(line, file=sys.stderr))
+    except NoSourceError as exc:
+        print(f"hf-neuron upstream: {exc}", file=sys.stderr)
+        return EXIT_SKIPPED
     summaries = summarize(records)
     _, problems = read_records([args.results])
     for problem in problems:
@@ -164,6 +170,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     where.add_argument("--fetch", action="store_true",
                        help="take the tests of the installed version: its sdist (PEFT, accelerate) or a clone of its "
                        "tag (transformers, diffusers, TRL); kept in the cache (needs network the first time)")
+    where.add_argument("--configured", action="store_true",
+                       help="take the source the settings give (what scripts/nightly.sh and scripts/ci_upstream.sh "
+                       "run): the tree HF_NEURON_<LIBRARY>_SOURCE names (TRL: at HF_NEURON_TRL_REVISION), else "
+                       "diffusers' copy in ../shared/upstream beside the checkout, else the sdist (PEFT, "
+                       "accelerate), else a clone of the tag with HF_NEURON_UPSTREAM_FETCH=1; exit 4 when none")
     parser.add_argument("--revision", metavar="REV",
                         help="with --source REPO: export the tests of this commit, tag or branch (default HEAD)")
     parser.add_argument("--cache", type=Path, metavar="DIR",

@@ -27,16 +27,18 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.compat.ranking import load_ranking
 from hf_neuron.compat.upstream_not_applicable import NOT_APPLICABLE_PATH, load_not_applicable
 from hf_neuron.compat.upstream_stand_ins import STAND_INS_PATH, load_stand_ins
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.results import environment
 from hf_neuron.matrix.results.store import RecordWriter, new_run_id
+from hf_neuron.settings import read as read_setting
 from hf_neuron.testing import cpu_environment, spec_library, suite_environment, write_spec_file
 from hf_neuron.upstream import source
 from hf_neuron.upstream.plugin import OPTION, PROBES, PluginConfig, make_record, text_failure
@@ -47,10 +49,13 @@ from hf_neuron.vocabulary.records import Env
 
 __all__ = [
     "NEEDED_MODULES",
+    "SHARED_UPSTREAM",
     "DeviceMismatchError",
     "Job",
+    "NoSourceError",
     "UpstreamOptions",
     "check_devices",
+    "configured_source",
     "plan",
     "pytest_command",
     "resolve_source",
@@ -62,10 +67,16 @@ NEEDED_MODULES: dict[str, str] = {"parameterized": "parameterized", "pytest_time
                                   "xdist": "pytest-xdist"}
 #: Variables of a test run that a run of hf-neuron's own tests (or the user's shell) must not leak into it.
 _SPEC_PREFIXES = ("TRANSFORMERS_TEST_", "DIFFUSERS_TEST_", "PYTEST_XDIST_", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")
+#: Kept copies of libraries' tests beside the checkout (``../shared/upstream``), which ``--configured`` may take.
+SHARED_UPSTREAM = REPO_ROOT.parent / "shared" / "upstream"
 
 
 class DeviceMismatchError(InputError):
     """A run's device probes show that it did not run where it says: its records are not reported."""
+
+
+class NoSourceError(InputError):
+    """``--configured``: the settings name no tree of the suite's tests, and none may be fetched: nothing runs."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +94,8 @@ class UpstreamOptions:
     revision: str | None = None
     cache: Path | None = None  # where fetched and exported trees, and stand-ins, are kept
     fetch: bool = False
+    #: take the source from the settings (:func:`configured_source`) instead of ``source``, ``revision``, ``fetch``
+    configured: bool = False
     workers: int = 1
     timeout_s: float = 600.0
     keyword: str | None = None
@@ -108,9 +121,37 @@ def _cache(options: UpstreamOptions) -> Path:
     return options.cache
 
 
+def configured_source(chosen: Suite, options: UpstreamOptions, environ: Mapping[str, str] | None = None,
+                      shared: Path = SHARED_UPSTREAM) -> UpstreamOptions:
+    """``options`` with the source that the settings give ``chosen`` (``--configured``: what the nightly and CI
+    run), the first of: the tree its source setting names (a git repository: the commit its revision setting names,
+    else HEAD); its kept copy in ``shared``, when it is there; the sdist of the installed version when the sdist
+    carries the tests (PEFT, accelerate: the package index once, then the cache); a clone of the installed
+    version's tag with ``HF_NEURON_UPSTREAM_FETCH=1``. :class:`NoSourceError`, naming what would give one, when
+    none does; :class:`InputError` when ``options`` name a source too."""
+    if options.source is not None or options.fetch or options.revision is not None:
+        raise InputError("--configured takes the source from the settings: not with --source, --fetch or --revision")
+    named = read_setting(chosen.source_setting, environ) if chosen.source_setting else ""
+    if named:
+        revision = read_setting(chosen.revision_setting, environ) if chosen.revision_setting else ""
+        return dataclasses.replace(options, source=Path(named), revision=revision or None, configured=False)
+    if chosen.shared_tree is not None and (shared / chosen.shared_tree).is_dir():
+        return dataclasses.replace(options, source=shared / chosen.shared_tree, configured=False)
+    if chosen.fetch == "sdist" or read_setting("HF_NEURON_UPSTREAM_FETCH", environ):
+        return dataclasses.replace(options, fetch=True, configured=False)
+    ways = [f"set {chosen.source_setting} to a tree of its tests"] if chosen.source_setting else []
+    if chosen.shared_tree is not None:
+        ways.append(f"put a copy at {shared / chosen.shared_tree}")
+    ways.append("set HF_NEURON_UPSTREAM_FETCH=1 to clone the installed version's tag over the network")
+    raise NoSourceError(f"{chosen.name}: its own tests skipped, no source configured: {'; or '.join(ways)}")
+
+
 def resolve_source(chosen: Suite, options: UpstreamOptions) -> source.SourceTree:
     """The tree of ``chosen``'s tests that ``options`` name: ``--source`` in place (a git repository without the
-    tests, or with ``--revision``, exported), or fetched; :class:`InputError` when it is not one."""
+    tests, or with ``--revision``, exported), fetched, or the one the settings give (``--configured``);
+    :class:`InputError` when it is not one, :class:`NoSourceError` when the settings give none."""
+    if options.configured:
+        options = configured_source(chosen, options)
     path = options.source
     if path is not None:
         if options.revision is not None or (not (path / chosen.needs).exists() and source.is_git_repository(path)):

@@ -28,6 +28,9 @@ _NOT_COMPILED = "not compile"
 #: A test that compares the whole machine's available memory before and after free_memory(), with 50 MB of slack:
 #: on a shared CI machine another process's memory fails it, on either device. CI leaves it to the nightly.
 _WHOLE_MACHINE = "test_free_memory_dereferences_prepared_components"
+#: CI keeps saving a prepared model (test_save_model_use_*) and leaves the sharded and offloaded saves, the
+#: accelerator's slowest tests after its first (which pays for importing torch._dynamo), to the nightly.
+_SLOW_SAVES = "not test_save_sharded_model and not test_save_model_offload"
 
 SUITE = Suite(
     name="accelerate",
@@ -46,7 +49,7 @@ SUITE = Suite(
         Group("ci", "the accelerator's tests but the compiled ones, the hooks', big-model inference's (device maps, "
               "dispatch and offload onto the device) and the optimizers', one device",
               (*_file("accelerator"), *_file("hooks"), *_file("big-modeling"), *_file("optimizer")),
-              f"{_NOT_COMPILED} and not {_WHOLE_MACHINE}"),
+              f"{_NOT_COMPILED} and not {_WHOLE_MACHINE} and {_SLOW_SAVES}"),
     ),
     selections={
         "default": (*_SINGLE, "multi-device"),

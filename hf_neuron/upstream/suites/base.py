@@ -72,6 +72,13 @@ class Suite:
     #: The architecture (a model type of the catalog: a row of the report's index) whose tests a unit holds, for the
     #: units that test one (diffusers: a test module per backbone class); each record of such a unit names it.
     architectures: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: The setting (:mod:`hf_neuron.settings`) that names a tree of the suite's tests for ``--configured``.
+    source_setting: str | None = None
+    #: With a git repository in :attr:`source_setting`: the setting that names the commit whose tests are exported.
+    revision_setting: str | None = None
+    #: A kept copy of the suite's tests beside the checkout (``../shared/upstream/<shared_tree>``), which
+    #: ``--configured`` takes when :attr:`source_setting` is empty and the copy is there.
+    shared_tree: str | None = None
 
     def unit_of(self, node_id: str) -> str:
         """The unit a test belongs to, from its node id."""

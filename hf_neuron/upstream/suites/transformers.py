@@ -25,4 +25,5 @@ SUITE = Suite(
     by_architecture=True,
     devices=2,  # the multi-accelerator model tests (model parallelism, data parallel forward) run on neuron:0 and :1
     src_package="transformers",
+    source_setting="HF_NEURON_TRANSFORMERS_SOURCE",
 )

@@ -37,5 +37,7 @@ SUITE = Suite(
         "ci": ("ci",),
     },
     deselect="not slow and not low_priority",
+    source_setting="HF_NEURON_TRL_SOURCE",
+    revision_setting="HF_NEURON_TRL_REVISION",
     deselected_why="TRL marks tests that need full-size models slow, and low_priority ones its CI skips",
 )
