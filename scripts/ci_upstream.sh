@@ -27,7 +27,8 @@ if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec
 fi
 export HF_HUB_OFFLINE=1
 
-skipped=4  # `hf-neuron upstream --configured`: no source configured, nothing ran (the log says which setting)
+# `hf-neuron upstream --configured` exits EXIT_SKIPPED when no source is configured: nothing ran (its log says which setting)
+skipped=$("$python" -c 'from hf_neuron.vocabulary.exits import EXIT_SKIPPED; print(EXIT_SKIPPED)')
 status=0 started=()
 mkdir -p "$results"
 for library in peft accelerate diffusers trl; do

@@ -18,7 +18,7 @@
 # Each upstream step takes the source its settings give (`hf-neuron upstream --configured`, which says where it
 # looks: PEFT's and accelerate's sdist, HF_NEURON_DIFFUSERS_SOURCE or ../shared/upstream/diffusers-tests,
 # HF_NEURON_TRL_SOURCE at HF_NEURON_TRL_REVISION, a clone with HF_NEURON_UPSTREAM_FETCH=1); one without a source
-# is skipped, saying so (the command's exit status 4).
+# is skipped, saying so (the command exits EXIT_SKIPPED, 4).
 # Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s).
 # Every variable is declared, checked and documented in hf_neuron/settings.py; this script reads each through
 # `hf-neuron settings NAME`, which exits 2 with the reason for a bad value.
@@ -59,7 +59,7 @@ hfn matrix merge "$out/results" --out "$out/merged"
 # The libraries' own tests: transformers' top architectures, then the nightly selection of each other library, one
 # finished run of each kept (OUT/upstream[-<library>].done); an interrupted one starts again. The exit status 4 of
 # `hf-neuron upstream --configured` (no source configured: it says which setting gives one) skips a step.
-skipped=4
+skipped=$("$python" -c 'from hf_neuron.vocabulary.exits import EXIT_SKIPPED; print(EXIT_SKIPPED)')
 upstream=() upstream_status=0
 for library in transformers $(setting HF_NEURON_UPSTREAM_LIBRARIES); do
     if [[ $library == transformers ]]; then

@@ -27,13 +27,12 @@ from hf_neuron.matrix.options import MatrixConfig, pytest_args
 from hf_neuron.matrix.results import environment
 from hf_neuron.matrix.results.store import read_manifest, read_records
 from hf_neuron.matrix.results.summary import summarize
+from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 
-__all__ = ["EXIT_FAILURES", "EXIT_INCOMPLETE", "EXIT_OK", "EXIT_USAGE", "SUITE_DIR", "pytest_command", "run"]
+__all__ = ["SUITE_DIR", "pytest_command", "run"]
 
 #: The matrix as a pytest suite (it ships with the source tree, beside ``compat/``).
 SUITE_DIR = REPO_ROOT / "matrix"
-
-EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
 def pytest_command(values: Mapping[str, Any], workers: int, cases: int) -> list[str]:
