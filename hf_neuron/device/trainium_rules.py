@@ -43,9 +43,13 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "at that commit a native operator casts float64 inputs to float32 and returns float32 unless given a "
          "float64 out= tensor; the documentation says the dtype is kept: the device keeps it"),
     Rule("memory-formats",
-         "only contiguous and preserve memory formats: any other (channels_last, ...) raises \"Neuron tensors only "
-         "support contiguous or preserve memory format\"",
-         ("torch_neuronx/python_ops/cast_policy.py",),
+         "a user's request for a memory format other than contiguous and preserve (contiguous(memory_format=...), "
+         "a device tensor's .to(memory_format=...)) raises \"Neuron tensors only support contiguous or preserve "
+         "memory format\"; an allocation's request (empty, resize_: what ATen's composites ask for where an input's "
+         "strides suggest channels-last) is honoured for a 4-D channels-last and a 5-D channels-last-3d shape and "
+         "laid out contiguously otherwise",
+         ("torch_neuronx/python_ops/cast_policy.py", "torch_neuronx/python_ops/contiguous.py",
+          "torch_neuronx/python_ops/to_copy.py", "torch_neuronx/csrc/aten/NeuronNativeFunctions.cpp"),
          "NEURON_FACTS.md, Dtypes, ops, fallback",
          "HF_NEURON_EMULATOR_MEMORY_FORMATS", "strict"),
     Rule("compile-integer-scatter",
