@@ -129,3 +129,31 @@ def test_the_allocation_honours_channels_last_and_the_user_requests_refuse_it() 
     """, TRAINIUM_ROUTES)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split("\n")[:4] == ["(48, 1, 12, 3) True True True", "refused", "refused", "refused"]
+
+
+#: UNet3DConditionModel's and I2VGenXLUNet's temporal transformer at the tiny model's 1x1 resolution, one video per
+#: rank (the ddp scenario): (frames, channels, 1, 1) from a native operator, viewed as (1, channels, frames, 1, 1), then
+#: group_norm. The CPU's kernel returned that result with channels-last strides, which its size-1 dimensions leave
+#: contiguous; ATen then suggests channels-last-3d for the view, group_norm's .contiguous() of it does nothing, and the
+#: composite's view (TorchNeuron has no native_group_norm) failed: "view size is not compatible with input tensor's
+#: size and stride". TorchNeuron allocates the result with the contiguous strides of its shape, for which ATen suggests
+#: the contiguous format.
+_TEMPORAL_NORM = """
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    x = torch.randn(2, 32, 1, 1).to(memory_format=torch.channels_last)
+    gamma, beta = torch.randn(32), torch.randn(32)
+    def temporal_norm(x, gamma, beta):
+        y = x + 1
+        return y.stride(), F.group_norm(y[None, :].reshape(1, 2, 32, 1, 1).permute(0, 2, 1, 3, 4), 8, gamma, beta)
+    (cpu_strides, expected), (strides, actual) = (temporal_norm(x, gamma, beta),
+                                                 temporal_norm(*(t.to("neuron") for t in (x, gamma, beta))))
+    print(cpu_strides, strides, torch.allclose(actual.cpu(), expected, atol=1e-5, rtol=1e-5))
+"""
+
+
+def test_a_native_result_has_the_contiguous_strides_of_its_shape() -> None:
+    result = run(_TEMPORAL_NORM, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[0] == "(32, 1, 32, 32) (32, 1, 1, 1) True"

@@ -86,8 +86,10 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "",
          "HF_NEURON_EMULATOR_DISPATCH", "trainium"),
     Rule("contiguous-results",
-         "a native operator's new results are contiguous, whatever the layout of its inputs and of the CPU kernel's "
-         "result (a convolution or an add of a channels-last-strided input returns channels-last on the CPU); views, "
+         "a native operator's new results have the contiguous strides of their shape, whatever the layout of its "
+         "inputs and of the CPU kernel's result (a convolution or an add of a channels-last-strided input returns "
+         "channels-last on the CPU), down to the strides of size-1 dimensions, from which ATen suggests a memory "
+         "format; views, "
          "in-place and out= results keep theirs, an operator that falls back keeps the CPU's, and so does every "
          "operator of a compiled graph (the Neuron compiler lays out a graph's values; run operator by operator, the "
          "graph relies on the strides it was traced with)",
