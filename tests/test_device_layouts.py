@@ -82,3 +82,78 @@ def test_a_compiled_graph_keeps_the_strides_it_was_traced_with() -> None:
     """, {**TRAINIUM_ROUTES, "HF_NEURON_EMULATOR_OP_LOG": "1"})
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["True", "True", "True"], result.stdout  # the eager rule still holds
+
+
+#: qwen2_audio's encoder and nemotron3_diarization's speaker cache (nemo_speechlm) pool the time axis of a
+#: (batch, time, channels) result with avg_pool1d of its transpose. TorchNeuron has no avg_pool2d: its structured
+#: composite allocates the output in the layout the input's strides suggest, channels-last for this unsqueezed
+#: transpose, and TorchNeuron's allocation (empty.memory_format) honours that request. The device refused it ("Neuron
+#: tensors only support contiguous or preserve memory format") before it placed the refusal where TorchNeuron does.
+_POOLED_TRANSPOSE = """
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 8)
+    def pool(x):
+        return F.avg_pool1d((x + 1).transpose(1, 2), 2, 2).transpose(1, 2)
+    actual = pool(x.to("neuron"))
+    print(actual.device.type, torch.equal(actual.cpu(), pool(x)))
+"""
+
+
+def test_a_pooled_transpose_runs_under_the_trainium_routes() -> None:
+    result = run(_POOLED_TRANSPOSE, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["neuron", "True"]
+
+
+def test_the_allocation_honours_channels_last_and_the_user_requests_refuse_it() -> None:
+    """TorchNeuron's empty.memory_format lays out channels-last (4-D) and channels-last-3d (5-D) and every other
+    request contiguously; its contiguous and _to_copy kernels refuse any format but contiguous and preserve."""
+    result = run("""
+    import torch
+    x = torch.randn(1, 3, 4, 4, device="neuron")
+    print(torch.empty(1, 3, 4, 4, device="neuron", memory_format=torch.channels_last).stride(),
+          torch.empty(1, 3, 2, 4, 4, device="neuron", memory_format=torch.channels_last_3d).is_contiguous(
+              memory_format=torch.channels_last_3d),
+          torch.empty(3, 4, 4, device="neuron", memory_format=torch.channels_last).is_contiguous(),
+          x.clone(memory_format=torch.channels_last).is_contiguous(memory_format=torch.channels_last))
+    for request in (lambda: x.contiguous(memory_format=torch.channels_last),
+                    lambda: x.to(memory_format=torch.channels_last),
+                    lambda: x.requires_grad_().contiguous(memory_format=torch.channels_last)):
+        try:
+            request()
+            print("allowed")
+        except RuntimeError as error:
+            print("refused" if "only support contiguous or preserve memory format" in str(error) else error)
+    """, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[:4] == ["(48, 1, 12, 3) True True True", "refused", "refused", "refused"]
+
+
+#: UNet3DConditionModel's and I2VGenXLUNet's temporal transformer at the tiny model's 1x1 resolution, one video per
+#: rank (the ddp scenario): (frames, channels, 1, 1) from a native operator, viewed as (1, channels, frames, 1, 1), then
+#: group_norm. The CPU's kernel returned that result with channels-last strides, which its size-1 dimensions leave
+#: contiguous; ATen then suggests channels-last-3d for the view, group_norm's .contiguous() of it does nothing, and the
+#: composite's view (TorchNeuron has no native_group_norm) failed: "view size is not compatible with input tensor's
+#: size and stride". TorchNeuron allocates the result with the contiguous strides of its shape, for which ATen suggests
+#: the contiguous format.
+_TEMPORAL_NORM = """
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    x = torch.randn(2, 32, 1, 1).to(memory_format=torch.channels_last)
+    gamma, beta = torch.randn(32), torch.randn(32)
+    def temporal_norm(x, gamma, beta):
+        y = x + 1
+        return y.stride(), F.group_norm(y[None, :].reshape(1, 2, 32, 1, 1).permute(0, 2, 1, 3, 4), 8, gamma, beta)
+    (cpu_strides, expected), (strides, actual) = (temporal_norm(x, gamma, beta),
+                                                 temporal_norm(*(t.to("neuron") for t in (x, gamma, beta))))
+    print(cpu_strides, strides, torch.allclose(actual.cpu(), expected, atol=1e-5, rtol=1e-5))
+"""
+
+
+def test_a_native_result_has_the_contiguous_strides_of_its_shape() -> None:
+    result = run(_TEMPORAL_NORM, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[0] == "(32, 1, 32, 32) (32, 1, 1, 1) True"

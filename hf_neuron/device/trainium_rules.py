@@ -43,9 +43,13 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "at that commit a native operator casts float64 inputs to float32 and returns float32 unless given a "
          "float64 out= tensor; the documentation says the dtype is kept: the device keeps it"),
     Rule("memory-formats",
-         "only contiguous and preserve memory formats: any other (channels_last, ...) raises \"Neuron tensors only "
-         "support contiguous or preserve memory format\"",
-         ("torch_neuronx/python_ops/cast_policy.py",),
+         "a user's request for a memory format other than contiguous and preserve (contiguous(memory_format=...), "
+         "a device tensor's .to(memory_format=...)) raises \"Neuron tensors only support contiguous or preserve "
+         "memory format\"; an allocation's request (empty, resize_: what ATen's composites ask for where an input's "
+         "strides suggest channels-last) is honoured for a 4-D channels-last and a 5-D channels-last-3d shape and "
+         "laid out contiguously otherwise",
+         ("torch_neuronx/python_ops/cast_policy.py", "torch_neuronx/python_ops/contiguous.py",
+          "torch_neuronx/python_ops/to_copy.py", "torch_neuronx/csrc/aten/NeuronNativeFunctions.cpp"),
          "NEURON_FACTS.md, Dtypes, ops, fallback",
          "HF_NEURON_EMULATOR_MEMORY_FORMATS", "strict"),
     Rule("compile-integer-scatter",
@@ -82,8 +86,10 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "",
          "HF_NEURON_EMULATOR_DISPATCH", "trainium"),
     Rule("contiguous-results",
-         "a native operator's new results are contiguous, whatever the layout of its inputs and of the CPU kernel's "
-         "result (a convolution or an add of a channels-last-strided input returns channels-last on the CPU); views, "
+         "a native operator's new results have the contiguous strides of their shape, whatever the layout of its "
+         "inputs and of the CPU kernel's result (a convolution or an add of a channels-last-strided input returns "
+         "channels-last on the CPU), down to the strides of size-1 dimensions, from which ATen suggests a memory "
+         "format; views, "
          "in-place and out= results keep theirs, an operator that falls back keeps the CPU's, and so does every "
          "operator of a compiled graph (the Neuron compiler lays out a graph's values; run operator by operator, the "
          "graph relies on the strides it was traced with)",

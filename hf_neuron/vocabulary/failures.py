@@ -118,8 +118,8 @@ RULES: tuple[Rule, ...] = (
           "op-missing, whose \"not implemented\" it would otherwise match."),
     _rule("memory-format",
           r"Neuron tensors only support contiguous or preserve memory format",
-          "TorchNeuron's refusal of any other memory format (channels_last...), which the trainium profile models; "
-          "ATen asks for one itself where an input's strides suggest it (constant_pad_nd, empty_like)."),
+          "TorchNeuron's refusal of a memory format other than contiguous and preserve where code asks for one "
+          "(contiguous(memory_format=...), .to(memory_format=...)), which the trainium profile models."),
     _rule("op-missing",
           r"Could not run '[\w:.]+' with arguments from the '\w+' backend|^(?:builtins\.)?NotImplementedError\b"
           r"|not (?:currently )?implemented for (?:the )?'?neuron|fell back to (?:the )?CPU|would fall back",

@@ -5,6 +5,8 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/_to_copy_native.h>
+#include <ATen/ops/contiguous_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/CPUAllocator.h>
@@ -29,12 +31,30 @@ void check_dense(std::optional<c10::Layout> layout) {
       "The neuron device supports dense strided tensors only (got layout ", *layout, ")");
 }
 
+// TorchNeuron refuses a memory format other than contiguous and preserve where a user asks for one: `contiguous`
+// and `_to_copy` (`.to(memory_format=...)`) of a device tensor. Its allocation does not refuse one (below).
 void check_memory_format(std::optional<c10::MemoryFormat> format) {
   if (settings().strict_memory_formats && format.has_value()) {
     TORCH_CHECK(
         *format == c10::MemoryFormat::Contiguous || *format == c10::MemoryFormat::Preserve,
         "Neuron tensors only support contiguous or preserve memory format");
   }
+}
+
+// The layout TorchNeuron's allocation (`empty.memory_format`, `resize_`) gives a request: channels-last for a 4-D and
+// channels-last-3d for a 5-D shape, contiguous for everything else (preserve included). ATen's composites ask for
+// channels-last themselves where an input's strides suggest it (a structured operator's output, empty_like), so the
+// real device allocates it; the CPU's rules (which refuse a channels-last request of another rank) apply otherwise.
+std::optional<c10::MemoryFormat> allocation_format(c10::IntArrayRef size, std::optional<c10::MemoryFormat> format) {
+  if (!settings().strict_memory_formats) {
+    return format;
+  }
+  const auto requested = format.value_or(c10::MemoryFormat::Contiguous);
+  if ((requested == c10::MemoryFormat::ChannelsLast && size.size() == 4) ||
+      (requested == c10::MemoryFormat::ChannelsLast3d && size.size() == 5)) {
+    return requested;
+  }
+  return c10::MemoryFormat::Contiguous;
 }
 
 // A tensor with the metadata of `like` (sizes, strides, offset, conj/neg bits) over `storage`, for the backend
@@ -94,11 +114,11 @@ at::Tensor empty_memory_format(
     std::optional<c10::Device> device, std::optional<bool> /*pin_memory*/,
     std::optional<c10::MemoryFormat> memory_format) {
   check_dense(layout);
-  check_memory_format(memory_format);
   const auto index = check_index(device.has_value() ? device->index() : -1);
   c10::DeviceGuard guard(c10::Device(kNeuron, index));
   return at::detail::empty_generic(
-      size, device_allocator(), c10::DispatchKeySet(kNeuronKey), c10::dtype_or_default(dtype), memory_format);
+      size, device_allocator(), c10::DispatchKeySet(kNeuronKey), c10::dtype_or_default(dtype),
+      allocation_format(size, memory_format));
 }
 
 at::Tensor empty_strided(
@@ -139,10 +159,9 @@ void ensure_storage(const at::Tensor& self) {
 
 const at::Tensor& resize_(
     const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> memory_format) {
-  check_memory_format(memory_format);
   auto* impl = self.unsafeGetTensorImpl();
   impl->set_sizes_contiguous(size);
-  const auto format = memory_format.value_or(c10::MemoryFormat::Contiguous);
+  const auto format = allocation_format(size, memory_format).value_or(c10::MemoryFormat::Contiguous);
   if (format != c10::MemoryFormat::Preserve && format != c10::MemoryFormat::Contiguous) {
     impl->empty_tensor_restride(format);
   }
@@ -199,6 +218,21 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   return cpu_view(self).item();
+}
+
+// `contiguous` and `_to_copy` of a device tensor: TorchNeuron's own kernels, which refuse another memory format, then
+// what ATen's kernels do.
+at::Tensor contiguous(const at::Tensor& self, c10::MemoryFormat memory_format) {
+  check_memory_format(memory_format);
+  return at::native::contiguous(self, memory_format);
+}
+
+at::Tensor to_copy(
+    const at::Tensor& self, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device, std::optional<bool> pin_memory, bool non_blocking,
+    std::optional<c10::MemoryFormat> memory_format) {
+  check_memory_format(memory_format);
+  return at::native::_to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
 }
 
 void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {
@@ -510,13 +544,18 @@ class FallbackCall {
       }
     }
     at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
-    if (settings().trainium_dispatch && !in_compiled_graph && !result.is_contiguous() && !returns_view() &&
+    if (settings().trainium_dispatch && !in_compiled_graph && !returns_view() &&
+        result.strides() != c10::IntArrayRef(c10::contiguous_strides(result.sizes())) &&
         native_on_trainium(c10::toString(op_.schema().operator_name()))) {
-      // The real backend allocates a native kernel's results from their shape and dtype: contiguous, whatever the
-      // layout the CPU kernel chose (a channels-last convolution, an add that follows a transposed input). Not in a
+      // The real backend allocates a native kernel's results from their shape and dtype: contiguous strides,
+      // whatever the layout the CPU kernel chose (a channels-last convolution, an add that follows a transposed
+      // input), down to the strides of size-1 dimensions, which ATen reads to suggest a memory format (a (N, C, 1, 1)
+      // result with channels-last strides is contiguous, yet suggests channels-last to what views it). Not in a
       // compiled graph: the Neuron compiler lays out a graph's values itself, and a graph run operator by operator
       // relies on the strides it was traced with (a `.contiguous()` the trace found a no-op is gone from it).
-      result = result.contiguous();
+      const c10::DimVector strides = c10::contiguous_strides(result.sizes());
+      result = result.is_contiguous() ? result.as_strided(result.sizes(), strides, result.storage_offset())
+                                      : result.contiguous();
     }
     adopted_.push_back({adopt_cpu_storage(result.storage(), device_), result.storage()});
     return tensor_over(adopted_.back().device, result, kNeuronKey);
@@ -639,6 +678,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   own(m, "_efficientzerotensor", efficient_zero_tensor);
   own(m, "record_stream", record_stream);
   own(m, "native_dropout", native_dropout);
+  own(m, "_to_copy", to_copy);
+}
+
+// `contiguous` is a composite (clone) ATen runs above the backend: its check runs at the autograd key too, so that a
+// tensor that requires grad is checked, and the clone it calls is recorded as on the CPU.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("contiguous", contiguous);
+}
+
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("contiguous", contiguous);
 }
 
 // Our copies honour the conjugate and negative bits themselves (the CPU copy resolves them); the generic
