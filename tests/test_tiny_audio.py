@@ -181,3 +181,55 @@ def test_the_tiny_vibevoice_asr_is_small_and_its_forward_draws_no_noise() -> Non
     assert torch.equal(first, second)
     model.config.acoustic_tokenizer_encoder_config.vae_std = 0.625  # the class's default: sampled latents
     assert not torch.equal(forward_outputs(model, inputs)["logits"], first)
+
+
+def _bark() -> Any:
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    return build_model("bark", config=tiny_config("bark")).eval()
+
+
+def test_a_composite_without_forward_runs_the_sub_model_that_reads_the_prompt() -> None:
+    from hf_neuron.tiny.audio.inputs import forward_model, has_forward
+    from hf_neuron.tiny.audio.outputs import forward_outputs
+
+    model = _bark()
+    assert not has_forward(model) and forward_model(model) is model.semantic  # the first one generate runs
+    whisper = build_model("whisper")
+    assert has_forward(whisper) and forward_model(whisper) is whisper
+    rows = sample_rows("bark", None, model.config, 2)
+    inputs = batch_inputs(model, "AutoModelForTextToWaveform", None, tiny_tokenizer(), rows)
+    assert set(inputs) == {"input_ids", "attention_mask"}  # what the semantic model's forward takes
+    with pytest.raises(TypeError, match="_forward_unimplemented"):  # what calling the composite itself does
+        model(**inputs)
+    with torch.no_grad():
+        expected = model.semantic(**inputs).logits
+    assert torch.equal(forward_outputs(model, inputs)["logits"], expected)
+    with pytest.raises(TypeError, match="no forward to compile"):  # a compiled composite compiles nothing that runs
+        forward_outputs(torch.compile(model), inputs)
+
+
+@pytest.mark.slow
+def test_an_omni_model_hears_through_its_thinker() -> None:
+    from hf_neuron.tiny.audio.inputs import features_per_sound, forward_model, sound_inputs
+    from hf_neuron.tiny.audio.outputs import decode, forward_outputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("qwen3_omni_moe")
+    model = build_model("qwen3_omni_moe", config=config).eval()
+    assert forward_model(model) is model.thinker
+    extractor = tiny_feature_extractor("qwen3_omni_moe", config)
+    rows = sample_rows("qwen3_omni_moe", extractor, config, 2)
+    inputs = batch_inputs(model, "AutoModelForMultimodalLM", extractor, tiny_tokenizer(), rows)
+    assert {"input_features", "feature_attention_mask", "input_ids"} <= set(inputs)
+    counts = features_per_sound(model, sound_inputs(model, extractor, [row.sound for row in rows]))  # type: ignore[misc,unused-ignore]
+    audio = config.thinker_config.audio_token_id
+    assert counts[0] > 0 and int((inputs["input_ids"][0] == audio).sum()) == counts[0]
+    assert forward_outputs(model, inputs)["logits"].shape[:2] == inputs["input_ids"].shape
+    decoded = decode(model, inputs, 4)  # the thinker's greedy decoding: what generate runs for a text answer
+    assert decoded.tokens is not None and decoded.tokens.shape == (2, 4)
+    config.thinker_config.audio_config.n_window = 16  # the shrinker's, without the reviewed fix
+    config.thinker_config.audio_config.n_window_infer = 16
+    unfixed = build_model("qwen3_omni_moe", config=config).eval()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        forward_outputs(unfixed, inputs)
