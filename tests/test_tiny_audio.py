@@ -209,6 +209,25 @@ def test_a_composite_without_forward_runs_the_sub_model_that_reads_the_prompt() 
         forward_outputs(torch.compile(model), inputs)
 
 
+def test_bark_generates_a_waveform_with_its_reviewed_generation_config(tmp_path: Path) -> None:
+    from hf_neuron.tiny.audio.checkpoint import apply_generation_config
+    from hf_neuron.tiny.audio.outputs import decode
+
+    model = _bark()
+    rows = sample_rows("bark", None, model.config, 2)
+    inputs = batch_inputs(model, "AutoModelForTextToWaveform", None, tiny_tokenizer(), rows)
+    with pytest.raises(AttributeError, match="semantic_config"):  # the model's config holds no token layout
+        decode(model, inputs, 6)
+    apply_generation_config(model)
+    assert model.generation_config.semantic_config["max_input_semantic_length"] == inputs["input_ids"].shape[1]
+    waveform = decode(model, inputs, 6).outputs["generated"]
+    assert waveform.shape[0] == 2 and waveform.shape[1] > 0 and torch.isfinite(waveform).all()
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[bark]\nreason = "r"\ngeneration_config = 3\n')
+    with pytest.raises(DataFileError, match="generation_config"):
+        load_audio(bad)
+
+
 @pytest.mark.slow
 def test_an_omni_model_hears_through_its_thinker() -> None:
     from hf_neuron.tiny.audio.inputs import features_per_sound, forward_model, sound_inputs

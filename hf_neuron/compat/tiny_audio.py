@@ -24,6 +24,9 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
   prompt is the labels;
 - ``trains = false``: the model's ``forward`` takes ``labels`` but computes no training loss (the reason quotes what it
   does instead, e.g. raises); its training scenarios do not apply, with that reason;
+- ``generation_config``: fields of the checkpoint's generation config (``generation_config.json``) that the model's
+  config does not hold and its ``generate`` reads, sized to the tiny model (BarkModel's per-sub-model token layout:
+  ``semantic_config``, ``coarse_acoustics_config``, ``fine_acoustics_config``, as the hub's checkpoint ships them);
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
   optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
@@ -58,7 +61,8 @@ SECONDS = 1.0
 CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames", "latent-frames"]
 CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
 
-_KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "mask", "seconds", "speakers_file", "trains"}
+_KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "generation_config", "mask", "seconds",
+         "speakers_file", "trains"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +80,7 @@ class AudioRecipe:
     gap: Gap | None = None
     code_labels: CodeLabels | None = None
     trains: bool = True
+    generation_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
@@ -106,8 +111,12 @@ def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
     if not trains and code_labels is not None:
         raise DataFileError(path, "a model that computes no training loss takes no code labels", table=model_type,
                             key="trains")
+    generation = table.get("generation_config", {})
+    if not isinstance(generation, dict) or ("generation_config" in table and not generation):
+        raise DataFileError(path, "must be a non-empty table of generation config fields", table=model_type,
+                            key="generation_config")
     return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), mask, speakers,
-                       reviewed.runs, reviewed.gap, code_labels, trains)
+                       reviewed.runs, reviewed.gap, code_labels, trains, generation)
 
 
 def load_audio(path: Path | None = None) -> dict[str, AudioRecipe]:
