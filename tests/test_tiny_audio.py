@@ -252,3 +252,34 @@ def test_an_omni_model_hears_through_its_thinker() -> None:
     unfixed = build_model("qwen3_omni_moe", config=config).eval()
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         forward_outputs(unfixed, inputs)
+
+
+def test_a_streaming_model_reads_one_prompt_token_per_audio_embedding(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    import dataclasses
+
+    from hf_neuron.tiny.audio import inputs as audio_inputs
+    from hf_neuron.tiny.audio.inputs import features_per_sound, sound_inputs
+    from hf_neuron.tiny.audio.outputs import decode, forward_outputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("voxtral_realtime")
+    model = build_model("voxtral_realtime", config=config).eval()
+    extractor = tiny_feature_extractor("voxtral_realtime", config)
+    rows = sample_rows("voxtral_realtime", extractor, config, 2)
+    assert audio_recipe("voxtral_realtime").streams
+    inputs = batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows)
+    counts = features_per_sound(model, sound_inputs(model, extractor, [row.sound for row in rows]))  # type: ignore[misc,unused-ignore]
+    assert inputs["input_ids"].shape == (2, counts[0]) and counts[0] > 6
+    assert forward_outputs(model, inputs)["logits"].shape[1] == counts[0]
+    decoded = decode(model, inputs, 6)  # from the first counts - 6 positions, one token per further embedding
+    assert decoded.tokens is not None and decoded.tokens.shape == (2, 6)
+    chat = dataclasses.replace(audio_recipe("voxtral_realtime"), streams=False)
+    monkeypatch.setattr(audio_inputs, "audio_recipe", lambda model_type: chat)
+    unfit = batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows)
+    with pytest.raises(RuntimeError, match="must match"):  # a chat prompt longer than the sound's embeddings
+        forward_outputs(model, unfit)
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[voxtral_realtime]\nreason = "r"\nstreams = "yes"\n')
+    with pytest.raises(DataFileError, match="streams"):
+        load_audio(bad)

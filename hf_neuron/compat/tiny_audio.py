@@ -27,6 +27,10 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
 - ``generation_config``: fields of the checkpoint's generation config (``generation_config.json``) that the model's
   config does not hold and its ``generate`` reads, sized to the tiny model (BarkModel's per-sub-model token layout:
   ``semantic_config``, ``coarse_acoustics_config``, ``fine_acoustics_config``, as the hub's checkpoint ships them);
+- ``streams = true``: the model adds its audio embeddings to the prompt's embeddings position by position (a
+  streaming transcriber: voxtral_realtime), so its prompt has exactly one token per audio embedding, and its
+  ``generate`` reads one more embedding per new token: decoding starts from the prompt's first positions and writes
+  one token for each embedding after them;
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
   optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
@@ -62,7 +66,7 @@ CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames", "lat
 CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
 
 _KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "generation_config", "mask", "seconds",
-         "speakers_file", "trains"}
+         "speakers_file", "streams", "trains"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +85,7 @@ class AudioRecipe:
     code_labels: CodeLabels | None = None
     trains: bool = True
     generation_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    streams: bool = False
 
 
 def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
@@ -115,8 +120,11 @@ def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
     if not isinstance(generation, dict) or ("generation_config" in table and not generation):
         raise DataFileError(path, "must be a non-empty table of generation config fields", table=model_type,
                             key="generation_config")
+    streams = table.get("streams", False)
+    if not isinstance(streams, bool):
+        raise DataFileError(path, "must be true or false", table=model_type, key="streams")
     return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), mask, speakers,
-                       reviewed.runs, reviewed.gap, code_labels, trains, generation)
+                       reviewed.runs, reviewed.gap, code_labels, trains, generation, streams)
 
 
 def load_audio(path: Path | None = None) -> dict[str, AudioRecipe]:

@@ -8,7 +8,9 @@ as ``input_features``, ``input_values``, ``inputs``...; their mask as ``input_fe
 encoder-decoder's decoder reads the row's transcript prompt (``decoder_input_ids``); a language model reads a chat
 prompt in which the sound's placeholder is expanded to as many audio tokens (``config.audio_token_id`` or
 ``audio_token_index``, between the config's audio start and end tokens when it has them) as the model computes
-audio embeddings for it (counted by calling its ``get_audio_features``). A model that *speaks* (text-to-waveform,
+audio embeddings for it (counted by calling its ``get_audio_features``); a streaming one (``streams`` in
+``compat/tiny_audio.toml``), which adds each audio embedding to a prompt position, reads the row's text repeated to
+one token per embedding. A model that *speaks* (text-to-waveform,
 text-to-spectrogram, or a speech-to-text class whose ``forward`` takes no sound) reads the row's text, and a decoder
 that reads codes and has no start frame of its own the code frames of :func:`~.labels.decoder_codes`; a prompt ends
 as the model's processor ends it (:func:`~.labels.prompt_end`). Rows share one
@@ -296,6 +298,11 @@ def batch_inputs(model: PreTrainedModel, load_class: str, feature_extractor: Fea
         if _is_encoder_decoder(forward_model(model)):
             ids, mask = _padded(texts, length)
             inputs.update(decoder_input_ids=ids, decoder_attention_mask=mask)
+        elif audio_recipe(model_type).streams:  # one prompt token per audio embedding: the row's text, repeated
+            counts = features_per_sound(model, inputs) if embeddings is None else embeddings
+            ids, mask = _padded([[text[index % len(text)] for index in range(count)]
+                                 for text, count in zip(texts, counts, strict=True)], length)
+            inputs.update(input_ids=ids, attention_mask=mask)
         else:
             tokens = audio_tokens(forward_model(model).config)
             counts = features_per_sound(model, inputs) if embeddings is None else embeddings

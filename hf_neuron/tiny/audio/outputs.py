@@ -97,13 +97,18 @@ def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
 
 def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
            **generate_kwargs: Any) -> Decoding:
-    """Greedy transcription for a model that writes tokens; else ``generate``'s output (at most ``new_tokens`` steps
+    """Greedy transcription for a model that writes tokens (a streaming one, ``streams`` in
+    ``compat/tiny_audio.toml``, from its prompt without the last ``new_tokens`` positions: it writes one token per
+    audio embedding after them); else ``generate``'s output (at most ``new_tokens`` steps
     where it decodes step by step), by name."""
     import torch
 
     torch.manual_seed(SEED)
     if writes_tokens(model):
         writer = model if has_forward(_base(model)) else forward_model(_base(model))
+        if audio_recipe(_base(model).config.model_type).streams:  # the sound's last embeddings are generate's
+            inputs = {**inputs, **{key: inputs[key][:, :-new_tokens] for key in ("input_ids", "attention_mask")
+                                   if key in inputs}}
         return text_outputs.greedy_decoding(writer, inputs, new_tokens, **generate_kwargs)
     start = generation_inputs(inputs)
     if getattr(model, "generation_config", None) is not None and has_forward(_base(model)):  # it decodes step by step
