@@ -283,3 +283,36 @@ def test_a_streaming_model_reads_one_prompt_token_per_audio_embedding(monkeypatc
     bad.write_text('[voxtral_realtime]\nreason = "r"\nstreams = "yes"\n')
     with pytest.raises(DataFileError, match="streams"):
         load_audio(bad)
+
+
+@pytest.mark.slow
+def test_a_model_that_reads_text_and_codes_gets_both_and_generates_from_its_sound(monkeypatch: pytest.MonkeyPatch,
+                                                                                   tmp_path: Path) -> None:
+    import dataclasses
+
+    from hf_neuron.tiny.audio import inputs as audio_inputs
+    from hf_neuron.tiny.audio.inputs import GENERATE_ONLY
+    from hf_neuron.tiny.audio.outputs import decode, forward_outputs, training_inputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    name = "kyutai_speech_to_text"
+    config = tiny_config(name)
+    assert config.codec_config.num_quantizers == config.num_codebooks  # reviewed: its generate copies one per code
+    model = build_model(name, config=config).eval()
+    extractor = tiny_feature_extractor(name, config)
+    rows = sample_rows(name, extractor, config, 2)
+    inputs = batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows)
+    assert inputs["input_ids"].shape[::2] == (2, 1 + config.num_codebooks) and GENERATE_ONLY in inputs
+    assert forward_outputs(model, inputs)["logits"].shape[:2] == inputs["input_ids"].shape[:2]
+    assert torch.equal(training_inputs(model, inputs)["labels"], inputs["input_ids"][..., 0])
+    assert GENERATE_ONLY not in training_inputs(model, inputs)
+    decoded = decode(model, inputs, 4)  # from the sound alone, through its codec
+    assert decoded.tokens is not None and decoded.tokens.shape == (2, 4)
+    text_only = dataclasses.replace(audio_recipe(name), text_and_codes=False)
+    monkeypatch.setattr(audio_inputs, "audio_recipe", lambda model_type: text_only)
+    with pytest.raises(RuntimeError, match="must match"):  # text ids alone: its embeddings add a codes axis
+        forward_outputs(model, batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows))
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text(f'[{name}]\nreason = "r"\ntext_and_codes = 1\n')
+    with pytest.raises(DataFileError, match="text_and_codes"):
+        load_audio(bad)

@@ -31,6 +31,11 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
   streaming transcriber: voxtral_realtime), so its prompt has exactly one token per audio embedding, and its
   ``generate`` reads one more embedding per new token: decoding starts from the prompt's first positions and writes
   one token for each embedding after them;
+- ``text_and_codes = true``: the model's ``forward`` reads ``input_ids`` of ``(batch, sequence, 1 + codebooks)``, each
+  position's text id then its audio codes, which its ``generate`` makes itself from the sound (``input_values``,
+  through its codec, one frame per step: kyutai_speech_to_text); the forward pass and training get codes of the
+  model's codebook shape (:func:`hf_neuron.tiny.audio.labels.code_frames`) beside the row's text, the text as
+  labels, and greedy decoding reads the row's sound alone;
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
   optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
@@ -66,7 +71,7 @@ CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames", "lat
 CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
 
 _KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "generation_config", "mask", "seconds",
-         "speakers_file", "streams", "trains"}
+         "speakers_file", "streams", "text_and_codes", "trains"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +91,7 @@ class AudioRecipe:
     trains: bool = True
     generation_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     streams: bool = False
+    text_and_codes: bool = False
 
 
 def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
@@ -123,8 +129,11 @@ def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
     streams = table.get("streams", False)
     if not isinstance(streams, bool):
         raise DataFileError(path, "must be true or false", table=model_type, key="streams")
+    text_and_codes = table.get("text_and_codes", False)
+    if not isinstance(text_and_codes, bool):
+        raise DataFileError(path, "must be true or false", table=model_type, key="text_and_codes")
     return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), mask, speakers,
-                       reviewed.runs, reviewed.gap, code_labels, trains, generation, streams)
+                       reviewed.runs, reviewed.gap, code_labels, trains, generation, streams, text_and_codes)
 
 
 def load_audio(path: Path | None = None) -> dict[str, AudioRecipe]:

@@ -13,8 +13,10 @@ audio embeddings for it (counted by calling its ``get_audio_features``); a strea
 one token per embedding. A model that *speaks* (text-to-waveform,
 text-to-spectrogram, or a speech-to-text class whose ``forward`` takes no sound) reads the row's text, and a decoder
 that reads codes and has no start frame of its own the code frames of :func:`~.labels.decoder_codes`; a prompt ends
-as the model's processor ends it (:func:`~.labels.prompt_end`). Rows share one
-length, so that nothing is padded.
+as the model's processor ends it (:func:`~.labels.prompt_end`). A model whose ``input_ids`` hold each position's
+text id and audio codes (``text_and_codes``: kyutai_speech_to_text) gets code frames of its codebook shape beside
+the row's text, and the row's sound as :data:`GENERATE_ONLY` (``input_values``) for its ``generate``, which encodes
+it itself. Rows share one length, so that nothing is padded.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_audio import audio_recipe
-from hf_neuron.tiny.audio.labels import decoder_codes, prompt_end
+from hf_neuron.tiny.audio.labels import code_frames, codebook_shape, decoder_codes, prompt_end
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
 from hf_neuron.tiny.transformers.inputs import FIRST_ORDINARY_ID
 
@@ -36,8 +38,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
     from transformers.feature_extraction_utils import FeatureExtractionMixin
 
-__all__ = ["LISTENING_CLASSES", "TEXTS", "TEXT_TOKENS", "AudioTokens", "Row", "audio_tokens", "batch_inputs",
-           "features_per_sound", "forward_model", "has_forward", "listens", "sound_inputs"]
+__all__ = ["GENERATE_ONLY", "LISTENING_CLASSES", "TEXTS", "TEXT_TOKENS", "AudioTokens", "Row", "audio_tokens",
+           "batch_inputs", "features_per_sound", "forward_model", "has_forward", "listens", "sound_inputs"]
 
 #: The text of each row: a transcript (what a decoder writes) or what a speaking model says.
 TEXTS = ("The quick brown fox jumps over the lazy dog.", "Hello, world! Good morning and good night.")
@@ -45,6 +47,8 @@ TEXTS = ("The quick brown fox jumps over the lazy dog.", "Hello, world! Good mor
 TEXT_TOKENS = 8
 #: What a listening language model is asked about each row's sound (before the row's text).
 QUESTION = "Transcribe the audio."
+#: The input a ``text_and_codes`` model's ``generate`` reads its sound from, which its forward pass does not take.
+GENERATE_ONLY = "input_values"
 #: The auto classes of models that read a sound.
 LISTENING_CLASSES = ("AutoModelForSpeechSeq2Seq", "AutoModelForMultimodalLM")
 
@@ -313,5 +317,17 @@ def batch_inputs(model: PreTrainedModel, load_class: str, feature_extractor: Fea
         layout = audio_recipe(model_type).code_labels
         ids, mask = _padded([[*text, *prompt_end(model, layout)] for text in texts], length)
         inputs.update(input_ids=ids, attention_mask=mask)
+        if audio_recipe(model_type).text_and_codes:  # each position's text id, then its audio codes
+            import torch
+
+            inputs["input_ids"] = torch.cat([ids[..., None], code_frames(ids, *codebook_shape(model.config))], -1)
+            if feature_extractor is None:
+                raise LookupError(f"{type(model).__name__} encodes a sound in generate, and its feature extractor "
+                                  "cannot be built here")
+            rate = getattr(feature_extractor, "sampling_rate", None)
+            output = feature_extractor([row.sound for row in rows], sampling_rate=rate,  # type: ignore[operator]
+                                       return_tensors="pt")
+            inputs[GENERATE_ONLY] = output[GENERATE_ONLY].float()  # its generate reads it; its forward does not
         inputs.update(decoder_codes(model, ids, layout))
-    return {key: value for key, value in inputs.items() if key in parameters}
+    kept = {*parameters, *([GENERATE_ONLY] if audio_recipe(model_type).text_and_codes else [])}
+    return {key: value for key, value in inputs.items() if key in kept}
