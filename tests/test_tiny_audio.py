@@ -181,3 +181,138 @@ def test_the_tiny_vibevoice_asr_is_small_and_its_forward_draws_no_noise() -> Non
     assert torch.equal(first, second)
     model.config.acoustic_tokenizer_encoder_config.vae_std = 0.625  # the class's default: sampled latents
     assert not torch.equal(forward_outputs(model, inputs)["logits"], first)
+
+
+def _bark() -> Any:
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    return build_model("bark", config=tiny_config("bark")).eval()
+
+
+def test_a_composite_without_forward_runs_the_sub_model_that_reads_the_prompt() -> None:
+    from hf_neuron.tiny.audio.inputs import forward_model, has_forward
+    from hf_neuron.tiny.audio.outputs import forward_outputs
+
+    model = _bark()
+    assert not has_forward(model) and forward_model(model) is model.semantic  # the first one generate runs
+    whisper = build_model("whisper")
+    assert has_forward(whisper) and forward_model(whisper) is whisper
+    rows = sample_rows("bark", None, model.config, 2)
+    inputs = batch_inputs(model, "AutoModelForTextToWaveform", None, tiny_tokenizer(), rows)
+    assert set(inputs) == {"input_ids", "attention_mask"}  # what the semantic model's forward takes
+    with pytest.raises(TypeError, match="_forward_unimplemented"):  # what calling the composite itself does
+        model(**inputs)
+    with torch.no_grad():
+        expected = model.semantic(**inputs).logits
+    assert torch.equal(forward_outputs(model, inputs)["logits"], expected)
+    with pytest.raises(TypeError, match="no forward to compile"):  # a compiled composite compiles nothing that runs
+        forward_outputs(torch.compile(model), inputs)
+
+
+def test_bark_generates_a_waveform_with_its_reviewed_generation_config(tmp_path: Path) -> None:
+    from hf_neuron.tiny.audio.checkpoint import apply_generation_config
+    from hf_neuron.tiny.audio.outputs import decode
+
+    model = _bark()
+    rows = sample_rows("bark", None, model.config, 2)
+    inputs = batch_inputs(model, "AutoModelForTextToWaveform", None, tiny_tokenizer(), rows)
+    with pytest.raises(AttributeError, match="semantic_config"):  # the model's config holds no token layout
+        decode(model, inputs, 6)
+    apply_generation_config(model)
+    assert model.generation_config.semantic_config["max_input_semantic_length"] == inputs["input_ids"].shape[1]
+    waveform = decode(model, inputs, 6).outputs["generated"]
+    assert waveform.shape[0] == 2 and waveform.shape[1] > 0 and torch.isfinite(waveform).all()
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[bark]\nreason = "r"\ngeneration_config = 3\n')
+    with pytest.raises(DataFileError, match="generation_config"):
+        load_audio(bad)
+
+
+@pytest.mark.slow
+def test_an_omni_model_hears_through_its_thinker() -> None:
+    from hf_neuron.tiny.audio.inputs import features_per_sound, forward_model, sound_inputs
+    from hf_neuron.tiny.audio.outputs import decode, forward_outputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("qwen3_omni_moe")
+    model = build_model("qwen3_omni_moe", config=config).eval()
+    assert forward_model(model) is model.thinker
+    extractor = tiny_feature_extractor("qwen3_omni_moe", config)
+    rows = sample_rows("qwen3_omni_moe", extractor, config, 2)
+    inputs = batch_inputs(model, "AutoModelForMultimodalLM", extractor, tiny_tokenizer(), rows)
+    assert {"input_features", "feature_attention_mask", "input_ids"} <= set(inputs)
+    counts = features_per_sound(model, sound_inputs(model, extractor, [row.sound for row in rows]))  # type: ignore[misc,unused-ignore]
+    audio = config.thinker_config.audio_token_id
+    assert counts[0] > 0 and int((inputs["input_ids"][0] == audio).sum()) == counts[0]
+    assert forward_outputs(model, inputs)["logits"].shape[:2] == inputs["input_ids"].shape
+    decoded = decode(model, inputs, 4)  # the thinker's greedy decoding: what generate runs for a text answer
+    assert decoded.tokens is not None and decoded.tokens.shape == (2, 4)
+    config.thinker_config.audio_config.n_window = 16  # the shrinker's, without the reviewed fix
+    config.thinker_config.audio_config.n_window_infer = 16
+    unfixed = build_model("qwen3_omni_moe", config=config).eval()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        forward_outputs(unfixed, inputs)
+
+
+def test_a_streaming_model_reads_one_prompt_token_per_audio_embedding(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    import dataclasses
+
+    from hf_neuron.tiny.audio import inputs as audio_inputs
+    from hf_neuron.tiny.audio.inputs import features_per_sound, sound_inputs
+    from hf_neuron.tiny.audio.outputs import decode, forward_outputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("voxtral_realtime")
+    model = build_model("voxtral_realtime", config=config).eval()
+    extractor = tiny_feature_extractor("voxtral_realtime", config)
+    rows = sample_rows("voxtral_realtime", extractor, config, 2)
+    assert audio_recipe("voxtral_realtime").streams
+    inputs = batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows)
+    counts = features_per_sound(model, sound_inputs(model, extractor, [row.sound for row in rows]))  # type: ignore[misc,unused-ignore]
+    assert inputs["input_ids"].shape == (2, counts[0]) and counts[0] > 6
+    assert forward_outputs(model, inputs)["logits"].shape[1] == counts[0]
+    decoded = decode(model, inputs, 6)  # from the first counts - 6 positions, one token per further embedding
+    assert decoded.tokens is not None and decoded.tokens.shape == (2, 6)
+    chat = dataclasses.replace(audio_recipe("voxtral_realtime"), streams=False)
+    monkeypatch.setattr(audio_inputs, "audio_recipe", lambda model_type: chat)
+    unfit = batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows)
+    with pytest.raises(RuntimeError, match="must match"):  # a chat prompt longer than the sound's embeddings
+        forward_outputs(model, unfit)
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text('[voxtral_realtime]\nreason = "r"\nstreams = "yes"\n')
+    with pytest.raises(DataFileError, match="streams"):
+        load_audio(bad)
+
+
+@pytest.mark.slow
+def test_a_model_that_reads_text_and_codes_gets_both_and_generates_from_its_sound(monkeypatch: pytest.MonkeyPatch,
+                                                                                   tmp_path: Path) -> None:
+    import dataclasses
+
+    from hf_neuron.tiny.audio import inputs as audio_inputs
+    from hf_neuron.tiny.audio.inputs import GENERATE_ONLY
+    from hf_neuron.tiny.audio.outputs import decode, forward_outputs, training_inputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    name = "kyutai_speech_to_text"
+    config = tiny_config(name)
+    assert config.codec_config.num_quantizers == config.num_codebooks  # reviewed: its generate copies one per code
+    model = build_model(name, config=config).eval()
+    extractor = tiny_feature_extractor(name, config)
+    rows = sample_rows(name, extractor, config, 2)
+    inputs = batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows)
+    assert inputs["input_ids"].shape[::2] == (2, 1 + config.num_codebooks) and GENERATE_ONLY in inputs
+    assert forward_outputs(model, inputs)["logits"].shape[:2] == inputs["input_ids"].shape[:2]
+    assert torch.equal(training_inputs(model, inputs)["labels"], inputs["input_ids"][..., 0])
+    assert GENERATE_ONLY not in training_inputs(model, inputs)
+    decoded = decode(model, inputs, 4)  # from the sound alone, through its codec
+    assert decoded.tokens is not None and decoded.tokens.shape == (2, 4)
+    text_only = dataclasses.replace(audio_recipe(name), text_and_codes=False)
+    monkeypatch.setattr(audio_inputs, "audio_recipe", lambda model_type: text_only)
+    with pytest.raises(RuntimeError, match="must match"):  # text ids alone: its embeddings add a codes axis
+        forward_outputs(model, batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows))
+    bad = tmp_path / "tiny_audio.toml"
+    bad.write_text(f'[{name}]\nreason = "r"\ntext_and_codes = 1\n')
+    with pytest.raises(DataFileError, match="text_and_codes"):
+        load_audio(bad)

@@ -24,6 +24,18 @@ with a ``reason`` (required: why, precise enough to re-check on a transformers u
   prompt is the labels;
 - ``trains = false``: the model's ``forward`` takes ``labels`` but computes no training loss (the reason quotes what it
   does instead, e.g. raises); its training scenarios do not apply, with that reason;
+- ``generation_config``: fields of the checkpoint's generation config (``generation_config.json``) that the model's
+  config does not hold and its ``generate`` reads, sized to the tiny model (BarkModel's per-sub-model token layout:
+  ``semantic_config``, ``coarse_acoustics_config``, ``fine_acoustics_config``, as the hub's checkpoint ships them);
+- ``streams = true``: the model adds its audio embeddings to the prompt's embeddings position by position (a
+  streaming transcriber: voxtral_realtime), so its prompt has exactly one token per audio embedding, and its
+  ``generate`` reads one more embedding per new token: decoding starts from the prompt's first positions and writes
+  one token for each embedding after them;
+- ``text_and_codes = true``: the model's ``forward`` reads ``input_ids`` of ``(batch, sequence, 1 + codebooks)``, each
+  position's text id then its audio codes, which its ``generate`` makes itself from the sound (``input_values``,
+  through its codec, one frame per step: kyutai_speech_to_text); the forward pass and training get codes of the
+  model's codebook shape (:func:`hf_neuron.tiny.audio.labels.code_frames`) beside the row's text, the text as
+  labels, and greedy decoding reads the row's sound alone;
 - ``seconds``: how long each row's synthetic sound is (default :data:`SECONDS`), when the model needs more or less;
 - ``runs = false``: the architecture cannot run as a tiny audio model here (the reason says why), and with it an
   optional ``gap`` when the cause is the harness's (``gap = "inputs"``: the model needs an input the harness cannot
@@ -58,7 +70,8 @@ SECONDS = 1.0
 CodeLabels = Literal["frames", "channels", "codebook-rows", "audio-frames", "latent-frames"]
 CODE_LABELS: tuple[CodeLabels, ...] = get_args(CodeLabels)
 
-_KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "mask", "seconds", "speakers_file", "trains"}
+_KEYS = {"code_labels", "feature_extractor", "feature_extractor_config", "generation_config", "mask", "seconds",
+         "speakers_file", "streams", "text_and_codes", "trains"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +89,9 @@ class AudioRecipe:
     gap: Gap | None = None
     code_labels: CodeLabels | None = None
     trains: bool = True
+    generation_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    streams: bool = False
+    text_and_codes: bool = False
 
 
 def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
@@ -106,8 +122,18 @@ def _parse(path: Path, model_type: str, table: Any) -> AudioRecipe:
     if not trains and code_labels is not None:
         raise DataFileError(path, "a model that computes no training loss takes no code labels", table=model_type,
                             key="trains")
+    generation = table.get("generation_config", {})
+    if not isinstance(generation, dict) or ("generation_config" in table and not generation):
+        raise DataFileError(path, "must be a non-empty table of generation config fields", table=model_type,
+                            key="generation_config")
+    streams = table.get("streams", False)
+    if not isinstance(streams, bool):
+        raise DataFileError(path, "must be true or false", table=model_type, key="streams")
+    text_and_codes = table.get("text_and_codes", False)
+    if not isinstance(text_and_codes, bool):
+        raise DataFileError(path, "must be true or false", table=model_type, key="text_and_codes")
     return AudioRecipe(model_type, reviewed.reason, feature_extractor, config, float(seconds), mask, speakers,
-                       reviewed.runs, reviewed.gap, code_labels, trains)
+                       reviewed.runs, reviewed.gap, code_labels, trains, generation, streams, text_and_codes)
 
 
 def load_audio(path: Path | None = None) -> dict[str, AudioRecipe]:

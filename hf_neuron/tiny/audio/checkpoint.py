@@ -4,7 +4,9 @@ A materialized directory loads offline with the auto class the catalog names for
 (``AutoModelForSpeechSeq2Seq.from_pretrained(dir)``...), ``AutoTokenizer.from_pretrained(dir)`` and, for a model
 with a feature extractor that builds here, ``AutoFeatureExtractor.from_pretrained(dir)`` (what
 ``pipeline("automatic-speech-recognition", model=dir)`` reads). The stamp says which feature extractor was saved, or
-why none was. A reviewed ``speakers_file`` holds the model's speaker map (qwen2_5_omni's ``spk_dict.pt``).
+why none was. A reviewed ``speakers_file`` holds the model's speaker map (qwen2_5_omni's ``spk_dict.pt``), and a
+reviewed ``generation_config`` adds to the saved generation config what the model's ``generate`` reads there (Bark's
+token layout per sub-model, :func:`apply_generation_config`).
 Publishing is the text checkpoints' (:func:`hf_neuron.tiny.transformers.checkpoint.publish`).
 """
 
@@ -28,9 +30,10 @@ from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.transformers.models import build_model
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedModel
     from transformers.feature_extraction_utils import FeatureExtractionMixin
 
-__all__ = ["FEATURE_EXTRACTOR_FILE", "content_key", "load_feature_extractor", "materialize"]
+__all__ = ["FEATURE_EXTRACTOR_FILE", "apply_generation_config", "content_key", "load_feature_extractor", "materialize"]
 
 _FORMAT = 1
 #: The file a saved feature extractor writes.
@@ -71,12 +74,26 @@ def load_feature_extractor(model_type: str, checkpoint: Path) -> FeatureExtracti
     return feature_extractor_class(model_type).from_pretrained(checkpoint)
 
 
+def apply_generation_config(model: PreTrainedModel) -> None:
+    """Add the reviewed ``generation_config`` fields of ``model``'s type (``compat/tiny_audio.toml``) to its
+    generation config, as its hub checkpoint's ``generation_config.json`` holds them (nothing when none is
+    reviewed)."""
+    from transformers import GenerationConfig
+
+    fields = audio_recipe(model.config.model_type).generation_config
+    if fields:
+        current = model.generation_config.to_dict() if model.generation_config is not None else {}
+        current.pop("_from_model_config", None)  # a config derived from the model's keeps none of the extra fields
+        model.generation_config = GenerationConfig.from_dict({**current, **fields})
+
+
 def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
     """Write the tiny audio ``model_type`` checkpoint to ``out_dir`` (reused when already there)."""
 
     def write(staging: Path) -> dict[str, Any]:
         config = tiny_config(model_type)
         model = build_model(model_type, seed=seed, config=config)
+        apply_generation_config(model)
         model.save_pretrained(staging)
         if model.config is not config:  # the decoder of a composite: keep the model_type the auto classes know
             config.architectures = [type(model).__name__]

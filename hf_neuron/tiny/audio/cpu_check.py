@@ -17,6 +17,7 @@ def check_audio_model(model_type: str, *, until: Stage = "generate", batch: int 
     import torch
 
     from hf_neuron.compat.tiny_audio import audio_recipe
+    from hf_neuron.tiny.audio.checkpoint import apply_generation_config
     from hf_neuron.tiny.audio.feature_extractor import FeatureExtractorUnavailableError, tiny_feature_extractor
     from hf_neuron.tiny.audio.inputs import batch_inputs
     from hf_neuron.tiny.audio.outputs import decode, forward_outputs
@@ -32,6 +33,7 @@ def check_audio_model(model_type: str, *, until: Stage = "generate", batch: int 
         config = tiny_config(model_type)
         stage = "build"
         model = build_model(model_type, config=config)
+        apply_generation_config(model)
         parameters = sum(p.numel() for p in model.parameters())
         try:
             feature_extractor = tiny_feature_extractor(model_type, config)

@@ -8,11 +8,15 @@ as ``input_features``, ``input_values``, ``inputs``...; their mask as ``input_fe
 encoder-decoder's decoder reads the row's transcript prompt (``decoder_input_ids``); a language model reads a chat
 prompt in which the sound's placeholder is expanded to as many audio tokens (``config.audio_token_id`` or
 ``audio_token_index``, between the config's audio start and end tokens when it has them) as the model computes
-audio embeddings for it (counted by calling its ``get_audio_features``). A model that *speaks* (text-to-waveform,
+audio embeddings for it (counted by calling its ``get_audio_features``); a streaming one (``streams`` in
+``compat/tiny_audio.toml``), which adds each audio embedding to a prompt position, reads the row's text repeated to
+one token per embedding. A model that *speaks* (text-to-waveform,
 text-to-spectrogram, or a speech-to-text class whose ``forward`` takes no sound) reads the row's text, and a decoder
 that reads codes and has no start frame of its own the code frames of :func:`~.labels.decoder_codes`; a prompt ends
-as the model's processor ends it (:func:`~.labels.prompt_end`). Rows share one
-length, so that nothing is padded.
+as the model's processor ends it (:func:`~.labels.prompt_end`). A model whose ``input_ids`` hold each position's
+text id and audio codes (``text_and_codes``: kyutai_speech_to_text) gets code frames of its codebook shape beside
+the row's text, and the row's sound as :data:`GENERATE_ONLY` (``input_values``) for its ``generate``, which encodes
+it itself. Rows share one length, so that nothing is padded.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_audio import audio_recipe
-from hf_neuron.tiny.audio.labels import decoder_codes, prompt_end
+from hf_neuron.tiny.audio.labels import code_frames, codebook_shape, decoder_codes, prompt_end
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
 from hf_neuron.tiny.transformers.inputs import FIRST_ORDINARY_ID
 
@@ -34,8 +38,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
     from transformers.feature_extraction_utils import FeatureExtractionMixin
 
-__all__ = ["LISTENING_CLASSES", "TEXTS", "TEXT_TOKENS", "AudioTokens", "Row", "audio_tokens", "batch_inputs",
-           "features_per_sound", "listens", "sound_inputs"]
+__all__ = ["GENERATE_ONLY", "LISTENING_CLASSES", "TEXTS", "TEXT_TOKENS", "AudioTokens", "Row", "audio_tokens",
+           "batch_inputs", "features_per_sound", "forward_model", "has_forward", "listens", "sound_inputs"]
 
 #: The text of each row: a transcript (what a decoder writes) or what a speaking model says.
 TEXTS = ("The quick brown fox jumps over the lazy dog.", "Hello, world! Good morning and good night.")
@@ -43,6 +47,8 @@ TEXTS = ("The quick brown fox jumps over the lazy dog.", "Hello, world! Good mor
 TEXT_TOKENS = 8
 #: What a listening language model is asked about each row's sound (before the row's text).
 QUESTION = "Transcribe the audio."
+#: The input a ``text_and_codes`` model's ``generate`` reads its sound from, which its forward pass does not take.
+GENERATE_ONLY = "input_values"
 #: The auto classes of models that read a sound.
 LISTENING_CLASSES = ("AutoModelForSpeechSeq2Seq", "AutoModelForMultimodalLM")
 
@@ -100,10 +106,34 @@ def _parameters(function: Callable[..., Any]) -> Mapping[str, inspect.Parameter]
     return inspect.signature(function).parameters
 
 
+def has_forward(model: PreTrainedModel) -> bool:
+    """Whether ``model``'s class defines a ``forward`` (a composite whose ``generate`` runs its sub-models one after
+    another may not: BarkModel, the Qwen omni models keep ``torch.nn.Module``'s unimplemented one)."""
+    import torch
+
+    return type(model).forward is not torch.nn.Module.forward
+
+
+def forward_model(model: PreTrainedModel) -> PreTrainedModel:
+    """The model whose ``forward`` a forward pass of ``model`` runs: ``model`` itself, or for a composite without a
+    ``forward`` (:func:`has_forward`) its first sub-model with one that takes ``input_ids``: the one that reads the
+    prompt, which the composite's ``generate`` runs first (BarkModel's semantic model, the omni models' thinker)."""
+    from transformers import PreTrainedModel
+
+    if has_forward(model):
+        return model
+    for child in model.children():
+        if isinstance(child, PreTrainedModel) and has_forward(child) and "input_ids" in _parameters(child.forward):
+            return child
+    raise LookupError(f"{type(model).__name__} has no forward, and none of its sub-models has one that reads "
+                      "input_ids")
+
+
 def listens(model: PreTrainedModel, load_class: str) -> bool:
     """Whether ``model`` (loaded through ``load_class``) reads a sound: a speech-to-text or audio-text class whose
-    ``forward`` takes one of the feature parameters."""
-    return load_class in LISTENING_CLASSES and any(name in _parameters(model.forward) for name in _FEATURES)
+    ``forward`` (:func:`forward_model`'s) takes one of the feature parameters."""
+    return load_class in LISTENING_CLASSES and any(name in _parameters(forward_model(model).forward)
+                                                   for name in _FEATURES)
 
 
 def _is_encoder_decoder(model: PreTrainedModel) -> bool:
@@ -131,6 +161,8 @@ def sound_inputs(model: PreTrainedModel, feature_extractor: FeatureExtractionMix
     except TypeError:  # a feature extractor without that option
         output = feature_extractor(list(sounds), sampling_rate=rate, return_tensors="pt")  # type: ignore[operator]
     processed = {key: value for key, value in dict(output).items() if isinstance(value, torch.Tensor)}
+    model_type = model.config.model_type
+    model = forward_model(model)
     parameters = _parameters(model.forward)
     wanted = sorted((name for name in _FEATURES if name in parameters), key=lambda name: name != _main_input(model))
     found = [name for name in _FEATURES if name in processed]
@@ -139,7 +171,7 @@ def sound_inputs(model: PreTrainedModel, feature_extractor: FeatureExtractionMix
                           f"{type(feature_extractor).__name__} gives none (it gives {sorted(processed)})")
     inputs = {wanted[0]: processed[found[0]].float() if processed[found[0]].is_floating_point()
               else processed[found[0]]}
-    if not audio_recipe(model.config.model_type).mask:  # the reviewed data says its masks are not the model's
+    if not audio_recipe(model_type).mask:  # the reviewed data says its masks are not the model's
         return inputs
     named = {name: processed[name] for name in _OUTPUT_MASKS if name in processed and name in _MASKS
              and name in parameters}
@@ -198,6 +230,7 @@ def features_per_sound(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor
     encoder's output lengths of the mask (:func:`_output_lengths`), else 0."""
     import torch
 
+    model = forward_model(model)
     method = _feature_method(model, list(inputs))
     if method is None:
         counted = _output_lengths(model, inputs)
@@ -230,7 +263,7 @@ def _in_vocabulary(model: PreTrainedModel, ids: Sequence[int]) -> list[int]:
     """``ids`` folded into the model's input vocabulary when it is smaller than the tiny tokenizer's (a
     text-to-speech model's character or phoneme table), above the special ids."""
     try:
-        embeddings = model.get_input_embeddings()
+        embeddings = forward_model(model).get_input_embeddings()
     except (AttributeError, NotImplementedError):  # a model without one input table
         embeddings = None
     size = getattr(embeddings, "num_embeddings", None)
@@ -254,8 +287,10 @@ def batch_inputs(model: PreTrainedModel, load_class: str, feature_extractor: Fea
                  length: int = 0) -> dict[str, torch.Tensor]:
     """The forward inputs of ``rows`` for ``model`` (on the CPU; see the module docstring), text left-padded to at
     least ``length``; each row's text is cut to :data:`TEXT_TOKENS` tokens. ``embeddings`` gives each row's
-    audio embedding count (default: :func:`features_per_sound`)."""
-    parameters = _parameters(model.forward)
+    audio embedding count (default: :func:`features_per_sound`). A composite without a ``forward`` gets the inputs of
+    its :func:`forward_model`."""
+    model_type = model.config.model_type
+    parameters = _parameters(forward_model(model).forward)
     inputs: dict[str, torch.Tensor] = {}
     encoded = [tokenizer.encode(row.text, add_special_tokens=False) for row in rows]
     texts = [_in_vocabulary(model, ids[: min(TEXT_TOKENS, *(len(ids) for ids in encoded))]) for ids in encoded]
@@ -264,18 +299,35 @@ def batch_inputs(model: PreTrainedModel, load_class: str, feature_extractor: Fea
                           "running it on text alone would test no audio")
     if feature_extractor is not None and listens(model, load_class):
         inputs.update(sound_inputs(model, feature_extractor, [row.sound for row in rows]))  # type: ignore[misc]
-        if _is_encoder_decoder(model):
+        if _is_encoder_decoder(forward_model(model)):
             ids, mask = _padded(texts, length)
             inputs.update(decoder_input_ids=ids, decoder_attention_mask=mask)
+        elif audio_recipe(model_type).streams:  # one prompt token per audio embedding: the row's text, repeated
+            counts = features_per_sound(model, inputs) if embeddings is None else embeddings
+            ids, mask = _padded([[text[index % len(text)] for index in range(count)]
+                                 for text, count in zip(texts, counts, strict=True)], length)
+            inputs.update(input_ids=ids, attention_mask=mask)
         else:
-            tokens = audio_tokens(model.config)
+            tokens = audio_tokens(forward_model(model).config)
             counts = features_per_sound(model, inputs) if embeddings is None else embeddings
             ids, mask = _padded([_prompt(tokenizer, f"{QUESTION} {row.text}", tokens.block(count))
                                  for row, count in zip(rows, counts, strict=True)], length)
             inputs.update(input_ids=ids, attention_mask=mask)
     else:
-        layout = audio_recipe(model.config.model_type).code_labels
+        layout = audio_recipe(model_type).code_labels
         ids, mask = _padded([[*text, *prompt_end(model, layout)] for text in texts], length)
         inputs.update(input_ids=ids, attention_mask=mask)
+        if audio_recipe(model_type).text_and_codes:  # each position's text id, then its audio codes
+            import torch
+
+            inputs["input_ids"] = torch.cat([ids[..., None], code_frames(ids, *codebook_shape(model.config))], -1)
+            if feature_extractor is None:
+                raise LookupError(f"{type(model).__name__} encodes a sound in generate, and its feature extractor "
+                                  "cannot be built here")
+            rate = getattr(feature_extractor, "sampling_rate", None)
+            output = feature_extractor([row.sound for row in rows], sampling_rate=rate,  # type: ignore[operator]
+                                       return_tensors="pt")
+            inputs[GENERATE_ONLY] = output[GENERATE_ONLY].float()  # its generate reads it; its forward does not
         inputs.update(decoder_codes(model, ids, layout))
-    return {key: value for key, value in inputs.items() if key in parameters}
+    kept = {*parameters, *([GENERATE_ONLY] if audio_recipe(model_type).text_and_codes else [])}
+    return {key: value for key, value in inputs.items() if key in kept}

@@ -8,6 +8,14 @@ every floating output it returns (a waveform, a spectrogram, per-codebook logits
 ``generate`` returns (a waveform, audio codes, a spectrogram) by name, compared with the CPU's within tolerance.
 A model whose ``forward`` takes no ``labels``, or refuses them, has no training loss. Every forward pass and
 generation starts from ``torch.manual_seed(SEED)``.
+
+A composite without a ``forward`` of its own (BarkModel, the Qwen omni models: their ``generate`` runs sub-models one
+after another) is run through what it has: its forward pass is that of the sub-model that reads the prompt
+(:func:`~.inputs.forward_model`: Bark's semantic model, the omni models' thinker with the sound); a listening one
+writes tokens with that sub-model's greedy decoding (what the composite's ``generate`` runs first, and all it runs
+when asked for text alone); a speaking one (Bark) makes its waveform with the composite's own ``generate``, each
+sub-model as long and as greedy as its generation config says (a keyword such as ``max_new_tokens`` would go to every
+sub-model, and the coarse one sets its own). It computes no training loss (no ``forward`` takes ``labels``).
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_audio import audio_recipe
-from hf_neuron.tiny.audio.inputs import listens
+from hf_neuron.tiny.audio.inputs import GENERATE_ONLY, forward_model, has_forward, listens
 from hf_neuron.tiny.audio.labels import code_labels
 from hf_neuron.tiny.groups import Decoding
 from hf_neuron.tiny.transformers import outputs as text_outputs
@@ -69,10 +77,24 @@ def floating_outputs(output: Any, name: str = "output") -> dict[str, torch.Tenso
     return {}
 
 
+def _forward_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``inputs`` without what only ``generate`` reads (a ``text_and_codes`` model's sound)."""
+    if audio_recipe(model.config.model_type).text_and_codes:
+        return {key: value for key, value in inputs.items() if key != GENERATE_ONLY}
+    return dict(inputs)
+
+
 def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The outputs one forward pass compares, without gradients (see the module docstring)."""
     import torch
 
+    base = _base(model)
+    if not has_forward(base):
+        if base is not model:  # compiling the composite compiles nothing that runs
+            raise TypeError(f"{type(base).__name__} has no forward to compile: its sub-models run one after another "
+                            "in generate")
+        model = forward_model(base)
+    inputs = _forward_inputs(base, inputs)
     torch.manual_seed(SEED)
     with torch.no_grad():
         found = floating_outputs(model(**inputs))
@@ -83,15 +105,24 @@ def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
 
 def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
            **generate_kwargs: Any) -> Decoding:
-    """Greedy transcription for a model that writes tokens; else ``generate``'s output (at most ``new_tokens`` steps
-    where it decodes step by step), by name."""
+    """Greedy transcription for a model that writes tokens (in ``compat/tiny_audio.toml``: one whose ``input_ids``
+    hold audio codes, ``text_and_codes``, from its sound alone; a streaming one, ``streams``, from its prompt without
+    the last ``new_tokens`` positions: it writes one token per audio embedding after them); else ``generate``'s
+    output (at most ``new_tokens`` steps where it decodes step by step), by name."""
     import torch
 
     torch.manual_seed(SEED)
+    if audio_recipe(_base(model).config.model_type).text_and_codes:  # generate encodes the sound itself
+        return text_outputs.greedy_decoding(model, {GENERATE_ONLY: inputs[GENERATE_ONLY]}, new_tokens,
+                                            **generate_kwargs)
     if writes_tokens(model):
-        return text_outputs.greedy_decoding(model, inputs, new_tokens, **generate_kwargs)
+        writer = model if has_forward(_base(model)) else forward_model(_base(model))
+        if audio_recipe(_base(model).config.model_type).streams:  # the sound's last embeddings are generate's
+            inputs = {**inputs, **{key: inputs[key][:, :-new_tokens] for key in ("input_ids", "attention_mask")
+                                   if key in inputs}}
+        return text_outputs.greedy_decoding(writer, inputs, new_tokens, **generate_kwargs)
     start = generation_inputs(inputs)
-    if getattr(model, "generation_config", None) is not None:  # it decodes step by step
+    if getattr(model, "generation_config", None) is not None and has_forward(_base(model)):  # it decodes step by step
         generate_kwargs = {"max_new_tokens": new_tokens, "do_sample": False, **generate_kwargs}
     with torch.no_grad():
         output = model.generate(**start, **generate_kwargs)  # type: ignore[operator]
@@ -106,9 +137,11 @@ def training_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
     """The forward inputs with the prompt as ``labels``; for a model whose loss takes audio codes
     (``code_labels`` in ``compat/tiny_audio.toml``), with target code frames of its codebook shape instead
     (:func:`hf_neuron.tiny.audio.labels.code_labels`)."""
-    layout = audio_recipe(_base(model).config.model_type).code_labels
-    if layout is not None:
-        return code_labels(model, inputs, layout)
+    recipe = audio_recipe(_base(model).config.model_type)
+    if recipe.text_and_codes:  # the text column of input_ids: the codes are the sound's, not what it writes
+        return {**_forward_inputs(_base(model), inputs), "labels": inputs["input_ids"][..., 0]}
+    if recipe.code_labels is not None:
+        return code_labels(model, inputs, recipe.code_labels)
     return text_outputs.training_inputs(model, inputs)
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
     from transformers.feature_extraction_utils import FeatureExtractionMixin
 
-__all__ = ["inputs_for", "row_texts", "sample_ids", "sample_rows"]
+__all__ = ["inputs_for", "row_texts", "sample_ids", "sample_rows", "text_ids"]
 
 _WORDS = " ".join(TEXTS).split()
 
@@ -70,6 +70,12 @@ def _parts(model_type: str, checkpoint: Path) -> tuple[FeatureExtractionMixin | 
     return load_feature_extractor(model_type, checkpoint), AutoTokenizer.from_pretrained(checkpoint)
 
 
+def text_ids(input_ids: torch.Tensor) -> torch.Tensor:
+    """The text ids of a prompt: ``input_ids`` itself, or its first column when each position also holds audio codes
+    (``(batch, sequence, 1 + codebooks)``: ``text_and_codes`` in ``compat/tiny_audio.toml``)."""
+    return input_ids[..., 0] if input_ids.dim() == 3 else input_ids
+
+
 def _unpadded(ids: torch.Tensor) -> tuple[int, ...]:
     values = ids.tolist()
     start = next((index for index, value in enumerate(values) if value != PAD_TOKEN_ID), len(values))
@@ -91,26 +97,31 @@ def sample_ids(model_type: str, checkpoint: Path, model: PreTrainedModel, rows: 
     made = sample_rows(model_type, feature_extractor, model.config, rows, seed)
     embeddings = _embeddings(model, model_type, feature_extractor, made)
     load_class = generative_types()[model_type].auto_class
-    input_ids = prompt_of(batch_inputs(model, load_class, feature_extractor, tokenizer, made, embeddings=embeddings))
+    input_ids = text_ids(prompt_of(batch_inputs(model, load_class, feature_extractor, tokenizer, made,
+                                                embeddings=embeddings)))
     for ids, row, count in zip(input_ids, made, embeddings, strict=True):
         _MADE[_unpadded(ids)] = _Made(model_type, checkpoint, row, count)
     return input_ids
+
+
+def _entries(input_ids: torch.Tensor) -> list[_Made]:
+    made = [_MADE.get(_unpadded(ids)) for ids in text_ids(input_ids).cpu()]
+    if not made or any(entry is None for entry in made):
+        raise LookupError("these token ids were not made by the audio sample_ids of this process: an audio model "
+                          "needs the sounds behind its prompts")
+    return [entry for entry in made if entry is not None]
 
 
 def inputs_for(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, torch.Tensor]:
     """The full inputs of rows that :func:`sample_ids` made, on ``model``'s device, floating inputs in its dtype."""
     import torch
 
-    made = [_MADE.get(_unpadded(ids)) for ids in input_ids.cpu()]
-    if not made or any(entry is None for entry in made):
-        raise LookupError("these token ids were not made by the audio sample_ids of this process: an audio model "
-                          "needs the sounds behind its prompts")
-    entries = [entry for entry in made if entry is not None]
+    entries = _entries(input_ids)
     feature_extractor, tokenizer = _parts(entries[0].model_type, entries[0].checkpoint)
     load_class = generative_types()[entries[0].model_type].auto_class
     inputs = batch_inputs(model, load_class, feature_extractor, tokenizer, [entry.row for entry in entries],
                           embeddings=[entry.embeddings for entry in entries], length=input_ids.shape[1])
-    if not torch.equal(prompt_of(inputs), input_ids.cpu()):
+    if not torch.equal(text_ids(prompt_of(inputs)), text_ids(input_ids).cpu()):
         raise AssertionError("the audio inputs rebuilt for these rows do not give back their token ids")
     return {key: value.to(model.device, model.dtype) if value.is_floating_point() else value.to(model.device)
             for key, value in inputs.items()}
