@@ -153,8 +153,8 @@ ALLOWED: dict[str, set[str]] = {
     "testing": {"testing", "backends", "errors", "import_hooks", "patches", "vocabulary"},
     # libraries' own test suites on neuron: the matrix's capture of failures, environment block and record writer,
     # the compat lists (tests not applicable, Hub stand-ins), the tiny builders of the stand-ins, the device plug-ins
-    # it hands to the test runs
-    "upstream": {"upstream", "matrix", "compat", "tiny", "testing", "errors", "vocabulary"},
+    # it hands to the test runs, and the settings that say where each library's tests come from (--configured)
+    "upstream": {"upstream", "matrix", "compat", "tiny", "testing", "settings", "errors", "vocabulary"},
 }
 #: Modules the report may read although their part is not in its list (schemas and pure functions of records).
 _READABLE = (["upstream", "records"], ["upstream", "summary"])
