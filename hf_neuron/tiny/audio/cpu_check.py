@@ -3,10 +3,8 @@ matrix's rows (sounds, text) gives finite outputs, and generation runs. Never ra
 
 from __future__ import annotations
 
-import time
-
 from hf_neuron.tiny.groups import CpuCheck
-from hf_neuron.tiny.transformers.cpu_check import Stage, describe
+from hf_neuron.tiny.transformers.cpu_check import CheckProgress, Stage, staged_check
 
 __all__ = ["check_audio_model"]
 
@@ -27,23 +25,21 @@ def check_audio_model(model_type: str, *, until: Stage = "generate", batch: int 
     from hf_neuron.tiny.transformers.model_types import generative_types
     from hf_neuron.tiny.transformers.models import build_model
 
-    start = time.perf_counter()
-    stage, parameters, tiny = "config", 0, None
-    try:
+    def body(progress: CheckProgress) -> None:
         config = tiny_config(model_type)
-        stage = "build"
+        progress.stage = "build"
         model = build_model(model_type, config=config)
         apply_generation_config(model)
-        parameters = sum(p.numel() for p in model.parameters())
+        progress.parameters = parameters = sum(p.numel() for p in model.parameters())
         try:
             feature_extractor = tiny_feature_extractor(model_type, config)
         except (FeatureExtractorUnavailableError, ImportError) as why:
-            feature_extractor, tiny = None, f"{parameters} parameters, no feature extractor ({why})"
+            feature_extractor, progress.tiny = None, f"{parameters} parameters, no feature extractor ({why})"
         else:
-            tiny = f"{parameters} parameters, {type(feature_extractor).__name__}"
+            progress.tiny = f"{parameters} parameters, {type(feature_extractor).__name__}"
         reviewed = audio_recipe(model_type)
         if until in ("forward", "generate"):
-            stage = "forward"
+            progress.stage = "forward"
             if not reviewed.runs:
                 raise RuntimeError(reviewed.reason)
             rows = sample_rows(model_type, feature_extractor, config, batch)
@@ -54,8 +50,7 @@ def check_audio_model(model_type: str, *, until: Stage = "generate", batch: int 
             if bad:
                 raise AssertionError(f"forward outputs {bad} are not finite")
         if until == "generate" and callable(getattr(model, "generate", None)):  # decoding applies to it
-            stage = "generate"
+            progress.stage = "generate"
             decode(model, inputs, 4)
-    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
-        return CpuCheck(model_type, stage, describe(error), parameters, time.perf_counter() - start, tiny)
-    return CpuCheck(model_type, "ok", None, parameters, time.perf_counter() - start, tiny)
+
+    return staged_check(model_type, body)
