@@ -3,6 +3,7 @@ the tiny model, and a listening model that is never run on text alone."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -316,3 +317,25 @@ def test_a_model_that_reads_text_and_codes_gets_both_and_generates_from_its_soun
     bad.write_text(f'[{name}]\nreason = "r"\ntext_and_codes = 1\n')
     with pytest.raises(DataFileError, match="text_and_codes"):
         load_audio(bad)
+
+
+def test_pop2piano_hears_log_mel_features_of_its_width_and_conditions_on_a_composer() -> None:
+    from hf_neuron.tiny.audio.checkpoint import apply_generation_config
+    from hf_neuron.tiny.audio.outputs import decode, forward_outputs
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    config = tiny_config("pop2piano")
+    model = build_model("pop2piano", config=config)
+    extractor = tiny_feature_extractor("pop2piano", config)
+    rows = sample_rows("pop2piano", extractor, config, 2)
+    inputs = batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(), rows)
+    features = inputs["input_features"]
+    assert features.shape[0] == 2 and features.shape[2] == config.d_model, "its encoder reads them as embeddings"
+    assert torch.isfinite(forward_outputs(model, inputs)["logits"]).all()
+    reversed_rows = [dataclasses.replace(row, sound=row.sound[::-1].copy()) for row in rows]  # another sound
+    assert not torch.equal(batch_inputs(model, "AutoModelForSpeechSeq2Seq", extractor, tiny_tokenizer(),
+                                        reversed_rows)["input_features"], features), "the features are the sound's"
+    with pytest.raises(ValueError, match="composer_to_feature_token"):  # the model's config maps no composer
+        decode(model, inputs, 4)
+    apply_generation_config(model)
+    assert decode(model, inputs, 4).tokens.shape == (2, 4)
