@@ -37,7 +37,10 @@ def test_the_audio_group_claims_the_speech_types_and_leaves_image_text_its_own()
 
 def test_the_reviewed_data_is_read_and_checked(tmp_path: Path) -> None:
     assert audio_recipe("speech-encoder-decoder").feature_extractor == "Wav2Vec2FeatureExtractor"
-    assert not audio_recipe("pop2piano").runs and audio_recipe("pop2piano").gap == "inputs"
+    assert audio_recipe("pop2piano").feature_extractor == "Speech2TextFeatureExtractor"
+    reviewed = tmp_path / "reviewed.toml"
+    reviewed.write_text('[pop2piano]\nreason = "r"\nruns = false\ngap = "inputs"\n')
+    assert not load_audio(reviewed)["pop2piano"].runs and load_audio(reviewed)["pop2piano"].gap == "inputs"
     assert audio_recipe("whisper").seconds == SECONDS and audio_recipe("whisper").runs
     bad = tmp_path / "tiny_audio.toml"
     bad.write_text('[whisper]\nreason = "r"\nseconds = 0\n')
