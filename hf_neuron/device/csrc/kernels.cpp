@@ -544,9 +544,7 @@ class FallbackCall {
       }
     }
     at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
-    if (settings().trainium_dispatch && !in_compiled_graph && !returns_view() &&
-        result.strides() != c10::IntArrayRef(c10::contiguous_strides(result.sizes())) &&
-        native_on_trainium(c10::toString(op_.schema().operator_name()))) {
+    if (settings().trainium_dispatch && !in_compiled_graph && !returns_view()) {
       // The real backend allocates a native kernel's results from their shape and dtype: contiguous strides,
       // whatever the layout the CPU kernel chose (a channels-last convolution, an add that follows a transposed
       // input), down to the strides of size-1 dimensions, which ATen reads to suggest a memory format (a (N, C, 1, 1)
@@ -554,8 +552,11 @@ class FallbackCall {
       // compiled graph: the Neuron compiler lays out a graph's values itself, and a graph run operator by operator
       // relies on the strides it was traced with (a `.contiguous()` the trace found a no-op is gone from it).
       const c10::DimVector strides = c10::contiguous_strides(result.sizes());
-      result = result.is_contiguous() ? result.as_strided(result.sizes(), strides, result.storage_offset())
-                                      : result.contiguous();
+      if (result.strides() != c10::IntArrayRef(strides) &&
+          native_on_trainium(c10::toString(op_.schema().operator_name()))) {
+        result = result.is_contiguous() ? result.as_strided(result.sizes(), strides, result.storage_offset())
+                                        : result.contiguous();
+      }
     }
     adopted_.push_back({adopt_cpu_storage(result.storage(), device_), result.storage()});
     return tensor_over(adopted_.back().device, result, kNeuronKey);
