@@ -1,8 +1,12 @@
-// The kernels a backend must own (allocation, views, copies, resize) and the boxed fallback that runs every
-// other operator with the CPU kernel on aliases of device memory (zero copy).
+// The kernels a backend must own (allocation, views, copies, resize), the boxed fallback that runs every other
+// operator with the CPU kernel on aliases of device memory (zero copy), and direct kernels that do the same for the
+// hottest operators without boxing their arguments.
 #include "neuron.h"
 
+#include <ATen/CPUFunctions.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/Operators.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/_to_copy_native.h>
@@ -14,7 +18,9 @@
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace hf_neuron {
 namespace {
@@ -68,14 +74,17 @@ at::Tensor tensor_over(c10::Storage storage, const at::Tensor& like, c10::Dispat
   return out;
 }
 
-// A CPU storage over the memory of a device storage, keeping the device storage alive.
+// A CPU storage over the memory of a device storage, keeping the device storage alive (its reference, held by the
+// CPU storage's data pointer).
 void release_storage_ref(void* context) {
-  delete static_cast<c10::Storage*>(context);
+  c10::raw::intrusive_ptr::decref(static_cast<c10::StorageImpl*>(context));
 }
 
 c10::Storage cpu_alias_storage(const c10::Storage& device_storage) {
   void* data = const_cast<void*>(device_storage.data());
-  c10::DataPtr data_ptr(data, new c10::Storage(device_storage), &release_storage_ref, c10::Device(c10::kCPU));
+  c10::StorageImpl* owner = device_storage.unsafeGetStorageImpl();
+  c10::raw::intrusive_ptr::incref(owner);
+  c10::DataPtr data_ptr(data, owner, &release_storage_ref, c10::Device(c10::kCPU));
   return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), device_storage.nbytes(), std::move(data_ptr), c10::GetCPUAllocator(),
       /*resizable=*/true));
@@ -285,6 +294,63 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 
 thread_local bool in_compiled_graph = false;
 
+// Trainium computes 64-bit types in 32 bits: `t` rounded through its 32-bit type (itself when it is not 64-bit). A
+// Python number stays one (`is_wrapped_number`): type promotion treats it as weaker than any tensor, so an int64
+// tensor + 0.5 is float32, not float64. A zero-dim CPU tensor (a Python number, mostly) is rounded by value, without
+// dispatching the two conversions.
+at::Tensor narrowed(const at::Tensor& t) {
+  if (!t.defined() || (t.scalar_type() != c10::kDouble && t.scalar_type() != c10::kLong)) {
+    return t;
+  }
+  const bool is_double = t.scalar_type() == c10::kDouble;
+  at::Tensor result;
+  if (t.dim() == 0 && t.device().is_cpu() && !t.is_neg() && !t._is_zerotensor()) {
+    const void* data = t.const_data_ptr();
+    if (is_double) {
+      const double value = *static_cast<const double*>(data);
+      const double rounded = static_cast<double>(static_cast<float>(value));
+      if (rounded == value || value != value) {
+        return t;
+      }
+      result = at::detail::scalar_tensor_static(rounded, c10::kDouble, c10::Device(c10::kCPU));
+    } else {
+      const int64_t value = *static_cast<const int64_t*>(data);
+      const auto rounded = static_cast<int64_t>(static_cast<int32_t>(value));
+      if (rounded == value) {
+        return t;
+      }
+      result = at::detail::scalar_tensor_static(rounded, c10::kLong, c10::Device(c10::kCPU));
+    }
+  } else {
+    result = t.to(is_double ? c10::kFloat : c10::kInt).to(t.scalar_type());
+  }
+  if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
+    result.unsafeGetTensorImpl()->set_wrapped_number(true);
+  }
+  return result;
+}
+
+// The layout the real backend gives a kernel's new (not a view's) result, on its dispatch routes: a native kernel's
+// result is allocated from its shape and dtype, with contiguous strides, whatever the layout the CPU kernel chose (a
+// channels-last convolution, an add that follows a transposed input), down to the strides of size-1 dimensions,
+// which ATen reads to suggest a memory format (a (N, C, 1, 1) result with channels-last strides is contiguous, yet
+// suggests channels-last to what views it). Not in a compiled graph: the Neuron compiler lays out a graph's values
+// itself, and a graph run operator by operator relies on the strides it was traced with (a `.contiguous()` the trace
+// found a no-op is gone from it). `is_native()` tells whether the operator is native on Trainium (asked only when the
+// strides differ).
+template <typename IsNative>
+at::Tensor backend_layout(at::Tensor result, const IsNative& is_native) {
+  if (!settings().trainium_dispatch || in_compiled_graph) {
+    return result;
+  }
+  const c10::DimVector strides = c10::contiguous_strides(result.sizes());
+  if (result.strides() == c10::IntArrayRef(strides) || !is_native()) {
+    return result;
+  }
+  return result.is_contiguous() ? result.as_strided(result.sizes(), strides, result.storage_offset())
+                                : result.contiguous();
+}
+
 // ---- the boxed CPU fallback ----------------------------------------------------------------------
 // One call of an operator without a neuron kernel: its device tensors become CPU tensors over the same
 // memory, the CPU kernel runs, and its results become device tensors again.
@@ -468,20 +534,6 @@ class FallbackCall {
     }
   }
 
-  // A Python number stays one (`is_wrapped_number`): type promotion treats it as weaker than any tensor, so an
-  // int64 tensor + 0.5 is float32, not float64.
-  static at::Tensor narrowed(const at::Tensor& t) {
-    if (!t.defined() || (t.scalar_type() != c10::kDouble && t.scalar_type() != c10::kLong)) {
-      return t;
-    }
-    const bool is_double = t.scalar_type() == c10::kDouble;
-    at::Tensor result = t.to(is_double ? c10::kFloat : c10::kInt).to(t.scalar_type());
-    if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
-      result.unsafeGetTensorImpl()->set_wrapped_number(true);
-    }
-    return result;
-  }
-
   // The kernel wrote into `cpu`: make the caller's device tensor show the result, including any resize.
   void write_back(Converted& converted) {
     if (settings().narrow_64bit) {
@@ -544,19 +596,10 @@ class FallbackCall {
       }
     }
     at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
-    if (settings().trainium_dispatch && !in_compiled_graph && !returns_view()) {
-      // The real backend allocates a native kernel's results from their shape and dtype: contiguous strides,
-      // whatever the layout the CPU kernel chose (a channels-last convolution, an add that follows a transposed
-      // input), down to the strides of size-1 dimensions, which ATen reads to suggest a memory format (a (N, C, 1, 1)
-      // result with channels-last strides is contiguous, yet suggests channels-last to what views it). Not in a
-      // compiled graph: the Neuron compiler lays out a graph's values itself, and a graph run operator by operator
-      // relies on the strides it was traced with (a `.contiguous()` the trace found a no-op is gone from it).
-      const c10::DimVector strides = c10::contiguous_strides(result.sizes());
-      if (result.strides() != c10::IntArrayRef(strides) &&
-          native_on_trainium(c10::toString(op_.schema().operator_name()))) {
-        result = result.is_contiguous() ? result.as_strided(result.sizes(), strides, result.storage_offset())
-                                        : result.contiguous();
-      }
+    if (!returns_view()) {
+      result = backend_layout(std::move(result), [this] {
+        return native_on_trainium(c10::toString(op_.schema().operator_name()));
+      });
     }
     adopted_.push_back({adopt_cpu_storage(result.storage(), device_), result.storage()});
     return tensor_over(adopted_.back().device, result, kNeuronKey);
@@ -591,6 +634,162 @@ class FallbackCall {
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   FallbackCall call(op, stack);
   call.run();
+}
+
+// ---- direct kernels --------------------------------------------------------------------------------
+// The hottest operators of a model (a tiny Llama's forward is two thirds mul, add, mm and cat) run as the boxed
+// fallback runs them, with the CPU kernel on aliases of device memory, but unboxed: the CPU kernel is called directly
+// (`at::cpu::`), no stack of IValues is built and no schema is walked. A call takes this path only when it needs none
+// of the fallback's general handling — every tensor a dense device tensor of one device (or a zero-dim CPU tensor,
+// a Python number), none complex (complex calls fall back on Trainium: the fallback logs them so), no 64-bit device
+// tensor under 64-bit narrowing, no copy-aliasing; any other call is handed to the boxed fallback, unchanged. What
+// the call logs, the memory it accounts and the layout of its result are the fallback's.
+class DirectCall {
+ public:
+  bool admit(const at::Tensor& t) {
+    if (!t.defined()) {
+      return false;
+    }
+    if (t.device().type() != kNeuron) {
+      return t.dim() == 0 && t.device().is_cpu() && !t.is_complex();
+    }
+    if (device_ < 0) {
+      device_ = t.device().index();
+    }
+    const auto dtype = t.scalar_type();
+    return t.device().index() == device_ && t.layout() == c10::kStrided && !t.is_complex() && !t.is_neg() &&
+           !t._is_zerotensor() && !(settings().narrow_64bit && (dtype == c10::kDouble || dtype == c10::kLong));
+  }
+
+  bool admit(const at::ITensorListRef& tensors) {
+    for (const at::Tensor& t : tensors) {
+      if (!admit(t)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Arguments that hold no tensor pass as they are (another type fails to compile, rather than passing unconverted).
+  template <typename T>
+  bool admit(const T& /*value*/) {
+    static_assert(is_plain<T>, "a direct kernel takes tensors, tensor lists and these plain argument types only");
+    return true;
+  }
+
+  // Whether some tensor was on the device (a call of CPU scalars only is not the device's to run).
+  bool on_device() const {
+    return device_ >= 0 && !settings().copy_aliasing;
+  }
+
+  at::Tensor cpu(const at::Tensor& t) const {
+    if (t.device().type() != kNeuron) {
+      return settings().narrow_64bit ? narrowed(t) : t;
+    }
+    return tensor_over(cpu_alias_storage(t.storage()), t, c10::DispatchKey::CPU);
+  }
+
+  std::vector<at::Tensor> cpu(const at::ITensorListRef& tensors) const {
+    std::vector<at::Tensor> out;
+    out.reserve(tensors.size());
+    for (const at::Tensor& t : tensors) {
+      out.push_back(cpu(t));
+    }
+    return out;
+  }
+
+  template <typename T>
+  const T& cpu(const T& value) const {
+    return value;
+  }
+
+  // The CPU kernel's new result as a device tensor: the fallback's rules for a native operator's result.
+  at::Tensor result(const at::Tensor& t) const {
+    at::Tensor result = backend_layout(settings().narrow_64bit ? narrowed(t) : t, [] { return true; });
+    return tensor_over(adopt_cpu_storage(result.storage(), device_), result, kNeuronKey);
+  }
+
+ private:
+  template <typename T>
+  static constexpr bool is_plain = std::is_same_v<T, at::Scalar> || std::is_same_v<T, int64_t> ||
+                                   std::is_same_v<T, bool> || std::is_same_v<T, double> ||
+                                   std::is_same_v<T, c10::string_view> || std::is_same_v<T, c10::ScalarType> ||
+                                   std::is_same_v<T, at::OptionalIntArrayRef> ||
+                                   std::is_same_v<T, std::optional<c10::ScalarType>>;
+  c10::DeviceIndex device_ = -1;
+};
+
+// `Op` (an `at::_ops` operator) with `cpu_kernel`, its CPU kernel (`at::cpu::`), as a direct kernel.
+template <class Op, class Schema, Schema* cpu_kernel>
+struct Direct;
+
+template <class Op, class... Args, at::Tensor (*cpu_kernel)(Args...)>
+struct Direct<Op, at::Tensor(Args...), cpu_kernel> {
+  static std::string name() {
+    const std::string overload = Op::overload_name;
+    return std::string(Op::name) + (overload.empty() ? "" : "." + overload);
+  }
+
+  static at::Tensor call(Args... args) {
+    DirectCall direct;
+    if (!(direct.admit(args) && ...) || !direct.on_device()) {
+      static const c10::OperatorHandle op =
+          c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
+      return c10::impl::BoxedKernelWrapper<at::Tensor(Args...)>::call(
+          c10::BoxedKernel::makeFromFunction<&cpu_fallback>(), op, c10::DispatchKeySet(), args...);
+    }
+    if (settings().op_log) {
+      static const std::string logged = name();
+      record_named(logged.c_str());
+    }
+    DeviceKernelScope own_work;  // what the CPU kernel dispatches is this call's own work, not the model's
+    return direct.result(cpu_kernel(direct.cpu(args)...));
+  }
+};
+
+// A direct kernel's name (as the dispatcher spells it) and how to register it on a library.
+struct DirectKernel {
+  std::string name;
+  void (*impl)(torch::Library& library, const char* name);
+};
+
+template <class Op, typename Op::schema* cpu_kernel>
+DirectKernel direct() {
+  using Kernel = Direct<Op, typename Op::schema, cpu_kernel>;
+  return {Kernel::name(), [](torch::Library& library, const char* name) {
+            library.impl(name, TORCH_FN(Kernel::call));
+          }};
+}
+
+// The operators with a direct kernel: the hottest of tiny models' forward and backward passes (counted with the
+// operator log), each a structured CPU kernel.
+const std::vector<DirectKernel>& direct_kernels() {
+  static const std::vector<DirectKernel> kernels = {
+      direct<ATEN_OP2(add, Tensor), &at::cpu::add>(),
+      direct<ATEN_OP2(sub, Tensor), &at::cpu::sub>(),
+      direct<ATEN_OP2(mul, Tensor), &at::cpu::mul>(),
+      direct<ATEN_OP2(div, Tensor), &at::cpu::div>(),
+      direct<ATEN_OP(mm), &at::cpu::mm>(),
+      direct<ATEN_OP(bmm), &at::cpu::bmm>(),
+      direct<ATEN_OP(addmm), &at::cpu::addmm>(),
+      direct<ATEN_OP(cat), &at::cpu::cat>(),
+      direct<ATEN_OP(neg), &at::cpu::neg>(),
+      direct<ATEN_OP(rsqrt), &at::cpu::rsqrt>(),
+      direct<ATEN_OP(silu), &at::cpu::silu>(),
+      direct<ATEN_OP2(pow, Tensor_Scalar), &at::cpu::pow>(),
+      direct<ATEN_OP2(mean, dim), &at::cpu::mean>(),
+      direct<ATEN_OP2(sum, dim_IntList), &at::cpu::sum>(),
+      direct<ATEN_OP(_softmax), &at::cpu::_softmax>(),
+      direct<ATEN_OP(exp), &at::cpu::exp>(),
+      direct<ATEN_OP(tanh), &at::cpu::tanh>(),
+      direct<ATEN_OP(sigmoid), &at::cpu::sigmoid>(),
+      direct<ATEN_OP(gelu), &at::cpu::gelu>(),
+      direct<ATEN_OP(silu_backward), &at::cpu::silu_backward>(),
+      direct<ATEN_OP(gelu_backward), &at::cpu::gelu_backward>(),
+      direct<ATEN_OP(_softmax_backward_data), &at::cpu::_softmax_backward_data>(),
+      direct<ATEN_OP(threshold_backward), &at::cpu::threshold_backward>(),
+  };
+  return kernels;
 }
 
 void refuse_layout(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) {
@@ -640,7 +839,14 @@ int route_cpu_kernels() {
       continue;
     }
     const std::string short_name = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
-    library->impl(short_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+    const auto& kernels = direct_kernels();
+    const std::string full_name = c10::toString(name);
+    const auto found = std::find_if(kernels.begin(), kernels.end(), [&](const auto& k) { return k.name == full_name; });
+    if (found != kernels.end()) {
+      found->impl(*library, short_name.c_str());
+    } else {
+      library->impl(short_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+    }
     ++routed;
   }
   if (settings().trainium_dispatch) {
