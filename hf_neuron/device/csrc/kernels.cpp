@@ -294,12 +294,17 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 
 thread_local bool in_compiled_graph = false;
 
+// The types Trainium computes in 32 bits.
+bool is_64bit(c10::ScalarType dtype) {
+  return dtype == c10::kDouble || dtype == c10::kLong;
+}
+
 // Trainium computes 64-bit types in 32 bits: `t` rounded through its 32-bit type (itself when it is not 64-bit). A
 // Python number stays one (`is_wrapped_number`): type promotion treats it as weaker than any tensor, so an int64
 // tensor + 0.5 is float32, not float64. A zero-dim CPU tensor (a Python number, mostly) is rounded by value, without
 // dispatching the two conversions.
 at::Tensor narrowed(const at::Tensor& t) {
-  if (!t.defined() || (t.scalar_type() != c10::kDouble && t.scalar_type() != c10::kLong)) {
+  if (!t.defined() || !is_64bit(t.scalar_type())) {
     return t;
   }
   const bool is_double = t.scalar_type() == c10::kDouble;
@@ -656,9 +661,8 @@ class DirectCall {
     if (device_ < 0) {
       device_ = t.device().index();
     }
-    const auto dtype = t.scalar_type();
     return t.device().index() == device_ && t.layout() == c10::kStrided && !t.is_complex() && !t.is_neg() &&
-           !t._is_zerotensor() && !(settings().narrow_64bit && (dtype == c10::kDouble || dtype == c10::kLong));
+           !t._is_zerotensor() && !(settings().narrow_64bit && is_64bit(t.scalar_type()));
   }
 
   bool admit(const at::ITensorListRef& tensors) {
@@ -725,9 +729,9 @@ struct Direct;
 
 template <class Op, class... Args, at::Tensor (*cpu_kernel)(Args...)>
 struct Direct<Op, at::Tensor(Args...), cpu_kernel> {
+  // As the dispatcher spells it (`aten::mul.Tensor`), as the operator log and trainium_ops.toml name it.
   static std::string name() {
-    const std::string overload = Op::overload_name;
-    return std::string(Op::name) + (overload.empty() ? "" : "." + overload);
+    return c10::toString(c10::OperatorName(Op::name, Op::overload_name));
   }
 
   static at::Tensor call(Args... args) {
