@@ -131,6 +131,26 @@ def test_the_allocation_honours_channels_last_and_the_user_requests_refuse_it() 
     assert result.stdout.split("\n")[:4] == ["(48, 1, 12, 3) True True True", "refused", "refused", "refused"]
 
 
+def test_a_compiled_group_norm_of_a_permuted_input_runs_under_the_trainium_routes() -> None:
+    """TorchNeuron has no native_group_norm: eagerly its ATen composite runs on the device and views its input. In a
+    graph the trace keeps a permuted (channels-last) input as it is (UNetMotionModel, UNet2DModel), which that view
+    refuses, while the Neuron compiler lowers the operator itself: the backend decomposes it while tracing
+    (``TRACE_DECOMPOSED``), so the graph's reshapes follow the traced strides and the values are the CPU's."""
+    result = run("""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    x, gamma, beta = torch.randn(2, 4, 4, 8), torch.randn(8), torch.randn(8)
+    def norm(x, gamma, beta):
+        return F.group_norm(x.permute(0, 3, 1, 2) * 2, 4, gamma, beta)
+    compiled = torch.compile(norm, backend="neuron", dynamic=False)
+    actual = compiled(*(t.to("neuron") for t in (x, gamma, beta)))
+    print(actual.device.type, torch.allclose(actual.cpu(), norm(x, gamma, beta), atol=1e-5, rtol=1e-5))
+    """, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["neuron", "True"]
+
+
 def test_a_traced_decomposition_asking_for_channels_last_compiles_and_an_eager_request_is_still_refused() -> None:
     """torch.compile traces interpolate with FakeTensors, through a decomposition that asks ``contiguous`` for the
     channels-last layout its input's strides suggest (UNet2DModel's upsampler at 1x1, deepseek_vl_hybrid, hy_v4_vl).
