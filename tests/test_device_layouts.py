@@ -151,6 +151,26 @@ def test_a_compiled_group_norm_of_a_permuted_input_runs_under_the_trainium_route
     assert result.stdout.split() == ["neuron", "True"]
 
 
+def test_a_compiled_view_of_the_fused_attention_output_follows_its_traced_layout() -> None:
+    """Under the trainium routes 4-D attention is TorchNeuron's overrideable fused kernel, whose meta function lays its
+    output out in the query's dimension order. kimi_linear transposes that output and views it, which the trace allows
+    for a transposed query: with a value head size other than the query's (the attention written out, not the CPU's
+    flash kernel) the result must still have the traced layout inside the graph."""
+    result = run("""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 12, 4, size).transpose(1, 2) for size in (32, 32, 16))
+    def attention(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).view(2, 12, -1)
+    actual = torch.compile(attention, backend="neuron", dynamic=False)(*(t.to("neuron") for t in (q, k, v)))
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 12, -1)
+    print(actual.device.type, torch.allclose(actual.cpu(), expected, atol=1e-5, rtol=1e-5))
+    """, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["neuron", "True"]
+
+
 def test_a_traced_decomposition_asking_for_channels_last_compiles_and_an_eager_request_is_still_refused() -> None:
     """torch.compile traces interpolate with FakeTensors, through a decomposition that asks ``contiguous`` for the
     channels-last layout its input's strides suggest (UNet2DModel's upsampler at 1x1, deepseek_vl_hybrid, hy_v4_vl).

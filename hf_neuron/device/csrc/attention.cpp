@@ -10,6 +10,7 @@
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_fused_sdp_choice_cpu_dispatch.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -119,6 +120,29 @@ at::Tensor dropout_scale(const at::Tensor& like, double dropout_p, int64_t seed)
   return keep.div_(1.0 - dropout_p);
 }
 
+// In a compiled graph, `out` laid out as the operator's meta function lays out its result (`alloc_with_matching_layout`
+// in torch/_meta_registrations.py): in the dimension order of the query's strides. The graph was traced with that
+// layout and its views rely on it (kimi_linear views the transposed output of a transposed query, whose value head
+// size differs, so the attention is written out and its matmul's result is laid out otherwise). Eagerly the result is
+// the kernel's.
+at::Tensor in_query_order(const at::Tensor& out, const at::Tensor& query) {
+  if (!running_compiled_graph() || query.dim() != 4) {
+    return out;
+  }
+  std::array<int64_t, 4> order = {0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return query.stride(a) > query.stride(b); });
+  std::array<int64_t, 4> strides{};
+  int64_t stride = 1;
+  for (auto dim = order.rbegin(); dim != order.rend(); ++dim) {
+    strides[*dim] = stride;
+    stride *= out.size(*dim);
+  }
+  if (out.strides() == c10::IntArrayRef(strides)) {
+    return out;
+  }
+  return at::empty_strided(out.sizes(), strides, out.options()).copy_(out);
+}
+
 // A seed for this call's dropout, drawn from the generator random operators on the device draw from.
 int64_t draw_seed(c10::DeviceIndex index) {
   at::Generator generator = generator_for(index);
@@ -151,7 +175,7 @@ Forward fused_attention(
   }
   const c10::SymInt max_q = in.query.size(-2);
   const c10::SymInt max_k = in.key.size(-2);
-  return {adopt_cpu_tensor(out, index), adopt_cpu_tensor(lse, index), at::Tensor(), at::Tensor(), max_q, max_k,
+  return {adopt_cpu_tensor(in_query_order(out, in.query), index), adopt_cpu_tensor(lse, index), at::Tensor(), at::Tensor(), max_q, max_k,
           adopt_cpu_tensor(seed, index), adopt_cpu_tensor(at::zeros({}, long_options), index),
           adopt_cpu_tensor(at::empty({0}, in.query.options()), index)};
 }

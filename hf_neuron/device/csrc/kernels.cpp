@@ -805,6 +805,10 @@ void refuse_layout(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) 
 
 } // namespace
 
+bool running_compiled_graph() {
+  return in_compiled_graph;
+}
+
 bool set_in_compiled_graph(bool on) {
   const bool previous = in_compiled_graph;
   in_compiled_graph = on;
