@@ -106,9 +106,12 @@ at::Tensor scores_of(const Inputs& in, bool is_causal, c10::ScalarType type) {
 }
 
 // softmax(scores) and its log-normaliser; a row masked everywhere attends to nothing (zeros), as the math kernel's.
+// The probabilities are the softmax's (the row's maximum subtracted, then divided by the sum), not exp(scores - lse):
+// in a row masked with the dtype's lowest value (transformers' masks), lse rounds to that value, so exp(scores - lse)
+// would give every position 1 instead of 1 / length (pix2struct's padded rows: gradients 2,500x the CPU's).
 std::pair<at::Tensor, at::Tensor> probabilities(const at::Tensor& scores) {
   at::Tensor lse = at::logsumexp(scores, -1, /*keepdim=*/true);
-  at::Tensor probs = (scores - lse).exp_();
+  at::Tensor probs = at::softmax(scores, -1);
   probs.masked_fill_(lse.isneginf(), 0.0);
   return {probs, lse.squeeze(-1)};
 }
