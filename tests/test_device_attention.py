@@ -19,10 +19,12 @@ _COMPARE = """
         (out * weights.to(out.device)).sum().backward()
         return [out, q.grad, k.grad, v.grad] + ([mask.grad] if mask is not None and mask.requires_grad else [])
 
-    def worst(kwargs, bias_grad=False, mask_shape=(2, 1, 5, 7), dtype=torch.float32):
+    def worst(kwargs, bias_grad=False, mask_shape=(2, 1, 5, 7), dtype=torch.float32, lowest_rows=False):
         torch.manual_seed(0)
         q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8)
         mask = torch.randn(mask_shape) if mask_shape else None
+        if lowest_rows:  # rows masked everywhere with the lowest float, as transformers masks a padded query
+            mask[:, :, 1:3] = torch.finfo(mask.dtype).min
         tensors = [t.to(dtype) for t in (q, k, v)] + ([mask.to(dtype)] if mask is not None else [])
         cpu = leaves(*tensors)
         dev = leaves(*(t.to("neuron") for t in tensors))
@@ -54,6 +56,18 @@ def test_fused_attention_computes_what_the_cpu_computes() -> None:
     assert "aten::_scaled_dot_product_fused_attention_overrideable_backward" in executed
     assert "flash" not in executed
     assert "scaled_dot_product" not in fallback, "the fused kernel is native on Trainium"
+
+
+def test_rows_masked_with_the_lowest_float_get_the_cpus_gradients() -> None:
+    """A row of the mask that is the dtype's lowest value everywhere (a padded query, pix2struct's decoder) attends
+    uniformly, as on the CPU; the written-out attention (a mask that wants its gradient) once normalised it by a
+    logsumexp that rounds to that value, giving every position 1, and gradients thousands of times the CPU's."""
+    result = run(_COMPARE + """
+    print(worst({}, bias_grad=True, lowest_rows=True))
+    print(worst({}, lowest_rows=True))
+    """, TRAINIUM)
+    assert result.returncode == 0, result.stderr
+    assert all(float(error) < 1e-5 for error in result.stdout.split()), result.stdout
 
 
 def test_dropout_draws_one_mask_for_forward_and_backward() -> None:

@@ -131,6 +131,72 @@ def test_the_allocation_honours_channels_last_and_the_user_requests_refuse_it() 
     assert result.stdout.split("\n")[:4] == ["(48, 1, 12, 3) True True True", "refused", "refused", "refused"]
 
 
+def test_a_compiled_group_norm_of_a_permuted_input_runs_under_the_trainium_routes() -> None:
+    """TorchNeuron has no native_group_norm: eagerly its ATen composite runs on the device and views its input. In a
+    graph the trace keeps a permuted (channels-last) input as it is (UNetMotionModel, UNet2DModel), which that view
+    refuses, while the Neuron compiler lowers the operator itself: the backend decomposes it while tracing
+    (``TRACE_DECOMPOSED``), so the graph's reshapes follow the traced strides and the values are the CPU's."""
+    result = run("""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    x, gamma, beta = torch.randn(2, 4, 4, 8), torch.randn(8), torch.randn(8)
+    def norm(x, gamma, beta):
+        return F.group_norm(x.permute(0, 3, 1, 2) * 2, 4, gamma, beta)
+    compiled = torch.compile(norm, backend="neuron", dynamic=False)
+    actual = compiled(*(t.to("neuron") for t in (x, gamma, beta)))
+    print(actual.device.type, torch.allclose(actual.cpu(), norm(x, gamma, beta), atol=1e-5, rtol=1e-5))
+    """, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["neuron", "True"]
+
+
+def test_a_compiled_view_of_the_fused_attention_output_follows_its_traced_layout() -> None:
+    """Under the trainium routes 4-D attention is TorchNeuron's overrideable fused kernel, whose meta function lays its
+    output out in the query's dimension order. kimi_linear transposes that output and views it, which the trace allows
+    for a transposed query: with a value head size other than the query's (the attention written out, not the CPU's
+    flash kernel) the result must still have the traced layout inside the graph."""
+    result = run("""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 12, 4, size).transpose(1, 2) for size in (32, 32, 16))
+    def attention(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).view(2, 12, -1)
+    actual = torch.compile(attention, backend="neuron", dynamic=False)(*(t.to("neuron") for t in (q, k, v)))
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 12, -1)
+    print(actual.device.type, torch.allclose(actual.cpu(), expected, atol=1e-5, rtol=1e-5))
+    """, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["neuron", "True"]
+
+
+def test_a_traced_decomposition_asking_for_channels_last_compiles_and_an_eager_request_is_still_refused() -> None:
+    """torch.compile traces interpolate with FakeTensors, through a decomposition that asks ``contiguous`` for the
+    channels-last layout its input's strides suggest (UNet2DModel's upsampler at 1x1, deepseek_vl_hybrid, hy_v4_vl).
+    TorchNeuron's contiguous kernel sits at the backend key, below the FakeTensor's mode, which decomposes the call
+    itself: the trace compiles and runs on Trainium. The same request of a device tensor, eagerly, with or without a
+    gradient, is refused."""
+    result = run("""
+    import torch
+    import torch.nn.functional as F
+    x = torch.randn(2, 32, 1, 1).to("neuron").as_strided((2, 32, 1, 1), (32, 1, 32, 32))
+    def upsample(t):
+        return F.interpolate(t, scale_factor=2.0, mode="nearest") * 2
+    print(torch.equal(torch.compile(upsample, backend="neuron", dynamic=False)(x).cpu(), upsample(x).cpu()))
+    y = torch.randn(1, 3, 4, 4, device="neuron")
+    for request in (lambda: y.contiguous(memory_format=torch.channels_last),
+                    lambda: y.requires_grad_().contiguous(memory_format=torch.channels_last)):
+        try:
+            request()
+            print("allowed")
+        except RuntimeError as error:
+            print("refused" if "only support contiguous or preserve memory format" in str(error) else error)
+    """, TRAINIUM_ROUTES)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["True", "refused", "refused"]
+
+
 #: UNet3DConditionModel's and I2VGenXLUNet's temporal transformer at the tiny model's 1x1 resolution, one video per
 #: rank (the ddp scenario): (frames, channels, 1, 1) from a native operator, viewed as (1, channels, frames, 1, 1), then
 #: group_norm. The CPU's kernel returned that result with channels-last strides, which its size-1 dimensions leave

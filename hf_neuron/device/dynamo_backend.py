@@ -22,6 +22,7 @@ import torch
 __all__ = [
     "BACKEND_NAME",
     "INTEGER_SCATTER_OPS",
+    "TRACE_DECOMPOSED",
     "DynamicShapesError",
     "NeuronCompilerRejectionError",
     "neuron_backend",
@@ -113,6 +114,25 @@ def _with_traced_layouts(boxed: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+#: Operators without a TorchNeuron kernel whose ATen composite, which runs them on the device under the trainium routes,
+#: views its input (``math_group_norm``): inside a graph the Neuron compiler lowers them, but the reference device runs
+#: a graph operator by operator, where a layout the trace kept (a channels-last convolution result, a permuted input:
+#: UNet2DModel, UNetMotionModel) cannot be viewed. They are decomposed while tracing, where the decomposition plans its
+#: reshapes with the traced strides.
+TRACE_DECOMPOSED = ("native_group_norm.default",)
+
+
+def _trace_decompositions() -> dict[Any, Callable[..., Any]]:
+    from torch._decomp import get_decompositions
+
+    from hf_neuron import settings
+
+    if settings.read("HF_NEURON_EMULATOR_DISPATCH") != "trainium":
+        return {}
+    return get_decompositions([getattr(getattr(torch.ops.aten, packet), overload)
+                               for packet, overload in (name.split(".") for name in TRACE_DECOMPOSED)])
+
+
 def neuron_backend(
     graph: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: str | None = None, options: Any = None
 ) -> Callable[..., Any]:
@@ -127,7 +147,8 @@ def neuron_backend(
         )
     if mode not in (None, "default"):
         warnings.warn(f"Neuron backend does not support mode='{mode}', falling back to default mode.", stacklevel=2)
-    return aot_autograd(fw_compiler=_run_eagerly, bw_compiler=_run_eagerly)(graph, example_inputs)
+    return aot_autograd(fw_compiler=_run_eagerly, bw_compiler=_run_eagerly,
+                        decompositions=_trace_decompositions())(graph, example_inputs)
 
 
 def register() -> None:

@@ -47,9 +47,11 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "a device tensor's .to(memory_format=...)) raises \"Neuron tensors only support contiguous or preserve "
          "memory format\"; an allocation's request (empty, resize_: what ATen's composites ask for where an input's "
          "strides suggest channels-last) is honoured for a 4-D channels-last and a 5-D channels-last-3d shape and "
-         "laid out contiguously otherwise",
+         "laid out contiguously otherwise; a FakeTensor that torch.compile traces is not refused (the contiguous "
+         "kernel is registered at the backend key, below the tracing mode, which decomposes the call itself)",
          ("torch_neuronx/python_ops/cast_policy.py", "torch_neuronx/python_ops/contiguous.py",
-          "torch_neuronx/python_ops/to_copy.py", "torch_neuronx/csrc/aten/NeuronNativeFunctions.cpp"),
+          "torch_neuronx/python_ops/to_copy.py", "torch_neuronx/csrc/aten/NeuronNativeFunctions.cpp",
+          "torch_neuronx/python_ops/auto_registration.py"),
          "NEURON_FACTS.md, Dtypes, ops, fallback",
          "HF_NEURON_EMULATOR_MEMORY_FORMATS", "strict"),
     Rule("compile-integer-scatter",

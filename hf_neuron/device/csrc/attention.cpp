@@ -10,6 +10,7 @@
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_fused_sdp_choice_cpu_dispatch.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -105,9 +106,12 @@ at::Tensor scores_of(const Inputs& in, bool is_causal, c10::ScalarType type) {
 }
 
 // softmax(scores) and its log-normaliser; a row masked everywhere attends to nothing (zeros), as the math kernel's.
+// The probabilities are the softmax's (the row's maximum subtracted, then divided by the sum), not exp(scores - lse):
+// in a row masked with the dtype's lowest value (transformers' masks), lse rounds to that value, so exp(scores - lse)
+// would give every position 1 instead of 1 / length (pix2struct's padded rows: gradients 2,500x the CPU's).
 std::pair<at::Tensor, at::Tensor> probabilities(const at::Tensor& scores) {
   at::Tensor lse = at::logsumexp(scores, -1, /*keepdim=*/true);
-  at::Tensor probs = (scores - lse).exp_();
+  at::Tensor probs = at::softmax(scores, -1);
   probs.masked_fill_(lse.isneginf(), 0.0);
   return {probs, lse.squeeze(-1)};
 }
@@ -117,6 +121,29 @@ at::Tensor dropout_scale(const at::Tensor& like, double dropout_p, int64_t seed)
   auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(seed));
   at::Tensor keep = at::empty(like.sizes(), like.options()).bernoulli_(1.0 - dropout_p, generator);
   return keep.div_(1.0 - dropout_p);
+}
+
+// In a compiled graph, `out` laid out as the operator's meta function lays out its result (`alloc_with_matching_layout`
+// in torch/_meta_registrations.py): in the dimension order of the query's strides. The graph was traced with that
+// layout and its views rely on it (kimi_linear views the transposed output of a transposed query, whose value head
+// size differs, so the attention is written out and its matmul's result is laid out otherwise). Eagerly the result is
+// the kernel's.
+at::Tensor in_query_order(const at::Tensor& out, const at::Tensor& query) {
+  if (!running_compiled_graph() || query.dim() != 4) {
+    return out;
+  }
+  std::array<int64_t, 4> order = {0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return query.stride(a) > query.stride(b); });
+  std::array<int64_t, 4> strides{};
+  int64_t stride = 1;
+  for (auto dim = order.rbegin(); dim != order.rend(); ++dim) {
+    strides[*dim] = stride;
+    stride *= out.size(*dim);
+  }
+  if (out.strides() == c10::IntArrayRef(strides)) {
+    return out;
+  }
+  return at::empty_strided(out.sizes(), strides, out.options()).copy_(out);
 }
 
 // A seed for this call's dropout, drawn from the generator random operators on the device draw from.
@@ -151,7 +178,7 @@ Forward fused_attention(
   }
   const c10::SymInt max_q = in.query.size(-2);
   const c10::SymInt max_k = in.key.size(-2);
-  return {adopt_cpu_tensor(out, index), adopt_cpu_tensor(lse, index), at::Tensor(), at::Tensor(), max_q, max_k,
+  return {adopt_cpu_tensor(in_query_order(out, in.query), index), adopt_cpu_tensor(lse, index), at::Tensor(), at::Tensor(), max_q, max_k,
           adopt_cpu_tensor(seed, index), adopt_cpu_tensor(at::zeros({}, long_options), index),
           adopt_cpu_tensor(at::empty({0}, in.query.options()), index)};
 }

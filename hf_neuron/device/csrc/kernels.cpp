@@ -805,6 +805,10 @@ void refuse_layout(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) 
 
 } // namespace
 
+bool running_compiled_graph() {
+  return in_compiled_graph;
+}
+
 bool set_in_compiled_graph(bool on) {
   const bool previous = in_compiled_graph;
   in_compiled_graph = on;
@@ -893,13 +897,25 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 // `contiguous` is a composite (clone) ATen runs above the backend: its check runs at the autograd key too, so that a
-// tensor that requires grad is checked, and the clone it calls is recorded as on the CPU.
+// tensor that requires grad is checked, and the clone it calls is recorded as on the CPU. TorchNeuron registers its
+// kernel at the backend key only (torch_neuronx/python_ops/auto_registration.py), below the Python key: a tensor a
+// Python mode holds (a FakeTensor while torch.compile traces, a FunctionalTensor) goes to its mode, which decomposes
+// the composite, and never reaches TorchNeuron's check. So at the autograd key, above that mode, such a tensor is not
+// checked: the trace of `interpolate` (whose decomposition asks for the channels-last layout its input's strides
+// suggest) compiles as on Trainium.
+at::Tensor contiguous_above_python_modes(const at::Tensor& self, c10::MemoryFormat memory_format) {
+  if (self.key_set().has(c10::DispatchKey::Python)) {
+    return at::native::contiguous(self, memory_format);
+  }
+  return contiguous(self, memory_format);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("contiguous", contiguous);
 }
 
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
-  m.impl("contiguous", contiguous);
+  m.impl("contiguous", contiguous_above_python_modes);
 }
 
 // Our copies honour the conjugate and negative bits themselves (the CPU copy resolves them); the generic

@@ -51,6 +51,8 @@ bool native_on_trainium(const std::string& name);
 // Whether this thread is running a compiled graph's operators (torch.compile(backend="neuron") runs them one by one):
 // their results then keep the strides the graph was traced with, the CPU's. Returns the previous value.
 bool set_in_compiled_graph(bool on);
+// Whether this thread is running a compiled graph (set by the dynamo backend around it).
+bool running_compiled_graph();
 
 // ---- devices ---------------------------------------------------------------------------------
 c10::DeviceIndex device_count();
