@@ -119,7 +119,7 @@ def _with_traced_layouts(boxed: Callable[..., Any]) -> Callable[..., Any]:
 #: a graph operator by operator, where a layout the trace kept (a channels-last convolution result, a permuted input:
 #: UNet2DModel, UNetMotionModel) cannot be viewed. They are decomposed while tracing, where the decomposition plans its
 #: reshapes with the traced strides.
-TRACE_DECOMPOSED = ("native_group_norm.default",)
+TRACE_DECOMPOSED: tuple[torch._ops.OpOverload, ...] = (torch.ops.aten.native_group_norm.default,)
 
 
 def _trace_decompositions() -> dict[Any, Callable[..., Any]]:
@@ -127,10 +127,9 @@ def _trace_decompositions() -> dict[Any, Callable[..., Any]]:
 
     from hf_neuron import settings
 
-    if settings.read("HF_NEURON_EMULATOR_DISPATCH") != "trainium":
+    if not settings.reference_device_settings().trainium_dispatch:
         return {}
-    return get_decompositions([getattr(getattr(torch.ops.aten, packet), overload)
-                               for packet, overload in (name.split(".") for name in TRACE_DECOMPOSED)])
+    return get_decompositions(list(TRACE_DECOMPOSED))
 
 
 def neuron_backend(

@@ -108,7 +108,7 @@ at::Tensor scores_of(const Inputs& in, bool is_causal, c10::ScalarType type) {
 // softmax(scores) and its log-normaliser; a row masked everywhere attends to nothing (zeros), as the math kernel's.
 // The probabilities are the softmax's (the row's maximum subtracted, then divided by the sum), not exp(scores - lse):
 // in a row masked with the dtype's lowest value (transformers' masks), lse rounds to that value, so exp(scores - lse)
-// would give every position 1 instead of 1 / length (pix2struct's padded rows: gradients 2,500x the CPU's).
+// would give every position 1 instead of 1 / length (pix2struct's padded rows: gradients thousands of times the CPU's).
 std::pair<at::Tensor, at::Tensor> probabilities(const at::Tensor& scores) {
   at::Tensor lse = at::logsumexp(scores, -1, /*keepdim=*/true);
   at::Tensor probs = at::softmax(scores, -1);
@@ -178,8 +178,9 @@ Forward fused_attention(
   }
   const c10::SymInt max_q = in.query.size(-2);
   const c10::SymInt max_k = in.key.size(-2);
-  return {adopt_cpu_tensor(in_query_order(out, in.query), index), adopt_cpu_tensor(lse, index), at::Tensor(), at::Tensor(), max_q, max_k,
-          adopt_cpu_tensor(seed, index), adopt_cpu_tensor(at::zeros({}, long_options), index),
+  return {adopt_cpu_tensor(in_query_order(out, in.query), index), adopt_cpu_tensor(lse, index), at::Tensor(),
+          at::Tensor(), max_q, max_k, adopt_cpu_tensor(seed, index),
+          adopt_cpu_tensor(at::zeros({}, long_options), index),
           adopt_cpu_tensor(at::empty({0}, in.query.options()), index)};
 }
 
