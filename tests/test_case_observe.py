@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hf_neuron.matrix.case.observe import Observer, not_the_device, watch_torch_compile, wrong_backend
+from hf_neuron.matrix.case.observe import Observer, fresh_dynamo, not_the_device, watch_torch_compile, wrong_backend
 
 
 def _double(x: torch.Tensor) -> torch.Tensor:
@@ -57,3 +57,12 @@ def test_the_compile_seconds_are_the_devices_alone(observer: Observer) -> None:
     assert 0.3 <= facts["seconds"] < 2.0, "the device's compilation, without the reference's"
     observer.start()
     assert observer.finish().compile is None, "a case that compiled nothing has no compile facts"
+
+
+def test_a_case_that_compiles_afresh_keeps_its_compile_seconds(observer: Observer) -> None:
+    torch.compile(_double, backend=_backend_taking(0.3))(torch.ones(3, device="neuron"))  # compiled before the reset
+    fresh_dynamo()  # as the compile scenarios start: Dynamo's reset clears its own timer
+    torch.compile(_double, backend=_backend_taking(0.2))(torch.ones(3, device="neuron"))
+    facts = observer.finish().compile
+    assert facts is not None and facts["seconds"] is not None
+    assert facts["seconds"] >= 0.5, "both compilations, the one before the reset included"

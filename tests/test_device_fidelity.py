@@ -34,6 +34,30 @@ def test_narrowing_keeps_python_numbers_weak_in_type_promotion() -> None:
         "as on the CPU, except that a 64-bit value rounds through 32 bits"
 
 
+def test_narrowing_converts_only_what_a_32_bit_rounding_changes() -> None:
+    """A 64-bit tensor whose values are all exact in 32 bits is used as it is (no conversion is dispatched for it or
+    for such a result); a single value that is not makes the whole tensor round, strided or not, and so does a
+    result that is not."""
+    code = """
+        import torch
+        from torch.profiler import profile
+        small = torch.tensor([[5, 7], [-3, 2**31 - 1]], device="neuron")
+        with profile() as trace:
+            product = small * 1
+        print(sum(event.name == "aten::_to_copy" for event in trace.events()), product.cpu().tolist())
+        print((small + 1).cpu().tolist())
+        mixed = torch.tensor([[5, 2**40 + 1], [7, 9]], device="neuron")
+        print((mixed * 1).cpu().tolist(), (mixed.t() * 1).cpu().tolist())
+        """
+    narrow = run(code, {"HF_NEURON_EMULATOR_64BIT": "narrow"})
+    assert narrow.returncode == 0, narrow.stderr
+    assert narrow.stdout.splitlines() == [
+        "0 [[5, 7], [-3, 2147483647]]",
+        "[[6, 8], [-2, -2147483648]]",
+        "[[5, 1], [7, 9]] [[5, 7], [1, 9]]",
+    ]
+
+
 def test_strict_memory_formats_refuse_channels_last() -> None:
     code = """
         import torch

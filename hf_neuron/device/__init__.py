@@ -3,7 +3,9 @@
 :func:`activate` registers it exactly as a vendor backend does: the C++ runtime (allocator, device guard,
 hooks, generators, kernels, zero-copy CPU fallback, autocast policies), then ``rename_privateuse1_backend``,
 ``_register_device_module`` and ``generate_methods_for_privateuse1_backend``, then the ``neuron`` dynamo
-backend and the ``neuron`` c10d backend (:mod:`hf_neuron.device.distributed`). Called by the autoload when
+backend and the ``neuron`` c10d backend (:mod:`hf_neuron.device.distributed`), and an exit handler that lets
+autograd's device threads finish before the interpreter finalizes
+(:func:`~hf_neuron.device.runtime.drain_autograd_threads`). Called by the autoload when
 ``HF_NEURON_EMULATOR=1``; never when the real backend is installed.
 """
 
@@ -16,6 +18,8 @@ __all__ = ["activate"]
 
 def activate(settings: ReferenceDeviceSettings) -> None:
     """Build (first use) or load the runtime and register it as the ``neuron`` device."""
+    import atexit
+
     import torch
 
     from hf_neuron.device import distributed, dynamo_backend, neuron, runtime, topology, trainium_ops
@@ -36,3 +40,4 @@ def activate(settings: ReferenceDeviceSettings) -> None:
     )
     dynamo_backend.register_when_dynamo_loads()
     distributed.register()
+    atexit.register(runtime.drain_autograd_threads)

@@ -39,7 +39,8 @@ c10::ScalarType compute_type(c10::ScalarType type) {
   return type;
 }
 
-// CPU views of one call's inputs; keys and values repeated for grouped-query attention, the bias additive.
+// CPU views of one call's inputs, the bias additive. The CPU's flash kernel takes grouped-query keys and values as
+// they are; the written-out attention repeats them for each query head (`repeated`).
 struct Inputs {
   at::Tensor query;
   at::Tensor key;
@@ -47,6 +48,10 @@ struct Inputs {
   at::Tensor bias;
   int64_t groups = 1;  // query heads per key/value head
   double scale = 1.0;
+
+  at::Tensor repeated(const at::Tensor& key_or_value) const {
+    return groups == 1 ? key_or_value : key_or_value.repeat_interleave(groups, 1);
+  }
 };
 
 Inputs cpu_inputs(
@@ -67,8 +72,6 @@ Inputs cpu_inputs(
         "The neuron device's fused attention needs the query heads (", heads,
         ") to be a multiple of the key and value heads (", kv_heads, ")");
     in.groups = heads / kv_heads;
-    in.key = in.key.repeat_interleave(in.groups, 1);
-    in.value = in.value.repeat_interleave(in.groups, 1);
   }
   if (bias.defined()) {
     in.bias = cpu_alias_of(bias);
@@ -88,12 +91,12 @@ std::optional<at::Tensor> optional_bias(const Inputs& in) {
 // Whether the CPU's flash kernel computes this call (the CPU's own choice for it).
 bool flash_applies(const Inputs& in, double dropout_p, bool is_causal, std::optional<double> scale) {
   return at::cpu::_fused_sdp_choice(
-             in.query, in.key, in.value, optional_bias(in), dropout_p, is_causal, scale, false) == kFlash;
+             in.query, in.key, in.value, optional_bias(in), dropout_p, is_causal, scale, in.groups > 1) == kFlash;
 }
 
-// scale * Q K^T, causal (top-left) and bias masks applied, in `type`.
-at::Tensor scores_of(const Inputs& in, bool is_causal, c10::ScalarType type) {
-  at::Tensor scores = at::matmul(in.query.to(type), in.key.to(type).transpose(-2, -1)).mul_(in.scale);
+// scale * Q K^T (`key` repeated for each query head), causal (top-left) and bias masks applied, in `type`.
+at::Tensor scores_of(const Inputs& in, const at::Tensor& key, bool is_causal, c10::ScalarType type) {
+  at::Tensor scores = at::matmul(in.query.to(type), key.to(type).transpose(-2, -1)).mul_(in.scale);
   if (is_causal) {
     const auto future =
         at::ones({scores.size(-2), scores.size(-1)}, scores.options().dtype(c10::kBool)).triu_(1);
@@ -168,12 +171,12 @@ Forward fused_attention(
         in.query, in.key, in.value, 0.0, is_causal, optional_bias(in), scale);
   } else {
     const auto type = compute_type(query.scalar_type());
-    auto [probs, normaliser] = probabilities(scores_of(in, is_causal, type));
+    auto [probs, normaliser] = probabilities(scores_of(in, in.repeated(in.key), is_causal, type));
     if (dropout_p > 0.0) {
       seed.fill_(draw_seed(index));
       probs.mul_(dropout_scale(probs, dropout_p, seed.item<int64_t>()));
     }
-    out = at::matmul(probs, in.value.to(type)).to(query.scalar_type());
+    out = at::matmul(probs, in.repeated(in.value).to(type)).to(query.scalar_type());
     lse = normaliser.to(c10::kFloat);
   }
   const c10::SymInt max_q = in.query.size(-2);
@@ -215,7 +218,8 @@ Backward fused_attention_backward(
         optional_bias(in), scale);
   } else {
     const auto type = compute_type(query.scalar_type());
-    const auto [probs, normaliser] = probabilities(scores_of(in, is_causal, type));
+    const at::Tensor repeated_key = in.repeated(in.key);
+    const auto [probs, normaliser] = probabilities(scores_of(in, repeated_key, is_causal, type));
     at::Tensor kept;
     at::Tensor dropped = probs;
     if (dropout_p > 0.0) {
@@ -224,19 +228,19 @@ Backward fused_attention_backward(
     }
     const at::Tensor g = grad.to(type);
     dv = at::matmul(dropped.transpose(-2, -1), g);
-    at::Tensor dp = at::matmul(g, in.value.to(type).transpose(-2, -1));
+    at::Tensor dp = at::matmul(g, in.repeated(in.value).to(type).transpose(-2, -1));
     if (kept.defined()) {
       dp.mul_(kept);
     }
     const at::Tensor ds = probs * (dp - (dp * probs).sum(-1, /*keepdim=*/true));
-    dq = at::matmul(ds, in.key.to(type)).mul_(in.scale);
+    dq = at::matmul(ds, repeated_key.to(type)).mul_(in.scale);
     dk = at::matmul(ds.transpose(-2, -1), in.query.to(type)).mul_(in.scale);
     if (bias_gradient) {
       dbias = at::sum_to(ds, bias.sizes()).to(bias.scalar_type());
     }
+    dk = ungrouped(dk, in.groups);
+    dv = ungrouped(dv, in.groups);
   }
-  dk = ungrouped(dk, in.groups);
-  dv = ungrouped(dv, in.groups);
   return {adopt_cpu_tensor(dq.to(query.scalar_type()), index), adopt_cpu_tensor(dk.to(key.scalar_type()), index),
           adopt_cpu_tensor(dv.to(value.scalar_type()), index),
           dbias.defined() ? adopt_cpu_tensor(dbias, index) : at::Tensor()};

@@ -52,6 +52,22 @@ at::Tensor cpu_alias(const at::Tensor& t) {
       .make_tensor();
 }
 
+// One tiny backward on each device, waited for with the GIL released. Autograd's thread for a device drops its last
+// reference to a backward's task after the caller has returned, and that task's thread-local state holds a Python
+// object (torch.autograd stashes the caller's contextvars context in it), so the drop takes the GIL: after the
+// interpreter has begun to finalize, CPython ends a thread that takes the GIL, here from inside a C++ destructor, and
+// the process aborts ("terminate called without an active exception") with its work done. A thread finishes what
+// it was doing before it takes the next task, so once these backwards return, every earlier task has been dropped;
+// their own tasks hold no Python object.
+void drain_autograd_threads() {
+  py::gil_scoped_release no_gil;
+  at::AutoGradMode grad_mode(true);
+  for (c10::DeviceIndex index = 0; index < hf_neuron::device_count(); ++index) {
+    at::Tensor x = at::zeros({}, at::TensorOptions().device(hf_neuron::kNeuron, index)).requires_grad_(true);
+    torch::autograd::grad({x * 2}, {x});
+  }
+}
+
 py::object default_generator(int index) {
   const auto& generator = hf_neuron::default_generator(static_cast<c10::DeviceIndex>(index));
   return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(generator));
@@ -80,4 +96,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_in_compiled_graph", &hf_neuron::set_in_compiled_graph);
   m.def("in_bad_fork", &hf_neuron::in_bad_fork);
   m.def("initialized", &hf_neuron::initialized);
+  m.def("drain_autograd_threads", &drain_autograd_threads);
 }

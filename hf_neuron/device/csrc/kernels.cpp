@@ -299,15 +299,41 @@ bool is_64bit(c10::ScalarType dtype) {
   return dtype == c10::kDouble || dtype == c10::kLong;
 }
 
-// Trainium computes 64-bit types in 32 bits: `t` rounded through its 32-bit type (itself when it is not 64-bit). A
-// Python number stays one (`is_wrapped_number`): type promotion treats it as weaker than any tensor, so an int64
-// tensor + 0.5 is float32, not float64. A zero-dim CPU tensor (a Python number, mostly) is rounded by value, without
-// dispatching the two conversions.
+// Whether every value of the `count` values at `data` is its own 32-bit rounding (a NaN counts as one).
+bool exact_in_32bits(const double* data, int64_t count) {
+  return std::all_of(
+      data, data + count, [](double v) { return static_cast<double>(static_cast<float>(v)) == v || v != v; });
+}
+
+bool exact_in_32bits(const int64_t* data, int64_t count) {
+  return std::all_of(
+      data, data + count, [](int64_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)) == v; });
+}
+
+// Whether rounding dense tensor `t` through its 32-bit type changes nothing: its memory, read in place (a
+// non-overlapping and dense tensor's values fill the `numel` elements from its data pointer, in some order). Most
+// 64-bit tensors of a model (positions, indices, lengths) are, and the round trip's two conversions are then work
+// that changes no value.
+bool dense_and_exact_in_32bits(const at::Tensor& t) {
+  if (t.is_neg() || t._is_zerotensor() || !t.is_non_overlapping_and_dense()) {
+    return false;
+  }
+  return t.scalar_type() == c10::kDouble ? exact_in_32bits(t.const_data_ptr<double>(), t.numel())
+                                         : exact_in_32bits(t.const_data_ptr<int64_t>(), t.numel());
+}
+
+// Trainium computes 64-bit types in 32 bits: `t` rounded through its 32-bit type (itself when it is not 64-bit, or
+// when no value changes). A Python number stays one (`is_wrapped_number`): type promotion treats it as weaker than
+// any tensor, so an int64 tensor + 0.5 is float32, not float64. A zero-dim CPU tensor (a Python number, mostly) is
+// rounded by value, without dispatching the two conversions.
 at::Tensor narrowed(const at::Tensor& t) {
   if (!t.defined() || !is_64bit(t.scalar_type())) {
     return t;
   }
   const bool is_double = t.scalar_type() == c10::kDouble;
+  if (t.dim() > 0 && dense_and_exact_in_32bits(t)) {
+    return t;
+  }
   at::Tensor result;
   if (t.dim() == 0 && t.device().is_cpu() && !t.is_neg() && !t._is_zerotensor()) {
     const void* data = t.const_data_ptr();

@@ -34,7 +34,7 @@ from hf_neuron import backends, settings
 from hf_neuron.matrix.case.verdict import Observations
 from hf_neuron.vocabulary.records import CompileFacts
 
-__all__ = ["BACKEND_FOR_NEURON", "Observer", "compile_seconds", "device_graphs", "not_the_device",
+__all__ = ["BACKEND_FOR_NEURON", "Observer", "compile_seconds", "device_graphs", "fresh_dynamo", "not_the_device",
            "watch_torch_compile", "wrong_backend"]
 
 #: The ``torch.compile`` backend a case on a neuron device must use.
@@ -50,6 +50,8 @@ _backends_asked: list[str] = []
 _recompiles: list[str] = []
 #: Compile seconds of the case's reference computations (:func:`not_the_device`), not the device's.
 _not_the_device_s: list[float] = []
+#: Compile seconds Dynamo's timer held when :func:`fresh_dynamo` reset it (``torch._dynamo.reset()`` clears it).
+_seconds_before_resets: list[float] = []
 
 
 class _RecompileLog(logging.Handler):
@@ -117,12 +119,29 @@ def _dynamo_counters() -> Any:
     return None if dynamo_utils is None else dynamo_utils.counters
 
 
-def compile_seconds() -> float | None:
-    """Seconds this process has spent compiling (Dynamo's tracing and the backend, every frame so far); None before
+def _dynamo_timer() -> float | None:
+    """The seconds in Dynamo's compile timer (since the last ``torch._dynamo.reset()``, which clears it); None before
     Dynamo is imported, or when this torch keeps no such timer."""
     dynamo_utils = sys.modules.get("torch._dynamo.utils")
     metrics = getattr(dynamo_utils, "compilation_time_metrics", None)
     return None if metrics is None else float(sum(metrics.get(_COMPILE_TIMER, ())))
+
+
+def compile_seconds() -> float | None:
+    """Seconds this process has spent compiling (Dynamo's tracing and the backend, every frame so far, across the
+    resets of :func:`fresh_dynamo`); None before Dynamo is imported, or when this torch keeps no such timer."""
+    timer = _dynamo_timer()
+    return None if timer is None else timer + sum(_seconds_before_resets)
+
+
+def fresh_dynamo() -> None:
+    """``torch._dynamo.reset()``, for a case that compiles afresh (no cache entries or recompile counts left by
+    another case), keeping the seconds compiled so far: the reset clears Dynamo's timer, which the case's compile
+    facts read (the time compiled before it, then none, would be a case that took negative time)."""
+    import torch._dynamo
+
+    _seconds_before_resets.append(_dynamo_timer() or 0.0)
+    torch._dynamo.reset()
 
 
 def device_graphs() -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from hf_neuron.compat.tiny_diffusion import presets, recipe
+from hf_neuron.matrix.case.observe import fresh_dynamo
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
     CaseContext,
@@ -292,11 +293,10 @@ def compile_forward(ctx: CaseContext) -> ScenarioResult:
     """``torch.compile(model, backend=<the device's>)`` (``neuron`` on a neuron device) predicts what the eager
     backbone does on the same device; the case's observer records the graphs and graph breaks."""
     import torch
-    import torch._dynamo
 
     from hf_neuron.matrix.scenarios.text import compile_backend
 
-    torch._dynamo.reset()  # each case compiles afresh: no cache entries or recompile counts left by another case
+    fresh_dynamo()
     model = _load(ctx, ctx.device)
     inputs = {name: _on(value, ctx.device) for name, value in forward_inputs(model, seed=ctx.seed).items()}
     eager = denoise(model, inputs)

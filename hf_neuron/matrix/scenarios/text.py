@@ -16,7 +16,7 @@ import itertools
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.matrix.case.observe import device_graphs, not_the_device
+from hf_neuron.matrix.case.observe import device_graphs, fresh_dynamo, not_the_device
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
     CaseContext,
@@ -281,9 +281,8 @@ def compile_forward(ctx: CaseContext) -> ScenarioResult:
     """``torch.compile(model, backend=<the device's>)`` computes the eager model's forward outputs (logits) on the
     device."""
     import torch
-    import torch._dynamo
 
-    torch._dynamo.reset()  # each case compiles afresh: no cache entries or recompile counts left by another case
+    fresh_dynamo()
     model = load_model(ctx, ctx.device)
     input_ids = sample_ids(ctx, model)
     eager = forward_outputs(model, input_ids)
