@@ -299,27 +299,32 @@ bool is_64bit(c10::ScalarType dtype) {
   return dtype == c10::kDouble || dtype == c10::kLong;
 }
 
-// Whether every value of the `count` values at `data` is its own 32-bit rounding (a NaN counts as one).
-bool exact_in_32bits(const double* data, int64_t count) {
-  return std::all_of(
-      data, data + count, [](double v) { return static_cast<double>(static_cast<float>(v)) == v || v != v; });
+// A 64-bit value rounded through its 32-bit type, as Trainium computes it.
+double rounded_to_32bits(double value) {
+  return static_cast<double>(static_cast<float>(value));
 }
 
-bool exact_in_32bits(const int64_t* data, int64_t count) {
-  return std::all_of(
-      data, data + count, [](int64_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)) == v; });
+int64_t rounded_to_32bits(int64_t value) {
+  return static_cast<int64_t>(static_cast<int32_t>(value));
+}
+
+// Whether rounding `value` through 32 bits changes nothing (a NaN stays a NaN).
+template <typename T>
+bool exact_in_32bits(T value) {
+  return rounded_to_32bits(value) == value || value != value;
 }
 
 // Whether rounding dense tensor `t` through its 32-bit type changes nothing: its memory, read in place (a
 // non-overlapping and dense tensor's values fill the `numel` elements from its data pointer, in some order). Most
 // 64-bit tensors of a model (positions, indices, lengths) are, and the round trip's two conversions are then work
 // that changes no value.
+template <typename T>
 bool dense_and_exact_in_32bits(const at::Tensor& t) {
   if (t.is_neg() || t._is_zerotensor() || !t.is_non_overlapping_and_dense()) {
     return false;
   }
-  return t.scalar_type() == c10::kDouble ? exact_in_32bits(t.const_data_ptr<double>(), t.numel())
-                                         : exact_in_32bits(t.const_data_ptr<int64_t>(), t.numel());
+  const T* data = t.const_data_ptr<T>();
+  return std::all_of(data, data + t.numel(), [](T value) { return exact_in_32bits(value); });
 }
 
 // Trainium computes 64-bit types in 32 bits: `t` rounded through its 32-bit type (itself when it is not 64-bit, or
@@ -331,27 +336,16 @@ at::Tensor narrowed(const at::Tensor& t) {
     return t;
   }
   const bool is_double = t.scalar_type() == c10::kDouble;
-  if (t.dim() > 0 && dense_and_exact_in_32bits(t)) {
+  if (is_double ? dense_and_exact_in_32bits<double>(t) : dense_and_exact_in_32bits<int64_t>(t)) {
     return t;
   }
   at::Tensor result;
   if (t.dim() == 0 && t.device().is_cpu() && !t.is_neg() && !t._is_zerotensor()) {
-    const void* data = t.const_data_ptr();
-    if (is_double) {
-      const double value = *static_cast<const double*>(data);
-      const double rounded = static_cast<double>(static_cast<float>(value));
-      if (rounded == value || value != value) {
-        return t;
-      }
-      result = at::detail::scalar_tensor_static(rounded, c10::kDouble, c10::Device(c10::kCPU));
-    } else {
-      const int64_t value = *static_cast<const int64_t*>(data);
-      const auto rounded = static_cast<int64_t>(static_cast<int32_t>(value));
-      if (rounded == value) {
-        return t;
-      }
-      result = at::detail::scalar_tensor_static(rounded, c10::kLong, c10::Device(c10::kCPU));
-    }
+    result = is_double
+        ? at::detail::scalar_tensor_static(rounded_to_32bits(*t.const_data_ptr<double>()), c10::kDouble,
+                                           c10::Device(c10::kCPU))
+        : at::detail::scalar_tensor_static(rounded_to_32bits(*t.const_data_ptr<int64_t>()), c10::kLong,
+                                           c10::Device(c10::kCPU));
   } else {
     result = t.to(is_double ? c10::kFloat : c10::kInt).to(t.scalar_type());
   }
