@@ -1,5 +1,6 @@
 """The reference device's direct kernels (the hottest operators, called unboxed) give what the boxed CPU fallback
-gives: the same values, dtype, strides and device, the same operator log, the same errors — on both profiles.
+gives: the same values, dtype, strides and device, the same operator log, the same errors, and for an in-place or out=
+operator the same tensor written — on both profiles.
 
 The fallback is the reference: with ``HF_NEURON_EMULATOR_ALIASING=copy`` (its debug mode) every call takes it, so
 each expression below runs once through the direct kernels and once through the fallback, in two processes, and
@@ -32,13 +33,42 @@ EXPRESSIONS = [
     "torch.ops.aten.silu_backward(y, x)", "torch.ops.aten.gelu_backward(y, x)",
     "torch.ops.aten._softmax_backward_data(y, x.softmax(-1), -1, torch.float32)",
     "torch.ops.aten.threshold_backward(y, x, 0.0)",
+    "x.abs().sqrt()", "x.sin()", "x.cos()", "torch.index_select(x, 0, i[:, 0].long() // 3)", "torch.where(m, x, y)",
+    # out= operators: a fresh out, one to resize (empty, or of another shape: a warning and a resize), a transposed
+    # one, the same tensor as input and out, a 64-bit out
+    "torch.mul(x, y, out=torch.empty(4, 3, device='neuron'))",
+    "torch.add(x, y, alpha=3, out=torch.empty(0, device='neuron'))",
+    "torch.sub(x, y, out=torch.empty(2, device='neuron'))", "torch.div(x, y, out=torch.empty_like(x).t())",
+    "(lambda t: torch.mul(t, t, out=t))(x.clone())",
+    "torch.mul(i, 3, out=torch.empty(4, 3, dtype=torch.int64, device='neuron'))",
+    "torch.addcmul(x, x, y, value=0.5, out=torch.empty_like(x))",
+    "torch.addcdiv(x, x, y.abs() + 1, out=torch.empty_like(x))", "torch.pow(x, 2, out=torch.empty_like(x))",
+    "torch.le(x, y, out=torch.empty(4, 3, dtype=torch.bool, device='neuron'))",
+    "torch.arange(2, 9, 2, out=torch.empty(0, dtype=torch.int64, device='neuron'))",
+    "torch.arange(0.5, 3.0, 0.5, out=torch.empty(0, device='neuron'))",
+    "torch.sqrt(x.abs(), out=torch.empty_like(x))", "torch.mm(x, s, out=torch.empty(4, 3, device='neuron'))",
+    "torch.bmm(b, b, out=torch.empty(0, device='neuron'))",
+    # in-place operators: on a copy, a 64-bit one the rounding changes, a view, a view another argument overlaps
+    "x.clone().add_(y, alpha=2)", "x.clone().sub_(1)", "x.clone().mul_(y)", "x.clone().div_(torch.tensor(2.0))",
+    "x.clone().addcmul_(x, y, value=2)", "x.clone().addcdiv_(x, y.abs() + 1)", "x.clone().lerp_(y, 0.3)",
+    "x.clone().zero_()", "x.clone().fill_(2.5)", "i.clone().mul_(5)", "d.clone().add_(d)",
+    "(d * 0).add_(2**40 + 1)", "(lambda t: (t[0].add_(t[1]), t)[1])(x.clone())",
+    "(lambda t: (t.t().mul_(2), t)[1])(x.clone())",
 ]
 
-#: Calls the device must refuse, with the fallback's message.
-REFUSED = ["x + torch.ones(4, 3)", "x * y.to('neuron:1')"]
+#: Calls the device must refuse, with the fallback's message: an input on another device, an out that overlaps an
+#: input in part, an in-place operand that would have to broadcast, and an out that is also an input and would have to
+#: broadcast (the kernel sees one tensor, as on the CPU, and refuses to resize it: a direct kernel, and the fallback's
+#: `logical_and_`, which calls `logical_and_out(self, self, other)`).
+REFUSED = [
+    "x + torch.ones(4, 3)", "x * y.to('neuron:1')", "torch.mul(x, y, out=torch.empty(4, 3))",
+    "(lambda t: torch.add(t[1:], t[:-1], out=t[:-1]))(x.clone())", "x.clone()[:1].mul_(y)",
+    "x.clone().add_(y.to('neuron:1'))", "(lambda t: torch.mul(t, y, out=t))(x.clone()[:1])",
+    "(lambda t: t.logical_and_(m))(m.clone()[:1])",
+]
 
 _SCRIPT = """
-import json, torch
+import json, torch, warnings
 torch.manual_seed(0)
 x, y, s, b = (torch.randn(*shape).to("neuron") for shape in [(4, 3), (4, 3), (3, 3), (2, 3, 3)])
 i = torch.arange(12, dtype=torch.int32).reshape(4, 3).to("neuron")
@@ -48,8 +78,11 @@ z = torch.randn(4, 3, dtype=torch.complex64).to("neuron")
 out = {}
 for expression in EXPRESSIONS:
     torch.neuron.reset_op_log()
-    result = eval(expression)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = eval(expression)
     out[expression] = {
+        "warnings": sorted(str(w.message).splitlines()[0] for w in caught),
         "device": str(result.device), "dtype": str(result.dtype), "stride": list(result.stride()),
         "values": torch.view_as_real(result.cpu()).tolist() if result.is_complex() else result.cpu().tolist(),
         "executed": torch.neuron.get_executed_ops(), "fallback": torch.neuron.get_fallback_ops(),

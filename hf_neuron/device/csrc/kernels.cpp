@@ -372,16 +372,118 @@ at::Tensor backend_layout(at::Tensor result, const IsNative& is_native) {
   if (result.strides() == c10::IntArrayRef(strides) || !is_native()) {
     return result;
   }
-  return result.is_contiguous() ? result.as_strided(result.sizes(), strides, result.storage_offset())
-                                : result.contiguous();
+  if (result.is_contiguous()) {
+    return result.as_strided(result.sizes(), strides, result.storage_offset());
+  }
+  // The copy `contiguous()` would make, without its five dispatches (contiguous, clone, empty_like, empty, copy_).
+  at::Tensor contiguous = at::detail::empty_cpu(result.sizes(), result.scalar_type());
+  at::native::copy_(contiguous, result);
+  return contiguous;
 }
+
+// ---- the CPU tensors of one call ------------------------------------------------------------------
+// The CPU tensors a CPU kernel sees for the device tensors of one call: one per device tensor (the same tensor passed
+// twice is one CPU tensor, so that a kernel sees what it would see on the CPU: TensorIterator then treats an output
+// that is also an input as read-write and refuses to broadcast it, instead of resizing the caller's tensor), over
+// one CPU storage per device storage (so that the kernel's overlap checks see two views of one memory as such).
+class CpuAliases {
+ public:
+  struct Converted {
+    at::Tensor original;  // the device tensor the caller passed
+    at::Tensor cpu;       // the CPU tensor the kernel saw
+    bool mutated;
+  };
+  struct StoragePair {
+    c10::Storage device;
+    c10::Storage cpu;
+  };
+
+  // `writes`: the call writes some tensor (an in-place or out= operator). A call that writes none only reads its
+  // tensors' memory, through the CPU storage that device memory keeps with it, where a call that writes needs one
+  // of its own (a kernel may resize what it writes).
+  explicit CpuAliases(bool writes) : writes_(writes) {}
+
+  at::Tensor of(const at::Tensor& t, bool mutated) {
+    for (auto& converted : converted_) {
+      if (converted.original.is_same(t)) {
+        converted.mutated = converted.mutated || mutated;
+        return converted.cpu;
+      }
+    }
+    at::Tensor cpu = cpu_view(t, storage_for(t.storage()));
+    converted_.push_back({t, cpu, mutated});
+    return cpu;
+  }
+
+  // Makes each device tensor the kernel wrote show what it wrote (Trainium's 32-bit rounding included), resize
+  // included.
+  void write_back() {
+    for (auto& converted : converted_) {
+      if (converted.mutated) {
+        write_back(converted);
+      }
+    }
+  }
+
+  const c10::SmallVector<Converted, 4>& converted() const {
+    return converted_;
+  }
+
+  const c10::SmallVector<StoragePair, 4>& storages() const {
+    return storages_;
+  }
+
+ private:
+  c10::Storage storage_for(const c10::Storage& device_storage) {
+    for (const auto& pair : storages_) {
+      if (pair.device.is_alias_of(device_storage)) {
+        return pair.cpu;
+      }
+    }
+    storages_.push_back({device_storage, writes_ || settings().copy_aliasing ? cpu_view_storage(device_storage)
+                                                                             : cpu_storage_of(device_storage)});
+    return storages_.back().cpu;
+  }
+
+  static void write_back(Converted& converted) {
+    if (settings().narrow_64bit) {
+      const at::Tensor rounded = narrowed(converted.cpu);
+      if (!rounded.is_same(converted.cpu)) {
+        converted.cpu.copy_(rounded);
+      }
+    }
+    auto* device_impl = converted.original.unsafeGetTensorImpl();
+    auto* device_storage = device_impl->storage().unsafeGetStorageImpl();
+    const auto& cpu_storage = converted.cpu.storage();
+    if (cpu_storage.data() != device_storage->data()) {
+      const size_t nbytes = cpu_storage.nbytes();
+      if (nbytes > device_storage->nbytes()) {
+        reallocate_storage(device_storage, nbytes);
+      }
+      if (nbytes > 0) {
+        std::memcpy(device_storage->mutable_data(), cpu_storage.data(), nbytes);
+      }
+    }
+    if (converted.cpu.sizes() != converted.original.sizes() ||
+        converted.cpu.strides() != converted.original.strides() ||
+        converted.cpu.storage_offset() != converted.original.storage_offset()) {
+      device_impl->set_sizes_and_strides(
+          converted.cpu.sizes(), converted.cpu.strides(), converted.cpu.storage_offset());
+    }
+  }
+
+  bool writes_;
+  c10::SmallVector<Converted, 4> converted_;
+  c10::SmallVector<StoragePair, 4> storages_;
+};
 
 // ---- the boxed CPU fallback ----------------------------------------------------------------------
 // One call of an operator without a neuron kernel: its device tensors become CPU tensors over the same
 // memory, the CPU kernel runs, and its results become device tensors again.
 class FallbackCall {
  public:
-  FallbackCall(const c10::OperatorHandle& op, torch::jit::Stack* stack) : op_(op), stack_(stack) {}
+  FallbackCall(const c10::OperatorHandle& op, torch::jit::Stack* stack)
+      : op_(op), stack_(stack), aliases_(writes(op.schema())) {}
 
   void run() {
     const auto& schema = op_.schema();
@@ -403,15 +505,11 @@ class FallbackCall {
     }
     // What the conversions and the CPU kernel dispatch is this call's own work, not the model's.
     DeviceKernelScope own_work;
-    if (settings().narrow_64bit && !is_view_op()) {
+    if (settings().narrow_64bit && !returns_view()) {  // what an in-place or out= operator reads, too
       narrow_inputs(first, arguments);
     }
     op_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack_);
-    for (auto& converted : converted_) {
-      if (converted.mutated) {
-        write_back(converted);
-      }
-    }
+    aliases_.write_back();
     const size_t returns = schema.returns().size();
     for (size_t i = stack_->size() - returns; i < stack_->size(); ++i) {
       (*stack_)[i] = to_device((*stack_)[i]);
@@ -419,29 +517,16 @@ class FallbackCall {
   }
 
  private:
-  struct Converted {
-    at::Tensor original;  // the device tensor the caller passed
-    at::Tensor cpu;       // the CPU tensor the kernel saw
-    bool mutated;
-  };
-  struct StoragePair {
-    c10::Storage device;
-    c10::Storage cpu;
-  };
+  static bool writes(const c10::FunctionSchema& schema) {
+    return std::any_of(schema.arguments().begin(), schema.arguments().end(), [](const c10::Argument& argument) {
+      return argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+    });
+  }
 
   // A view operator (a return aliases an input without writing it), as opposed to an in-place or out= one.
   bool returns_view() const {
     for (const auto& ret : op_.schema().returns()) {
       if (ret.alias_info() != nullptr && !ret.alias_info()->isWrite()) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  bool is_view_op() const {
-    for (const auto& ret : op_.schema().returns()) {
-      if (ret.alias_info() != nullptr) {
         return true;
       }
     }
@@ -474,28 +559,7 @@ class FallbackCall {
     }
     note_device(t, argument);
     complex_inputs_ = complex_inputs_ || (!mutated && t.is_complex());
-    // The same tensor passed twice (`logical_and_` calls `logical_and_out(self, self, other)`) is one CPU
-    // tensor, so that a kernel sees what it would see on the CPU: TensorIterator then treats the output as
-    // read-write and refuses to broadcast it, instead of resizing the caller's tensor.
-    for (auto& converted : converted_) {
-      if (converted.original.is_same(t)) {
-        converted.mutated = converted.mutated || mutated;
-        return converted.cpu;
-      }
-    }
-    auto cpu = cpu_view(t, storage_for(t.storage()));
-    converted_.push_back({t, cpu, mutated});
-    return cpu;
-  }
-
-  c10::Storage storage_for(const c10::Storage& device_storage) {
-    for (const auto& pair : storages_) {
-      if (pair.device.is_alias_of(device_storage)) {
-        return pair.cpu;
-      }
-    }
-    storages_.push_back({device_storage, cpu_view_storage(device_storage)});
-    return storages_.back().cpu;
+    return aliases_.of(t, mutated);
   }
 
   void to_cpu(c10::IValue& value, const c10::Argument& argument, bool mutated) {
@@ -559,34 +623,6 @@ class FallbackCall {
     }
   }
 
-  // The kernel wrote into `cpu`: make the caller's device tensor show the result, including any resize.
-  void write_back(Converted& converted) {
-    if (settings().narrow_64bit) {
-      const at::Tensor rounded = narrowed(converted.cpu);
-      if (!rounded.is_same(converted.cpu)) {
-        converted.cpu.copy_(rounded);
-      }
-    }
-    auto* device_impl = converted.original.unsafeGetTensorImpl();
-    auto* device_storage = device_impl->storage().unsafeGetStorageImpl();
-    const auto& cpu_storage = converted.cpu.storage();
-    if (cpu_storage.data() != device_storage->data()) {
-      const size_t nbytes = cpu_storage.nbytes();
-      if (nbytes > device_storage->nbytes()) {
-        reallocate_storage(device_storage, nbytes);
-      }
-      if (nbytes > 0) {
-        std::memcpy(device_storage->mutable_data(), cpu_storage.data(), nbytes);
-      }
-    }
-    if (converted.cpu.sizes() != converted.original.sizes() ||
-        converted.cpu.strides() != converted.original.strides() ||
-        converted.cpu.storage_offset() != converted.original.storage_offset()) {
-      device_impl->set_sizes_and_strides(
-          converted.cpu.sizes(), converted.cpu.strides(), converted.cpu.storage_offset());
-    }
-  }
-
   at::Tensor tensor_to_device(const at::Tensor& t) {
     if (!t.defined() || t.device().type() != c10::kCPU) {
       return t;
@@ -603,13 +639,13 @@ class FallbackCall {
                 t.storage().nbytes(),
         "The neuron device cannot adopt the result of ", op_.schema().operator_name(),
         ": its CPU kernel returned a tensor whose memory does not cover its shape");
-    for (const auto& converted : converted_) {
+    for (const auto& converted : aliases_.converted()) {
       if (converted.cpu.is_same(t)) {
         return converted.original;  // in-place and out= results are the caller's own tensor
       }
     }
     if (!settings().copy_aliasing) {
-      for (const auto& pair : storages_) {
+      for (const auto& pair : aliases_.storages()) {
         if (pair.cpu.is_alias_of(t.storage())) {
           return tensor_over(pair.device, t, kNeuronKey);  // a view of an input: the same device memory
         }
@@ -648,9 +684,8 @@ class FallbackCall {
   torch::jit::Stack* stack_;
   c10::DeviceIndex device_ = -1;
   std::optional<c10::Device> common_;
-  c10::SmallVector<Converted, 4> converted_;
-  c10::SmallVector<StoragePair, 4> storages_;
-  c10::SmallVector<StoragePair, 2> adopted_;  // results: their device storage over the CPU storage
+  CpuAliases aliases_;
+  c10::SmallVector<CpuAliases::StoragePair, 2> adopted_;  // results: their device storage over the CPU storage
   c10::SmallVector<std::pair<at::Tensor, const char*>, 2> cpu_tensors_;
   c10::SmallVector<size_t, 1> generator_slots_;
   bool complex_inputs_ = false;
@@ -662,15 +697,19 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 // ---- direct kernels --------------------------------------------------------------------------------
-// The hottest operators of a model (a tiny Llama's forward is two thirds mul, add, mm and cat) run as the boxed
-// fallback runs them, with the CPU kernel on aliases of device memory, but unboxed: the CPU kernel is called directly
-// (`at::cpu::`), no stack of IValues is built and no schema is walked. A call takes this path only when it needs none
-// of the fallback's general handling — every tensor a dense device tensor of one device (or a zero-dim CPU tensor,
-// a Python number), none complex (complex calls fall back on Trainium: the fallback logs them so), no 64-bit device
-// tensor under 64-bit narrowing, no copy-aliasing; any other call is handed to the boxed fallback, unchanged. What
-// the call logs, the memory it accounts and the layout of its result are the fallback's.
+// The hottest operators of a model (a tiny Llama's forward is two thirds mul, add, mm and cat; an optimizer step is
+// out= and in-place operators) run as the boxed fallback runs them, with the CPU kernel on aliases of device memory,
+// but unboxed: the CPU kernel is called directly (`at::cpu::`), no stack of IValues is built and no schema is walked.
+// A call takes this path only when it needs none of the fallback's general handling — every tensor a dense device
+// tensor of one device (or a zero-dim CPU tensor, a Python number, as an input), none complex (complex calls fall
+// back on Trainium: the fallback logs them so), no 64-bit input under 64-bit narrowing that the rounding would
+// change, no copy-aliasing; any other call is handed to the boxed fallback, unchanged. What the call logs, the memory
+// it accounts, the layout of its result and what it writes into its `self` or `out` are the fallback's.
 class DirectCall {
  public:
+  // `writes`: the operator writes its `self` or `out` (in-place and out= operators).
+  explicit DirectCall(bool writes) : writes_(writes) {}
+
   bool admit(const at::Tensor& t) {
     if (!t.defined()) {
       return false;
@@ -678,11 +717,16 @@ class DirectCall {
     if (t.device().type() != kNeuron) {
       return t.dim() == 0 && t.device().is_cpu() && !t.is_complex();
     }
-    if (device_ < 0) {
-      device_ = t.device().index();
-    }
-    return t.device().index() == device_ && t.layout() == c10::kStrided && !t.is_complex() && !t.is_neg() &&
-           !t._is_zerotensor() && !(settings().narrow_64bit && is_64bit(t.scalar_type()));
+    return admit_device_tensor(t) &&
+           (!settings().narrow_64bit || !is_64bit(t.scalar_type()) ||
+            (t.scalar_type() == c10::kDouble ? dense_and_exact_in_32bits<double>(t)
+                                             : dense_and_exact_in_32bits<int64_t>(t)));
+  }
+
+  // The tensor the kernel writes (`self` of an in-place operator, `out` of an out= one): a device tensor, whose
+  // values in are not rounded (the fallback rounds what the kernel wrote).
+  bool admit(at::Tensor& t) {
+    return t.defined() && t.device().type() == kNeuron && admit_device_tensor(t);
   }
 
   bool admit(const at::ITensorListRef& tensors) {
@@ -706,14 +750,23 @@ class DirectCall {
     return device_ >= 0 && !settings().copy_aliasing;
   }
 
-  at::Tensor cpu(const at::Tensor& t) const {
+  at::Tensor cpu(const at::Tensor& t) {
     if (t.device().type() != kNeuron) {
       return settings().narrow_64bit ? narrowed(t) : t;
     }
-    return tensor_over(cpu_alias_storage(t.storage()), t, c10::DispatchKey::CPU);
+    if (writes_) {
+      return aliases_.of(t, /*mutated=*/false);
+    }
+    // A call that writes no tensor reads its inputs only: their identity does not matter to the kernel, and the CPU
+    // storage that device memory keeps with it serves.
+    return tensor_over(cpu_storage_of(t.storage()), t, c10::DispatchKey::CPU);
   }
 
-  std::vector<at::Tensor> cpu(const at::ITensorListRef& tensors) const {
+  at::Tensor cpu(at::Tensor& t) {
+    return aliases_.of(t, /*mutated=*/true);
+  }
+
+  std::vector<at::Tensor> cpu(const at::ITensorListRef& tensors) {
     std::vector<at::Tensor> out;
     out.reserve(tensors.size());
     for (const at::Tensor& t : tensors) {
@@ -733,33 +786,62 @@ class DirectCall {
     return tensor_over(adopt_cpu_storage(result.storage(), device_), result, kNeuronKey);
   }
 
+  // What the CPU kernel wrote into its `self` or `out`, shown by the caller's device tensor.
+  void write_back() {
+    aliases_.write_back();
+  }
+
  private:
+  bool admit_device_tensor(const at::Tensor& t) {
+    if (device_ < 0) {
+      device_ = t.device().index();
+    }
+    return t.device().index() == device_ && t.layout() == c10::kStrided && !t.is_complex() && !t.is_neg() &&
+           !t._is_zerotensor();
+  }
+
   template <typename T>
   static constexpr bool is_plain = std::is_same_v<T, at::Scalar> || std::is_same_v<T, int64_t> ||
                                    std::is_same_v<T, bool> || std::is_same_v<T, double> ||
                                    std::is_same_v<T, c10::string_view> || std::is_same_v<T, c10::ScalarType> ||
                                    std::is_same_v<T, at::OptionalIntArrayRef> ||
                                    std::is_same_v<T, std::optional<c10::ScalarType>>;
+  bool writes_;
   c10::DeviceIndex device_ = -1;
+  CpuAliases aliases_{/*writes=*/true};  // for a call that writes: the fallback's rules of identity
 };
 
-// `Op` (an `at::_ops` operator) with `cpu_kernel`, its CPU kernel (`at::cpu::`), as a direct kernel.
+// The tensor an in-place or out= operator writes and returns: its one non-const tensor argument.
+inline at::Tensor* written(at::Tensor& t) {
+  return &t;
+}
+
+template <typename T>
+at::Tensor* written(const T& /*value*/) {
+  return nullptr;
+}
+
+// `Op` (an `at::_ops` operator) with `cpu_kernel`, its CPU kernel (`at::cpu::`; `_outf` for an out= operator, whose
+// arguments come in the schema's order), as a direct kernel: an operator that returns a new tensor, or one that
+// writes its `self` or `out` and returns it.
 template <class Op, class Schema, Schema* cpu_kernel>
 struct Direct;
 
-template <class Op, class... Args, at::Tensor (*cpu_kernel)(Args...)>
-struct Direct<Op, at::Tensor(Args...), cpu_kernel> {
+template <class Op, class Return, class... Args, Return (*cpu_kernel)(Args...)>
+struct Direct<Op, Return(Args...), cpu_kernel> {
+  static_assert(std::is_same_v<Return, at::Tensor> || std::is_same_v<Return, at::Tensor&>);
+
   // As the dispatcher spells it (`aten::mul.Tensor`), as the operator log and trainium_ops.toml name it.
   static std::string name() {
     return c10::toString(c10::OperatorName(Op::name, Op::overload_name));
   }
 
-  static at::Tensor call(Args... args) {
-    DirectCall direct;
+  static Return call(Args... args) {
+    DirectCall direct(std::is_same_v<Return, at::Tensor&>);
     if (!(direct.admit(args) && ...) || !direct.on_device()) {
       static const c10::OperatorHandle op =
           c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
-      return c10::impl::BoxedKernelWrapper<at::Tensor(Args...)>::call(
+      return c10::impl::BoxedKernelWrapper<Return(Args...)>::call(
           c10::BoxedKernel::makeFromFunction<&cpu_fallback>(), op, c10::DispatchKeySet(), args...);
     }
     if (settings().op_log) {
@@ -767,7 +849,16 @@ struct Direct<Op, at::Tensor(Args...), cpu_kernel> {
       record_named(logged.c_str());
     }
     DeviceKernelScope own_work;  // what the CPU kernel dispatches is this call's own work, not the model's
-    return direct.result(cpu_kernel(direct.cpu(args)...));
+    auto cpu_args = std::make_tuple(direct.cpu(args)...);
+    if constexpr (std::is_same_v<Return, at::Tensor>) {
+      return direct.result(std::apply(cpu_kernel, cpu_args));
+    } else {
+      std::apply(cpu_kernel, cpu_args);
+      direct.write_back();
+      at::Tensor* target = nullptr;
+      ((target = target != nullptr ? target : written(args)), ...);
+      return *target;
+    }
   }
 };
 
@@ -785,8 +876,8 @@ DirectKernel direct() {
           }};
 }
 
-// The operators with a direct kernel: the hottest of tiny models' forward and backward passes (counted with the
-// operator log), each a structured CPU kernel.
+// The operators with a direct kernel: the hottest of tiny models' forward and backward passes and of an optimizer
+// step (counted with the operator log), each with a CPU kernel of its own.
 const std::vector<DirectKernel>& direct_kernels() {
   static const std::vector<DirectKernel> kernels = {
       direct<ATEN_OP2(add, Tensor), &at::cpu::add>(),
@@ -812,6 +903,34 @@ const std::vector<DirectKernel>& direct_kernels() {
       direct<ATEN_OP(gelu_backward), &at::cpu::gelu_backward>(),
       direct<ATEN_OP(_softmax_backward_data), &at::cpu::_softmax_backward_data>(),
       direct<ATEN_OP(threshold_backward), &at::cpu::threshold_backward>(),
+      direct<ATEN_OP(sqrt), &at::cpu::sqrt>(),
+      direct<ATEN_OP(sin), &at::cpu::sin>(),
+      direct<ATEN_OP(cos), &at::cpu::cos>(),
+      direct<ATEN_OP(index_select), &at::cpu::index_select>(),
+      direct<ATEN_OP2(where, self), &at::cpu::where>(),
+      // out= operators: what a functional operator's composite calls on the real backend's routes
+      direct<ATEN_OP2(add, out), &at::cpu::add_outf>(),
+      direct<ATEN_OP2(sub, out), &at::cpu::sub_outf>(),
+      direct<ATEN_OP2(mul, out), &at::cpu::mul_outf>(),
+      direct<ATEN_OP2(div, out), &at::cpu::div_outf>(),
+      direct<ATEN_OP2(addcmul, out), &at::cpu::addcmul_outf>(),
+      direct<ATEN_OP2(addcdiv, out), &at::cpu::addcdiv_outf>(),
+      direct<ATEN_OP2(pow, Tensor_Scalar_out), &at::cpu::pow_outf>(),
+      direct<ATEN_OP2(le, Tensor_out), &at::cpu::le_outf>(),
+      direct<ATEN_OP2(arange, start_out), &at::cpu::arange_outf>(),
+      direct<ATEN_OP2(sqrt, out), &at::cpu::sqrt_outf>(),
+      direct<ATEN_OP2(mm, out), &at::cpu::mm_outf>(),
+      direct<ATEN_OP2(bmm, out), &at::cpu::bmm_outf>(),
+      // in-place operators
+      direct<ATEN_OP2(add_, Tensor), &at::cpu::add_>(),
+      direct<ATEN_OP2(sub_, Tensor), &at::cpu::sub_>(),
+      direct<ATEN_OP2(mul_, Tensor), &at::cpu::mul_>(),
+      direct<ATEN_OP2(div_, Tensor), &at::cpu::div_>(),
+      direct<ATEN_OP(addcmul_), &at::cpu::addcmul_>(),
+      direct<ATEN_OP(addcdiv_), &at::cpu::addcdiv_>(),
+      direct<ATEN_OP2(lerp_, Scalar), &at::cpu::lerp_>(),
+      direct<ATEN_OP(zero_), &at::cpu::zero_>(),
+      direct<ATEN_OP2(fill_, Scalar), &at::cpu::fill_>(),
   };
   return kernels;
 }
@@ -852,24 +971,28 @@ int route_cpu_kernels() {
       torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   int routed = 0;
   auto& dispatcher = c10::Dispatcher::singleton();
+  const auto& kernels = direct_kernels();
   for (const auto& name : dispatcher.getAllOpNames()) {
     auto op = dispatcher.findOp(name);
     if (name.name.rfind("aten::", 0) != 0 || !op.has_value() ||
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
-        !(op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
-          op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) ||
-        op->hasKernelForDispatchKey(kNeuronKey)) {
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) || op->hasKernelForDispatchKey(kNeuronKey)) {
+      continue;
+    }
+    const std::string short_name = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+    const std::string full_name = c10::toString(name);
+    const auto found = std::find_if(kernels.begin(), kernels.end(), [&](const auto& k) { return k.name == full_name; });
+    if (!(op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+          op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional))) {
+      if (found != kernels.end()) {  // the fallback's call, unboxed (no route to choose: the op has no composite)
+        found->impl(*library, short_name.c_str());
+      }
       continue;
     }
     // With the real backend's routes, an op it does not implement takes its composite kernel, which dispatches
     // its parts (a structured op's out= variant, a decomposition): what Trainium runs, and what its log shows.
-    if (settings().trainium_dispatch && !native_on_trainium(c10::toString(name))) {
+    if (settings().trainium_dispatch && !native_on_trainium(full_name)) {
       continue;
     }
-    const std::string short_name = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
-    const auto& kernels = direct_kernels();
-    const std::string full_name = c10::toString(name);
-    const auto found = std::find_if(kernels.begin(), kernels.end(), [&](const auto& k) { return k.name == full_name; });
     if (found != kernels.end()) {
       found->impl(*library, short_name.c_str());
     } else {

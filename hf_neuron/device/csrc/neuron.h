@@ -73,6 +73,10 @@ c10::Allocator* pinned_allocator();
 bool is_pinned(const void* ptr);
 // Makes the memory of a CPU storage a device storage of `index` (no copy; keeps `cpu` alive).
 c10::Storage adopt_cpu_storage(const c10::Storage& cpu, c10::DeviceIndex index);
+// The CPU storage over the memory of a device storage that the device keeps with it: the storage a CPU kernel's
+// result came in, or the one device memory is allocated in (every device storage has one). For reading only: a
+// kernel that resized it would free the device's memory.
+const c10::Storage& cpu_storage_of(const c10::Storage& device);
 // Replaces the memory of a device storage by `nbytes` fresh device bytes (contents copied up to min size).
 void reallocate_storage(c10::StorageImpl* storage, size_t nbytes);
 

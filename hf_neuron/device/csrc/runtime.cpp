@@ -81,18 +81,18 @@ void unaccount(c10::DeviceIndex index, size_t nbytes) {
   memory.stats.frees += 1;
 }
 
-// A block of device memory: host memory with the device index and size it was accounted under.
-struct Block {
-  void* data;
+// Device memory: host memory in a CPU storage (the storage of a CPU kernel's result that the device adopted, or one
+// allocated for the device), with the device index and size it was accounted under.
+struct Adopted {
+  c10::Storage cpu;
   c10::DeviceIndex index;
   size_t nbytes;
 };
 
-void free_block(void* context) {
-  auto* block = static_cast<Block*>(context);
-  c10::free_cpu(block->data);
-  unaccount(block->index, block->nbytes);
-  delete block;
+void release_adopted(void* context) {
+  auto* adopted = static_cast<Adopted*>(context);
+  unaccount(adopted->index, adopted->nbytes);
+  delete adopted;
 }
 
 struct DeviceAllocator final : c10::Allocator {
@@ -110,7 +110,10 @@ struct DeviceAllocator final : c10::Allocator {
         throw;
       }
     }
-    return {data, new Block{data, index, nbytes}, &free_block, c10::Device(kNeuron, index)};
+    c10::Storage cpu(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), nbytes, c10::DataPtr(data, data, &c10::free_cpu, c10::Device(c10::kCPU)),
+        /*allocator=*/nullptr, /*resizable=*/false));
+    return {data, new Adopted{std::move(cpu), index, nbytes}, &release_adopted, c10::Device(kNeuron, index)};
   }
   c10::DeleterFnPtr raw_deleter() const override {
     return nullptr;
@@ -121,18 +124,6 @@ struct DeviceAllocator final : c10::Allocator {
 };
 DeviceAllocator g_device_allocator;
 
-// Memory of a CPU storage adopted by the device (an output of a CPU kernel).
-struct Adopted {
-  c10::Storage cpu;
-  c10::DeviceIndex index;
-  size_t nbytes;
-};
-
-void release_adopted(void* context) {
-  auto* adopted = static_cast<Adopted*>(context);
-  unaccount(adopted->index, adopted->nbytes);
-  delete adopted;
-}
 
 // ---- pinned host memory ------------------------------------------------------------------------
 std::mutex g_pinned_mutex;
@@ -481,6 +472,14 @@ c10::Storage adopt_cpu_storage(const c10::Storage& cpu, c10::DeviceIndex index) 
   c10::DataPtr data_ptr(data, new Adopted{cpu, index, nbytes}, &release_adopted, c10::Device(kNeuron, index));
   return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), nbytes, std::move(data_ptr), &g_device_allocator, /*resizable=*/true));
+}
+
+const c10::Storage& cpu_storage_of(const c10::Storage& device) {
+  const c10::DataPtr& data_ptr = device.data_ptr();
+  TORCH_INTERNAL_ASSERT(
+      data_ptr.get_deleter() == &release_adopted,
+      "a neuron storage whose memory the reference device did not allocate or adopt");
+  return static_cast<const Adopted*>(data_ptr.get_context())->cpu;
 }
 
 void reallocate_storage(c10::StorageImpl* storage, size_t nbytes) {
