@@ -124,7 +124,6 @@ struct DeviceAllocator final : c10::Allocator {
 };
 DeviceAllocator g_device_allocator;
 
-
 // ---- pinned host memory ------------------------------------------------------------------------
 std::mutex g_pinned_mutex;
 std::map<uintptr_t, size_t> g_pinned;  // start -> size
