@@ -1,7 +1,8 @@
 """Benchmark the reference neuron device against plain CPU execution; prints ratios (neuron / CPU).
 
 Cases: a tiny Llama forward (per-op overhead dominates), a compute-bound forward (hidden 1024, 4 layers,
-seq 256), a tiny Llama train step (forward, backward, AdamW), and the cost that hf-neuron adds to
+seq 256), a tiny Llama train step (forward, backward, AdamW), a one-operator backward (what autograd's device thread
+costs every backward, without a target), and the cost that hf-neuron adds to
 ``import torch`` with the device off and on (built). Each case is timed in interleaved rounds
 (``paired.py``): the median ratio, its 95% interval, and a verdict on the target (:data:`TARGETS`) only when the
 interval is clear of it.
@@ -69,6 +70,15 @@ def _train(name: str, model: torch.nn.Module, seq: int, rounds: int) -> Comparis
     return interleaved(name, stepper(model, ids), stepper(on_device, ids.to("neuron")), rounds)
 
 
+def _handoff(name: str, rounds: int) -> Comparison:
+    """The fixed cost of a backward: a one-operator graph. Autograd runs the backward of every device but the CPU
+    (the real backend's and CUDA's included) on a thread of its own, so the call waits for that thread to wake and
+    to hand the result back; the CPU's runs on the calling thread."""
+    leaves = [torch.ones(4, requires_grad=True), torch.ones(4, device="neuron", requires_grad=True)]
+    return interleaved(name, lambda: (leaves[0] * 2).sum().backward(), lambda: (leaves[1] * 2).sum().backward(),
+                       rounds)
+
+
 def _op_log_cost(rounds: int) -> int:
     """The three cases on the device with the operator log off (A) and on (B), interleaved in this process."""
     from hf_neuron.device import runtime
@@ -129,10 +139,12 @@ def main() -> int:
     # Tiny models measure per-operator overhead: one thread, so that thread-pool wake-ups under load on a
     # shared machine do not swamp it.
     torch.set_num_threads(1)
-    rows = [(_forward("tiny Llama forward (h64, 2 layers, seq 16; 1 thread)", _llama(64, 2, 4), 16,
-                      args.repeats * 5), TARGETS["tiny forward"]),
-            (_train("tiny Llama train step (AdamW; 1 thread)", _llama(64, 2, 4), 32, args.repeats * 2),
-             TARGETS["train step"])]
+    rows: list[tuple[Comparison, float | None]] = [
+        (_forward("tiny Llama forward (h64, 2 layers, seq 16; 1 thread)", _llama(64, 2, 4), 16, args.repeats * 5),
+         TARGETS["tiny forward"]),
+        (_train("tiny Llama train step (AdamW; 1 thread)", _llama(64, 2, 4), 32, args.repeats * 2),
+         TARGETS["train step"]),
+        (_handoff("one-op backward (autograd's device thread; no target)", args.repeats * 50), None)]
     torch.set_num_threads(os.cpu_count() or 1)
     rows.append((_forward("compute-bound forward (h1024, 4 layers, seq 256)", _llama(1024, 4, 16), 256,
                           args.repeats), TARGETS["compute-bound forward"]))

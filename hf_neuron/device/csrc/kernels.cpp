@@ -74,6 +74,114 @@ at::Tensor tensor_over(c10::Storage storage, const at::Tensor& like, c10::Dispat
   return out;
 }
 
+// The TensorImpl of a CPU kernel's view of a device tensor: the device tensor's sizes, strides and offset over a CPU
+// storage, with the contiguity the device tensor has computed copied rather than computed again (the same sizes and
+// strides have the same contiguity). Lives for one call of a CPU kernel; a direct kernel's read-only calls reuse
+// them (`CpuViewPool`).
+class CpuViewImpl final : public c10::TensorImpl {
+ public:
+  CpuViewImpl(c10::Storage storage, const c10::TensorImpl& like)
+      : c10::TensorImpl(std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), like.dtype()) {
+    copy_metadata(like);
+  }
+
+  // Makes this a view of `like` over `storage` again.
+  void reuse(c10::Storage storage, const c10::TensorImpl& like) {
+    storage_ = std::move(storage);
+    data_type_ = like.dtype();
+    copy_metadata(like);
+  }
+
+  // Lets go of the memory it viewed (a view in the pool keeps none alive).
+  void release_storage() {
+    storage_ = c10::Storage();
+  }
+
+ private:
+  void copy_metadata(const c10::TensorImpl& like) {
+    sizes_and_strides_.set_sizes(like.sizes());
+    sizes_and_strides_.set_strides(like.strides());
+    storage_offset_ = like.storage_offset();
+    numel_ = like.numel();
+    is_contiguous_ = like.is_contiguous();
+    is_channels_last_contiguous_ = like.is_contiguous(c10::MemoryFormat::ChannelsLast);
+    is_channels_last_3d_contiguous_ = like.is_contiguous(c10::MemoryFormat::ChannelsLast3d);
+    is_channels_last_ = like.is_strides_like_channels_last();
+    is_channels_last_3d_ = like.is_strides_like_channels_last_3d();
+    is_non_overlapping_and_dense_ = like.is_non_overlapping_and_dense();
+    _set_conj(like.is_conj());
+    _set_neg(like.is_neg());
+  }
+};
+
+// A CPU tensor with the metadata of device tensor `like` over `storage`.
+at::Tensor cpu_tensor_over(c10::Storage storage, const at::Tensor& like) {
+  return at::detail::make_tensor<CpuViewImpl>(std::move(storage), *like.unsafeGetTensorImpl());
+}
+
+// The CPU views a direct kernel's read-only call lends its CPU kernel, taken from and given back to this thread's
+// pool: a view that only the call holds when it ends (the kernel kept no reference) lets go of its memory and goes
+// back to the pool, so that the next call allocates no TensorImpl.
+class CpuViewPool {
+ public:
+  CpuViewPool() = default;
+  CpuViewPool(const CpuViewPool&) = delete;
+  CpuViewPool& operator=(const CpuViewPool&) = delete;
+
+  at::Tensor lend(c10::Storage storage, const at::Tensor& like) {
+    auto& pool = free_views();
+    c10::intrusive_ptr<CpuViewImpl> view;
+    if (pool.empty()) {
+      view = c10::make_intrusive<CpuViewImpl>(std::move(storage), *like.unsafeGetTensorImpl());
+    } else {
+      view = std::move(pool.back());
+      pool.pop_back();
+      view->reuse(std::move(storage), *like.unsafeGetTensorImpl());
+    }
+    lent_.push_back(view);
+    return at::Tensor(std::move(view));
+  }
+
+  ~CpuViewPool() {
+    auto& pool = free_views();
+    for (auto& view : lent_) {
+      if (view.use_count() == 1 && view.weak_use_count() == 1 && pool.size() < kCapacity) {
+        view->release_storage();
+        pool.push_back(std::move(view));
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kCapacity = 16;
+  static std::vector<c10::intrusive_ptr<CpuViewImpl>>& free_views() {
+    thread_local std::vector<c10::intrusive_ptr<CpuViewImpl>> views;
+    return views;
+  }
+  c10::SmallVector<c10::intrusive_ptr<CpuViewImpl>, 4> lent_;
+};
+
+// The dispatch keys of a CPU kernel's new result, and of a device tensor.
+c10::DispatchKeySet cpu_result_keys() {
+  static const c10::DispatchKeySet keys = at::detail::empty_cpu({0}, c10::kFloat).key_set();
+  return keys;
+}
+
+// A device tensor of `index` over the memory of `cpu`, a CPU kernel's result (the device adopts it, no copy). A
+// result that nothing else holds — a kernel's new output — becomes the device tensor itself: its TensorImpl takes the
+// device storage and the device's dispatch keys and keeps its sizes, strides and contiguity; any other is wrapped.
+at::Tensor adopt_result(at::Tensor cpu, c10::DeviceIndex index) {
+  c10::Storage device = adopt_cpu_storage(cpu.storage(), index);
+  auto* impl = cpu.unsafeGetTensorImpl();
+  if (cpu.use_count() == 1 && cpu.weak_use_count() == 1 && impl->key_set() == cpu_result_keys() &&
+      impl->autograd_meta() == nullptr && !impl->is_wrapped_number() && impl->allow_tensor_metadata_change()) {
+    impl->set_storage_keep_dtype(std::move(device));
+    impl->_change_backend_component_keys(c10::Device(kNeuron, index));
+    return cpu;
+  }
+  return tensor_over(std::move(device), cpu, kNeuronKey);
+}
+
 // A CPU storage over the memory of a device storage, keeping the device storage alive (its reference, held by the
 // CPU storage's data pointer).
 void release_storage_ref(void* context) {
@@ -110,7 +218,7 @@ at::Tensor cpu_view(const at::Tensor& t, c10::Storage storage) {
   if (t._is_zerotensor()) {
     return at::zeros(t.sizes(), t.options().device(c10::kCPU));
   }
-  return tensor_over(std::move(storage), t, c10::DispatchKey::CPU);
+  return cpu_tensor_over(std::move(storage), t);
 }
 
 at::Tensor cpu_view(const at::Tensor& t) {
@@ -355,6 +463,18 @@ at::Tensor narrowed(const at::Tensor& t) {
   return result;
 }
 
+// Whether `strides` are the contiguous strides of `sizes` (`c10::contiguous_strides`), size-1 dimensions included.
+bool has_contiguous_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (strides[i] != expected) {
+      return false;
+    }
+    expected *= std::max<int64_t>(sizes[i], 1);
+  }
+  return true;
+}
+
 // The layout the real backend gives a kernel's new (not a view's) result, on its dispatch routes: a native kernel's
 // result is allocated from its shape and dtype, with contiguous strides, whatever the layout the CPU kernel chose (a
 // channels-last convolution, an add that follows a transposed input), down to the strides of size-1 dimensions,
@@ -368,10 +488,10 @@ at::Tensor backend_layout(at::Tensor result, const IsNative& is_native) {
   if (!settings().trainium_dispatch || in_compiled_graph) {
     return result;
   }
-  const c10::DimVector strides = c10::contiguous_strides(result.sizes());
-  if (result.strides() == c10::IntArrayRef(strides) || !is_native()) {
+  if (has_contiguous_strides(result.sizes(), result.strides()) || !is_native()) {
     return result;
   }
+  const c10::DimVector strides = c10::contiguous_strides(result.sizes());
   if (result.is_contiguous()) {
     return result.as_strided(result.sizes(), strides, result.storage_offset());
   }
@@ -512,7 +632,7 @@ class FallbackCall {
     aliases_.write_back();
     const size_t returns = schema.returns().size();
     for (size_t i = stack_->size() - returns; i < stack_->size(); ++i) {
-      (*stack_)[i] = to_device((*stack_)[i]);
+      (*stack_)[i] = to_device(std::move((*stack_)[i]));
     }
   }
 
@@ -623,7 +743,7 @@ class FallbackCall {
     }
   }
 
-  at::Tensor tensor_to_device(const at::Tensor& t) {
+  at::Tensor tensor_to_device(at::Tensor t) {
     if (!t.defined() || t.device().type() != c10::kCPU) {
       return t;
     }
@@ -656,19 +776,22 @@ class FallbackCall {
         return tensor_over(pair.device, t, kNeuronKey);  // another view of an earlier result
       }
     }
-    at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
+    if (settings().narrow_64bit) {
+      t = narrowed(t);
+    }
     if (!returns_view()) {
-      result = backend_layout(std::move(result), [this] {
+      t = backend_layout(std::move(t), [this] {
         return native_on_trainium(c10::toString(op_.schema().operator_name()));
       });
     }
-    adopted_.push_back({adopt_cpu_storage(result.storage(), device_), result.storage()});
-    return tensor_over(adopted_.back().device, result, kNeuronKey);
+    at::Tensor result = adopt_result(std::move(t), device_);
+    adopted_.push_back({result.storage(), cpu_storage_of(result.storage())});
+    return result;
   }
 
-  c10::IValue to_device(const c10::IValue& value) {
+  c10::IValue to_device(c10::IValue value) {
     if (value.isTensor()) {
-      return tensor_to_device(value.toTensor());
+      return tensor_to_device(std::move(value).toTensor());
     }
     if (value.isTensorList()) {
       c10::List<at::Tensor> out;
@@ -759,7 +882,7 @@ class DirectCall {
     }
     // A call that writes no tensor reads its inputs only: their identity does not matter to the kernel, and the CPU
     // storage that device memory keeps with it serves.
-    return tensor_over(cpu_storage_of(t.storage()), t, c10::DispatchKey::CPU);
+    return views_.lend(cpu_storage_of(t.storage()), t);
   }
 
   at::Tensor cpu(at::Tensor& t) {
@@ -781,9 +904,11 @@ class DirectCall {
   }
 
   // The CPU kernel's new result as a device tensor: the fallback's rules for a native operator's result.
-  at::Tensor result(const at::Tensor& t) const {
-    at::Tensor result = backend_layout(settings().narrow_64bit ? narrowed(t) : t, [] { return true; });
-    return tensor_over(adopt_cpu_storage(result.storage(), device_), result, kNeuronKey);
+  at::Tensor result(at::Tensor t) const {
+    if (settings().narrow_64bit) {
+      t = narrowed(t);
+    }
+    return adopt_result(backend_layout(std::move(t), [] { return true; }), device_);
   }
 
   // What the CPU kernel wrote into its `self` or `out`, shown by the caller's device tensor.
@@ -809,6 +934,7 @@ class DirectCall {
   bool writes_;
   c10::DeviceIndex device_ = -1;
   CpuAliases aliases_{/*writes=*/true};  // for a call that writes: the fallback's rules of identity
+  CpuViewPool views_;                    // for a call that only reads
 };
 
 // The tensor an in-place or out= operator writes and returns: its one non-const tensor argument.
@@ -958,8 +1084,8 @@ at::Tensor cpu_alias_of(const at::Tensor& t) {
   return cpu_view(t);
 }
 
-at::Tensor adopt_cpu_tensor(const at::Tensor& cpu, c10::DeviceIndex index) {
-  return tensor_over(adopt_cpu_storage(cpu.storage(), index), cpu, kNeuronKey);
+at::Tensor adopt_cpu_tensor(at::Tensor cpu, c10::DeviceIndex index) {
+  return adopt_result(std::move(cpu), index);
 }
 
 int route_cpu_kernels() {
