@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <type_traits>
 
@@ -475,6 +476,30 @@ bool has_contiguous_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
   return true;
 }
 
+// A zero-dim CPU tensor (a Python number, mostly) as `narrowed` gives it, rounded into a tensor this thread reuses
+// when nothing holds it any more: for a direct kernel, which only reads its CPU inputs and returns new tensors.
+at::Tensor narrowed_number(const at::Tensor& t) {
+  if (!is_64bit(t.scalar_type()) || t.is_neg() || t._is_zerotensor()) {
+    return narrowed(t);
+  }
+  const bool is_double = t.scalar_type() == c10::kDouble;
+  if (is_double ? exact_in_32bits(*t.const_data_ptr<double>()) : exact_in_32bits(*t.const_data_ptr<int64_t>())) {
+    return t;
+  }
+  thread_local std::array<at::Tensor, 2> reusable;  // float64, int64
+  at::Tensor& rounded = reusable[is_double ? 0 : 1];
+  if (!rounded.defined() || rounded.use_count() != 1) {
+    rounded = at::detail::empty_cpu({}, t.scalar_type(), /*pin_memory=*/false, std::nullopt);
+  }
+  if (is_double) {
+    *rounded.mutable_data_ptr<double>() = rounded_to_32bits(*t.const_data_ptr<double>());
+  } else {
+    *rounded.mutable_data_ptr<int64_t>() = rounded_to_32bits(*t.const_data_ptr<int64_t>());
+  }
+  rounded.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
+  return rounded;
+}
+
 // The layout the real backend gives a kernel's new (not a view's) result, on its dispatch routes: a native kernel's
 // result is allocated from its shape and dtype, with contiguous strides, whatever the layout the CPU kernel chose (a
 // channels-last convolution, an add that follows a transposed input), down to the strides of size-1 dimensions,
@@ -518,10 +543,11 @@ class CpuAliases {
     c10::Storage cpu;
   };
 
-  // `writes`: the call writes some tensor (an in-place or out= operator). A call that writes none only reads its
-  // tensors' memory, through the CPU storage that device memory keeps with it, where a call that writes needs one
-  // of its own (a kernel may resize what it writes).
-  explicit CpuAliases(bool writes) : writes_(writes) {}
+  // `own_storages`: the call may resize a tensor it writes (an out= operator, or any call of the boxed fallback that
+  // writes): its kernel sees CPU storages of its own, since resizing the CPU storage that device memory keeps with it
+  // would free that memory. Any other call (one that only reads, an in-place operator of a direct kernel, which
+  // never resizes `self`) reads and writes device memory through that storage.
+  explicit CpuAliases(bool own_storages) : own_storages_(own_storages) {}
 
   at::Tensor of(const at::Tensor& t, bool mutated) {
     for (auto& converted : converted_) {
@@ -560,7 +586,7 @@ class CpuAliases {
         return pair.cpu;
       }
     }
-    storages_.push_back({device_storage, writes_ || settings().copy_aliasing ? cpu_view_storage(device_storage)
+    storages_.push_back({device_storage, own_storages_ || settings().copy_aliasing ? cpu_view_storage(device_storage)
                                                                              : cpu_storage_of(device_storage)});
     return storages_.back().cpu;
   }
@@ -592,7 +618,7 @@ class CpuAliases {
     }
   }
 
-  bool writes_;
+  bool own_storages_;
   c10::SmallVector<Converted, 4> converted_;
   c10::SmallVector<StoragePair, 4> storages_;
 };
@@ -830,8 +856,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 // it accounts, the layout of its result and what it writes into its `self` or `out` are the fallback's.
 class DirectCall {
  public:
-  // `writes`: the operator writes its `self` or `out` (in-place and out= operators).
-  explicit DirectCall(bool writes) : writes_(writes) {}
+  // `writes`: the operator writes its `self` or `out` (in-place and out= operators); `resizes`: it may resize what it
+  // writes (out= operators).
+  DirectCall(bool writes, bool resizes) : writes_(writes), aliases_(/*own_storages=*/resizes) {}
 
   bool admit(const at::Tensor& t) {
     if (!t.defined()) {
@@ -875,7 +902,7 @@ class DirectCall {
 
   at::Tensor cpu(const at::Tensor& t) {
     if (t.device().type() != kNeuron) {
-      return settings().narrow_64bit ? narrowed(t) : t;
+      return settings().narrow_64bit ? narrowed_number(t) : t;
     }
     if (writes_) {
       return aliases_.of(t, /*mutated=*/false);
@@ -933,8 +960,8 @@ class DirectCall {
                                    std::is_same_v<T, std::optional<c10::ScalarType>>;
   bool writes_;
   c10::DeviceIndex device_ = -1;
-  CpuAliases aliases_{/*writes=*/true};  // for a call that writes: the fallback's rules of identity
-  CpuViewPool views_;                    // for a call that only reads
+  CpuAliases aliases_;  // for a call that writes: the fallback's rules of identity
+  CpuViewPool views_;   // for a call that only reads
 };
 
 // The tensor an in-place or out= operator writes and returns: its one non-const tensor argument.
@@ -963,7 +990,9 @@ struct Direct<Op, Return(Args...), cpu_kernel> {
   }
 
   static Return call(Args... args) {
-    DirectCall direct(std::is_same_v<Return, at::Tensor&>);
+    constexpr bool writes = std::is_same_v<Return, at::Tensor&>;
+    constexpr bool in_place = std::is_same_v<std::tuple_element_t<0, std::tuple<Args...>>, at::Tensor&>;
+    DirectCall direct(writes, writes && !in_place);
     if (!(direct.admit(args) && ...) || !direct.on_device()) {
       static const c10::OperatorHandle op =
           c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
