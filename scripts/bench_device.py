@@ -123,7 +123,7 @@ def _instruction_ratios() -> int:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind (callgrind) is not installed: apt-get install valgrind", file=sys.stderr)
         return 2
-    print("instructions per step, counted by callgrind (the tiny cases; a count has no spread): neuron / CPU")
+    print("instructions per step, counted by callgrind (a count barely moves between runs): CPU, neuron, neuron / CPU")
     for case, iterations in (("tiny forward", 10), ("train step", 3)):
         cpu, neuron = (_instructions(case, device, iterations) for device in ("cpu", "neuron"))
         print(f"{TINY[case][0]:52} {cpu:>12,} {neuron:>12,} {neuron / cpu:7.3f}  (target for its time: "
