@@ -162,7 +162,7 @@ class CpuViewPool {
   c10::SmallVector<c10::intrusive_ptr<CpuViewImpl>, 4> lent_;
 };
 
-// The dispatch keys of a CPU kernel's new result, and of a device tensor.
+// The dispatch keys of a CPU kernel's new result (a dense CPU tensor's).
 c10::DispatchKeySet cpu_result_keys() {
   static const c10::DispatchKeySet keys = at::detail::empty_cpu({0}, c10::kFloat).key_set();
   return keys;
@@ -171,6 +171,8 @@ c10::DispatchKeySet cpu_result_keys() {
 // A device tensor of `index` over the memory of `cpu`, a CPU kernel's result (the device adopts it, no copy). A
 // result that nothing else holds — a kernel's new output — becomes the device tensor itself: its TensorImpl takes the
 // device storage and the device's dispatch keys and keeps its sizes, strides and contiguity; any other is wrapped.
+// The keys change through `TensorImpl::_change_backend_component_keys`, which torch marks private: the direct-kernel
+// test holds the keys of every direct result to those of the fallback's.
 at::Tensor adopt_result(at::Tensor cpu, c10::DeviceIndex index) {
   c10::Storage device = adopt_cpu_storage(cpu.storage(), index);
   auto* impl = cpu.unsafeGetTensorImpl();
