@@ -1,7 +1,8 @@
 """Benchmark the reference neuron device against plain CPU execution; prints ratios (neuron / CPU).
 
 Cases: a tiny Llama forward (per-op overhead dominates), a compute-bound forward (hidden 1024, 4 layers,
-seq 256), a tiny Llama train step (forward, backward, AdamW), and the cost that hf-neuron adds to
+seq 256), a tiny Llama train step (forward, backward, AdamW), a one-operator backward (what autograd's device thread
+costs every backward, without a target), and the cost that hf-neuron adds to
 ``import torch`` with the device off and on (built). Each case is timed in interleaved rounds
 (``paired.py``): the median ratio, its 95% interval, and a verdict on the target (:data:`TARGETS`) only when the
 interval is clear of it.
@@ -18,7 +19,10 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 
 import torch
@@ -40,33 +44,100 @@ def _llama(hidden: int, layers: int, heads: int, vocab: int = 1000) -> torch.nn.
     return LlamaForCausalLM(config)
 
 
-def _forward(name: str, model: torch.nn.Module, seq: int, rounds: int) -> Comparison:
-    ids = torch.randint(0, model.config.vocab_size, (1, seq))
-    on_device = copy.deepcopy(model).to("neuron").eval()
-    model.eval()
-    device_ids = ids.to("neuron")
-    with torch.no_grad():
-        return interleaved(name, lambda: model(ids), lambda: on_device(device_ids).logits.cpu(), rounds)
+def _forward_step(model: torch.nn.Module, seq: int, device: str) -> Callable[[], object]:
+    """A forward of a copy of `model` on `device` (a batch of one `seq` long), its logits brought to the CPU."""
+    torch.manual_seed(1)
+    ids = torch.randint(0, model.config.vocab_size, (1, seq), device=device)
+    on_device = copy.deepcopy(model).to(device).eval()
+
+    def step() -> object:
+        with torch.no_grad():
+            return on_device(ids).logits.cpu()
+
+    return step
 
 
-def _train(name: str, model: torch.nn.Module, seq: int, rounds: int) -> Comparison:
-    ids = torch.randint(0, model.config.vocab_size, (2, seq))
+def _train_step(model: torch.nn.Module, seq: int, device: str) -> Callable[[], object]:
+    """A training step of a copy of `model` on `device` (two sequences `seq` long): forward, backward, AdamW."""
+    torch.manual_seed(1)
+    ids = torch.randint(0, model.config.vocab_size, (2, seq), device=device)
+    on_device = copy.deepcopy(model).to(device).train()
+    optimizer = torch.optim.AdamW(on_device.parameters(), lr=1e-4, foreach=False)
 
-    def stepper(m: torch.nn.Module, batch: torch.Tensor) -> Callable[[], object]:
-        optimizer = torch.optim.AdamW(m.parameters(), lr=1e-4, foreach=False)
+    def step() -> object:
+        loss = on_device(ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.item()
 
-        def step() -> object:
-            loss = m(batch, labels=batch).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            return loss.item()
+    return step
 
-        return step
 
-    on_device = copy.deepcopy(model).to("neuron").train()
-    model.train()
-    return interleaved(name, stepper(model, ids), stepper(on_device, ids.to("neuron")), rounds)
+#: The tiny cases (per-operator overhead): their name, their step, the model's sequence length, and their target.
+TINY = {
+    "tiny forward": ("tiny Llama forward (h64, 2 layers, seq 16; 1 thread)", _forward_step, 16),
+    "train step": ("tiny Llama train step (AdamW; 1 thread)", _train_step, 32),
+}
+
+
+def _tiny_step(case: str, device: str) -> Callable[[], object]:
+    _, step, seq = TINY[case]
+    return step(_llama(64, 2, 4), seq, device)
+
+
+def _tiny(case: str, rounds: int) -> Comparison:
+    return interleaved(TINY[case][0], _tiny_step(case, "cpu"), _tiny_step(case, "neuron"), rounds)
+
+
+def _count_child(case: str, device: str, iterations: int) -> int:
+    """Under callgrind: the instructions of `iterations` steps only (collection turned on around them)."""
+    torch.set_num_threads(1)
+    step = _tiny_step(case, device)
+    for _ in range(3):
+        step()
+    subprocess.run(["callgrind_control", "--instr=on", str(os.getpid())], check=True, capture_output=True)
+    for _ in range(iterations):
+        step()
+    subprocess.run(["callgrind_control", "--instr=off", str(os.getpid())], check=True, capture_output=True)
+    return 0
+
+
+def _instructions(case: str, device: str, iterations: int) -> int:
+    """The instructions one step of `case` executes on `device`, counted by callgrind in a fresh interpreter."""
+    with tempfile.TemporaryDirectory() as directory:
+        out = os.path.join(directory, "callgrind.out")
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable,
+             __file__, "--count-child", case, device, str(iterations)],
+            check=True, capture_output=True)
+        with open(out, encoding="utf-8") as counts:
+            totals = [line for line in counts if line.startswith("totals:")]
+    return int(totals[0].split()[1]) // iterations
+
+
+def _instruction_ratios() -> int:
+    """The tiny cases' instructions on the device over the CPU's: a count, not a time, so the same on a loaded
+    machine as on an idle one, and a change of one instruction in a thousand shows. It leaves out what a time
+    includes beside instructions (waiting for autograd's device thread, caches)."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        print("valgrind (callgrind) is not installed: apt-get install valgrind", file=sys.stderr)
+        return 2
+    print("instructions per step, counted by callgrind (a count barely moves between runs): CPU, neuron, neuron / CPU")
+    for case, iterations in (("tiny forward", 10), ("train step", 3)):
+        cpu, neuron = (_instructions(case, device, iterations) for device in ("cpu", "neuron"))
+        print(f"{TINY[case][0]:52} {cpu:>12,} {neuron:>12,} {neuron / cpu:7.3f}  (target for its time: "
+              f"<= {TARGETS[case]:.2f})")
+    return 0
+
+
+def _handoff(name: str, rounds: int) -> Comparison:
+    """The fixed cost of a backward: a one-operator graph. Autograd runs the backward of every device but the CPU
+    (the real backend's and CUDA's included) on a thread of its own, so the call waits for that thread to wake and
+    to hand the result back; the CPU's runs on the calling thread."""
+    leaves = [torch.ones(4, requires_grad=True), torch.ones(4, device="neuron", requires_grad=True)]
+    return interleaved(name, lambda: (leaves[0] * 2).sum().backward(), lambda: (leaves[1] * 2).sum().backward(),
+                       rounds)
 
 
 def _op_log_cost(rounds: int) -> int:
@@ -80,33 +151,11 @@ def _op_log_cost(rounds: int) -> int:
         return run
 
     torch.set_num_threads(1)
-    tiny = _llama(64, 2, 4).to("neuron").eval()
-    ids = torch.randint(0, 1000, (1, 16), device="neuron")
-    model = _llama(64, 2, 4).to("neuron").train()
-    batch = torch.randint(0, 1000, (2, 32), device="neuron")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
-
-    def step() -> object:
-        loss = model(batch, labels=batch).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        return loss.item()
-
-    def forward() -> object:
-        with torch.no_grad():
-            return tiny(ids).logits.cpu()
-
+    forward, step = (_tiny_step(case, "neuron") for case in ("tiny forward", "train step"))
     rows = [interleaved("tiny Llama forward (1 thread)", logged(forward, False), logged(forward, True), rounds * 5),
             interleaved("tiny Llama train step (1 thread)", logged(step, False), logged(step, True), rounds * 2)]
     torch.set_num_threads(os.cpu_count() or 1)
-    big = _llama(1024, 4, 16).to("neuron").eval()
-    big_ids = torch.randint(0, 1000, (1, 256), device="neuron")
-
-    def big_forward() -> object:
-        with torch.no_grad():
-            return big(big_ids).logits.cpu()
-
+    big_forward = _forward_step(_llama(1024, 4, 16), 256, "neuron")
     rows.append(interleaved("compute-bound forward", logged(big_forward, False), logged(big_forward, True), rounds))
     runtime.extension().set_op_log(False)
     print("operator log off (A) / on (B), interleaved in one process: medians, ratio B/A and its 95% interval")
@@ -120,22 +169,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=10, help="rounds (the tiny cases run 5x and 2x as many)")
     parser.add_argument("--op-log", action="store_true", help="what the operator log costs (log off and on)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="the tiny cases' instruction counts under callgrind instead of times (needs valgrind)")
+    parser.add_argument("--count-child", nargs=3, metavar=("CASE", "DEVICE", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not (hasattr(torch, "neuron") and torch.neuron.is_available()):
         print("no neuron device: run with HF_NEURON_EMULATOR=1", file=sys.stderr)
         return 2
+    if args.count_child:
+        case, device, steps = args.count_child
+        return _count_child(case, device, int(steps))
     if args.op_log:
         return _op_log_cost(args.repeats)
+    if args.instructions:
+        return _instruction_ratios()
     # Tiny models measure per-operator overhead: one thread, so that thread-pool wake-ups under load on a
     # shared machine do not swamp it.
     torch.set_num_threads(1)
-    rows = [(_forward("tiny Llama forward (h64, 2 layers, seq 16; 1 thread)", _llama(64, 2, 4), 16,
-                      args.repeats * 5), TARGETS["tiny forward"]),
-            (_train("tiny Llama train step (AdamW; 1 thread)", _llama(64, 2, 4), 32, args.repeats * 2),
-             TARGETS["train step"])]
+    rows: list[tuple[Comparison, float | None]] = [
+        (_tiny("tiny forward", args.repeats * 5), TARGETS["tiny forward"]),
+        (_tiny("train step", args.repeats * 2), TARGETS["train step"]),
+        (_handoff("one-op backward (autograd's device thread; no target)", args.repeats * 50), None)]
     torch.set_num_threads(os.cpu_count() or 1)
-    rows.append((_forward("compute-bound forward (h1024, 4 layers, seq 256)", _llama(1024, 4, 16), 256,
-                          args.repeats), TARGETS["compute-bound forward"]))
+    big = _llama(1024, 4, 16)
+    rows.append((interleaved("compute-bound forward (h1024, 4 layers, seq 256)", _forward_step(big, 256, "cpu"),
+                             _forward_step(big, 256, "neuron"), args.repeats), TARGETS["compute-bound forward"]))
     print("CPU (A) / reference device (B), interleaved: medians, ratio B/A and its 95% interval, verdict")
     print(f"{'case':52} {'cpu ms':>9} {'neuron ms':>9} {'ratio':>7}")
     for comparison, target in rows:

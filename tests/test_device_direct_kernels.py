@@ -1,6 +1,6 @@
 """The reference device's direct kernels (the hottest operators, called unboxed) give what the boxed CPU fallback
-gives: the same values, dtype, strides and device, the same operator log, the same errors, and for an in-place or out=
-operator the same tensor written — on both profiles.
+gives: the same values, dtype, strides, contiguity, dispatch keys and device, the same operator log, the same errors,
+and for an in-place or out= operator the same tensor written — on both profiles.
 
 The fallback is the reference: with ``HF_NEURON_EMULATOR_ALIASING=copy`` (its debug mode) every call takes it, so
 each expression below runs once through the direct kernels and once through the fallback, in two processes, and
@@ -84,6 +84,7 @@ for expression in EXPRESSIONS:
     out[expression] = {
         "warnings": sorted(str(w.message).splitlines()[0] for w in caught),
         "device": str(result.device), "dtype": str(result.dtype), "stride": list(result.stride()),
+        "keys": str(torch._C._dispatch_keys(result)), "contiguous": result.is_contiguous(),
         "values": torch.view_as_real(result.cpu()).tolist() if result.is_complex() else result.cpu().tolist(),
         "executed": torch.neuron.get_executed_ops(), "fallback": torch.neuron.get_fallback_ops(),
     }

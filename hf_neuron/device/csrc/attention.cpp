@@ -6,7 +6,9 @@
 #include "neuron.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_fused_sdp_choice_cpu_dispatch.h>
 
@@ -131,7 +133,7 @@ at::Tensor dropout_scale(const at::Tensor& like, double dropout_p, int64_t seed)
 // layout and its views rely on it (kimi_linear views the transposed output of a transposed query, whose value head
 // size differs, so the attention is written out and its matmul's result is laid out otherwise). Eagerly the result is
 // the kernel's.
-at::Tensor in_query_order(const at::Tensor& out, const at::Tensor& query) {
+at::Tensor in_query_order(at::Tensor out, const at::Tensor& query) {
   if (!running_compiled_graph() || query.dim() != 4) {
     return out;
   }
@@ -162,8 +164,7 @@ Forward fused_attention(
   DeviceKernelScope scope("aten::_scaled_dot_product_fused_attention_overrideable");
   const c10::DeviceIndex index = query.device().index();
   const Inputs in = cpu_inputs(query, key, value, bias.has_value() ? *bias : at::Tensor(), scale);
-  const auto long_options = in.query.options().dtype(c10::kLong);
-  at::Tensor seed = at::zeros({}, long_options);
+  at::Tensor seed = at::detail::scalar_tensor_static(0, c10::kLong, c10::Device(c10::kCPU));
   at::Tensor out;
   at::Tensor lse;
   if (dropout_p == 0.0 && flash_applies(in, dropout_p, is_causal, scale)) {
@@ -181,10 +182,10 @@ Forward fused_attention(
   }
   const c10::SymInt max_q = in.query.size(-2);
   const c10::SymInt max_k = in.key.size(-2);
-  return {adopt_cpu_tensor(in_query_order(out, in.query), index), adopt_cpu_tensor(lse, index), at::Tensor(),
-          at::Tensor(), max_q, max_k, adopt_cpu_tensor(seed, index),
-          adopt_cpu_tensor(at::zeros({}, long_options), index),
-          adopt_cpu_tensor(at::empty({0}, in.query.options()), index)};
+  return {adopt_cpu_tensor(in_query_order(std::move(out), in.query), index), adopt_cpu_tensor(std::move(lse), index),
+          at::Tensor(), at::Tensor(), max_q, max_k, adopt_cpu_tensor(std::move(seed), index),
+          adopt_cpu_tensor(at::detail::scalar_tensor_static(0, c10::kLong, c10::Device(c10::kCPU)), index),
+          adopt_cpu_tensor(at::detail::empty_cpu({0}, query.scalar_type()), index)};
 }
 
 // Sums the gradient of a repeated key or value over the query heads that shared it.
@@ -243,7 +244,7 @@ Backward fused_attention_backward(
   }
   return {adopt_cpu_tensor(dq.to(query.scalar_type()), index), adopt_cpu_tensor(dk.to(key.scalar_type()), index),
           adopt_cpu_tensor(dv.to(value.scalar_type()), index),
-          dbias.defined() ? adopt_cpu_tensor(dbias, index) : at::Tensor()};
+          dbias.defined() ? adopt_cpu_tensor(std::move(dbias), index) : at::Tensor()};
 }
 
 } // namespace

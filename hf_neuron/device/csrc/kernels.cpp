@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <type_traits>
 
@@ -74,6 +75,116 @@ at::Tensor tensor_over(c10::Storage storage, const at::Tensor& like, c10::Dispat
   return out;
 }
 
+// The TensorImpl of a CPU kernel's view of a device tensor: the device tensor's sizes, strides and offset over a CPU
+// storage, with the contiguity the device tensor has computed copied rather than computed again (the same sizes and
+// strides have the same contiguity). Lives for one call of a CPU kernel; a direct kernel's read-only calls reuse
+// them (`CpuViewPool`).
+class CpuViewImpl final : public c10::TensorImpl {
+ public:
+  CpuViewImpl(c10::Storage storage, const c10::TensorImpl& like)
+      : c10::TensorImpl(std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), like.dtype()) {
+    copy_metadata(like);
+  }
+
+  // Makes this a view of `like` over `storage` again.
+  void reuse(c10::Storage storage, const c10::TensorImpl& like) {
+    storage_ = std::move(storage);
+    data_type_ = like.dtype();
+    copy_metadata(like);
+  }
+
+  // Lets go of the memory it viewed (a view in the pool keeps none alive).
+  void release_storage() {
+    storage_ = c10::Storage();
+  }
+
+ private:
+  void copy_metadata(const c10::TensorImpl& like) {
+    sizes_and_strides_.set_sizes(like.sizes());
+    sizes_and_strides_.set_strides(like.strides());
+    storage_offset_ = like.storage_offset();
+    numel_ = like.numel();
+    is_contiguous_ = like.is_contiguous();
+    is_channels_last_contiguous_ = like.is_contiguous(c10::MemoryFormat::ChannelsLast);
+    is_channels_last_3d_contiguous_ = like.is_contiguous(c10::MemoryFormat::ChannelsLast3d);
+    is_channels_last_ = like.is_strides_like_channels_last();
+    is_channels_last_3d_ = like.is_strides_like_channels_last_3d();
+    is_non_overlapping_and_dense_ = like.is_non_overlapping_and_dense();
+    _set_conj(like.is_conj());
+    _set_neg(like.is_neg());
+  }
+};
+
+// A CPU tensor with the metadata of device tensor `like` over `storage`.
+at::Tensor cpu_tensor_over(c10::Storage storage, const at::Tensor& like) {
+  return at::detail::make_tensor<CpuViewImpl>(std::move(storage), *like.unsafeGetTensorImpl());
+}
+
+// The CPU views a direct kernel's read-only call lends its CPU kernel, taken from and given back to this thread's
+// pool: a view that only the call holds when it ends (the kernel kept no reference) lets go of its memory and goes
+// back to the pool, so that the next call allocates no TensorImpl.
+class CpuViewPool {
+ public:
+  CpuViewPool() = default;
+  CpuViewPool(const CpuViewPool&) = delete;
+  CpuViewPool& operator=(const CpuViewPool&) = delete;
+
+  at::Tensor lend(c10::Storage storage, const at::Tensor& like) {
+    auto& pool = free_views();
+    c10::intrusive_ptr<CpuViewImpl> view;
+    if (pool.empty()) {
+      view = c10::make_intrusive<CpuViewImpl>(std::move(storage), *like.unsafeGetTensorImpl());
+    } else {
+      view = std::move(pool.back());
+      pool.pop_back();
+      view->reuse(std::move(storage), *like.unsafeGetTensorImpl());
+    }
+    lent_.push_back(view);
+    return at::Tensor(std::move(view));
+  }
+
+  ~CpuViewPool() {
+    auto& pool = free_views();
+    for (auto& view : lent_) {
+      if (view.use_count() == 1 && view.weak_use_count() == 1 && pool.size() < kCapacity) {
+        view->release_storage();
+        pool.push_back(std::move(view));
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kCapacity = 16;
+  static std::vector<c10::intrusive_ptr<CpuViewImpl>>& free_views() {
+    thread_local std::vector<c10::intrusive_ptr<CpuViewImpl>> views;
+    return views;
+  }
+  c10::SmallVector<c10::intrusive_ptr<CpuViewImpl>, 4> lent_;
+};
+
+// The dispatch keys of a CPU kernel's new result (a dense CPU tensor's).
+c10::DispatchKeySet cpu_result_keys() {
+  static const c10::DispatchKeySet keys = at::detail::empty_cpu({0}, c10::kFloat).key_set();
+  return keys;
+}
+
+// A device tensor of `index` over the memory of `cpu`, a CPU kernel's result (the device adopts it, no copy). A
+// result that nothing else holds — a kernel's new output — becomes the device tensor itself: its TensorImpl takes the
+// device storage and the device's dispatch keys and keeps its sizes, strides and contiguity; any other is wrapped.
+// The keys change through `TensorImpl::_change_backend_component_keys`, which torch marks private: the direct-kernel
+// test holds the keys of every direct result to those of the fallback's.
+at::Tensor adopt_result(at::Tensor cpu, c10::DeviceIndex index) {
+  c10::Storage device = adopt_cpu_storage(cpu.storage(), index);
+  auto* impl = cpu.unsafeGetTensorImpl();
+  if (cpu.use_count() == 1 && cpu.weak_use_count() == 1 && impl->key_set() == cpu_result_keys() &&
+      impl->autograd_meta() == nullptr && !impl->is_wrapped_number() && impl->allow_tensor_metadata_change()) {
+    impl->set_storage_keep_dtype(std::move(device));
+    impl->_change_backend_component_keys(c10::Device(kNeuron, index));
+    return cpu;
+  }
+  return tensor_over(std::move(device), cpu, kNeuronKey);
+}
+
 // A CPU storage over the memory of a device storage, keeping the device storage alive (its reference, held by the
 // CPU storage's data pointer).
 void release_storage_ref(void* context) {
@@ -110,7 +221,7 @@ at::Tensor cpu_view(const at::Tensor& t, c10::Storage storage) {
   if (t._is_zerotensor()) {
     return at::zeros(t.sizes(), t.options().device(c10::kCPU));
   }
-  return tensor_over(std::move(storage), t, c10::DispatchKey::CPU);
+  return cpu_tensor_over(std::move(storage), t);
 }
 
 at::Tensor cpu_view(const at::Tensor& t) {
@@ -355,6 +466,42 @@ at::Tensor narrowed(const at::Tensor& t) {
   return result;
 }
 
+// Whether `strides` are the contiguous strides of `sizes` (`c10::contiguous_strides`), size-1 dimensions included.
+bool has_contiguous_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (strides[i] != expected) {
+      return false;
+    }
+    expected *= std::max<int64_t>(sizes[i], 1);
+  }
+  return true;
+}
+
+// A zero-dim CPU tensor (a Python number, mostly) as `narrowed` gives it, rounded into a tensor this thread reuses
+// when nothing holds it any more: for a direct kernel, which only reads its CPU inputs and returns new tensors.
+at::Tensor narrowed_number(const at::Tensor& t) {
+  if (!is_64bit(t.scalar_type()) || t.is_neg() || t._is_zerotensor()) {
+    return narrowed(t);
+  }
+  const bool is_double = t.scalar_type() == c10::kDouble;
+  if (is_double ? exact_in_32bits(*t.const_data_ptr<double>()) : exact_in_32bits(*t.const_data_ptr<int64_t>())) {
+    return t;
+  }
+  thread_local std::array<at::Tensor, 2> reusable;  // float64, int64
+  at::Tensor& rounded = reusable[is_double ? 0 : 1];
+  if (!rounded.defined() || rounded.use_count() != 1) {
+    rounded = at::detail::empty_cpu({}, t.scalar_type(), /*pin_memory=*/false, std::nullopt);
+  }
+  if (is_double) {
+    *rounded.mutable_data_ptr<double>() = rounded_to_32bits(*t.const_data_ptr<double>());
+  } else {
+    *rounded.mutable_data_ptr<int64_t>() = rounded_to_32bits(*t.const_data_ptr<int64_t>());
+  }
+  rounded.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
+  return rounded;
+}
+
 // The layout the real backend gives a kernel's new (not a view's) result, on its dispatch routes: a native kernel's
 // result is allocated from its shape and dtype, with contiguous strides, whatever the layout the CPU kernel chose (a
 // channels-last convolution, an add that follows a transposed input), down to the strides of size-1 dimensions,
@@ -368,10 +515,10 @@ at::Tensor backend_layout(at::Tensor result, const IsNative& is_native) {
   if (!settings().trainium_dispatch || in_compiled_graph) {
     return result;
   }
-  const c10::DimVector strides = c10::contiguous_strides(result.sizes());
-  if (result.strides() == c10::IntArrayRef(strides) || !is_native()) {
+  if (has_contiguous_strides(result.sizes(), result.strides()) || !is_native()) {
     return result;
   }
+  const c10::DimVector strides = c10::contiguous_strides(result.sizes());
   if (result.is_contiguous()) {
     return result.as_strided(result.sizes(), strides, result.storage_offset());
   }
@@ -398,10 +545,11 @@ class CpuAliases {
     c10::Storage cpu;
   };
 
-  // `writes`: the call writes some tensor (an in-place or out= operator). A call that writes none only reads its
-  // tensors' memory, through the CPU storage that device memory keeps with it, where a call that writes needs one
-  // of its own (a kernel may resize what it writes).
-  explicit CpuAliases(bool writes) : writes_(writes) {}
+  // `own_storages`: the call may resize a tensor it writes (an out= operator, or any call of the boxed fallback that
+  // writes): its kernel sees CPU storages of its own, since resizing the CPU storage that device memory keeps with it
+  // would free that memory. Any other call (one that only reads, an in-place operator of a direct kernel, which
+  // never resizes `self`) reads and writes device memory through that storage.
+  explicit CpuAliases(bool own_storages) : own_storages_(own_storages) {}
 
   at::Tensor of(const at::Tensor& t, bool mutated) {
     for (auto& converted : converted_) {
@@ -440,7 +588,7 @@ class CpuAliases {
         return pair.cpu;
       }
     }
-    storages_.push_back({device_storage, writes_ || settings().copy_aliasing ? cpu_view_storage(device_storage)
+    storages_.push_back({device_storage, own_storages_ || settings().copy_aliasing ? cpu_view_storage(device_storage)
                                                                              : cpu_storage_of(device_storage)});
     return storages_.back().cpu;
   }
@@ -472,7 +620,7 @@ class CpuAliases {
     }
   }
 
-  bool writes_;
+  bool own_storages_;
   c10::SmallVector<Converted, 4> converted_;
   c10::SmallVector<StoragePair, 4> storages_;
 };
@@ -512,7 +660,7 @@ class FallbackCall {
     aliases_.write_back();
     const size_t returns = schema.returns().size();
     for (size_t i = stack_->size() - returns; i < stack_->size(); ++i) {
-      (*stack_)[i] = to_device((*stack_)[i]);
+      (*stack_)[i] = to_device(std::move((*stack_)[i]));
     }
   }
 
@@ -623,7 +771,7 @@ class FallbackCall {
     }
   }
 
-  at::Tensor tensor_to_device(const at::Tensor& t) {
+  at::Tensor tensor_to_device(at::Tensor t) {
     if (!t.defined() || t.device().type() != c10::kCPU) {
       return t;
     }
@@ -656,19 +804,22 @@ class FallbackCall {
         return tensor_over(pair.device, t, kNeuronKey);  // another view of an earlier result
       }
     }
-    at::Tensor result = settings().narrow_64bit ? narrowed(t) : t;
+    if (settings().narrow_64bit) {
+      t = narrowed(t);
+    }
     if (!returns_view()) {
-      result = backend_layout(std::move(result), [this] {
+      t = backend_layout(std::move(t), [this] {
         return native_on_trainium(c10::toString(op_.schema().operator_name()));
       });
     }
-    adopted_.push_back({adopt_cpu_storage(result.storage(), device_), result.storage()});
-    return tensor_over(adopted_.back().device, result, kNeuronKey);
+    at::Tensor result = adopt_result(std::move(t), device_);
+    adopted_.push_back({result.storage(), cpu_storage_of(result.storage())});
+    return result;
   }
 
-  c10::IValue to_device(const c10::IValue& value) {
+  c10::IValue to_device(c10::IValue value) {
     if (value.isTensor()) {
-      return tensor_to_device(value.toTensor());
+      return tensor_to_device(std::move(value).toTensor());
     }
     if (value.isTensorList()) {
       c10::List<at::Tensor> out;
@@ -707,8 +858,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 // it accounts, the layout of its result and what it writes into its `self` or `out` are the fallback's.
 class DirectCall {
  public:
-  // `writes`: the operator writes its `self` or `out` (in-place and out= operators).
-  explicit DirectCall(bool writes) : writes_(writes) {}
+  // `writes`: the operator writes its `self` or `out` (in-place and out= operators); `resizes`: it may resize what it
+  // writes (out= operators).
+  DirectCall(bool writes, bool resizes) : writes_(writes), aliases_(/*own_storages=*/resizes) {}
 
   bool admit(const at::Tensor& t) {
     if (!t.defined()) {
@@ -752,14 +904,14 @@ class DirectCall {
 
   at::Tensor cpu(const at::Tensor& t) {
     if (t.device().type() != kNeuron) {
-      return settings().narrow_64bit ? narrowed(t) : t;
+      return settings().narrow_64bit ? narrowed_number(t) : t;
     }
     if (writes_) {
       return aliases_.of(t, /*mutated=*/false);
     }
     // A call that writes no tensor reads its inputs only: their identity does not matter to the kernel, and the CPU
     // storage that device memory keeps with it serves.
-    return tensor_over(cpu_storage_of(t.storage()), t, c10::DispatchKey::CPU);
+    return views_.lend(cpu_storage_of(t.storage()), t);
   }
 
   at::Tensor cpu(at::Tensor& t) {
@@ -781,9 +933,11 @@ class DirectCall {
   }
 
   // The CPU kernel's new result as a device tensor: the fallback's rules for a native operator's result.
-  at::Tensor result(const at::Tensor& t) const {
-    at::Tensor result = backend_layout(settings().narrow_64bit ? narrowed(t) : t, [] { return true; });
-    return tensor_over(adopt_cpu_storage(result.storage(), device_), result, kNeuronKey);
+  at::Tensor result(at::Tensor t) const {
+    if (settings().narrow_64bit) {
+      t = narrowed(t);
+    }
+    return adopt_result(backend_layout(std::move(t), [] { return true; }), device_);
   }
 
   // What the CPU kernel wrote into its `self` or `out`, shown by the caller's device tensor.
@@ -808,7 +962,8 @@ class DirectCall {
                                    std::is_same_v<T, std::optional<c10::ScalarType>>;
   bool writes_;
   c10::DeviceIndex device_ = -1;
-  CpuAliases aliases_{/*writes=*/true};  // for a call that writes: the fallback's rules of identity
+  CpuAliases aliases_;  // for a call that writes: the fallback's rules of identity
+  CpuViewPool views_;   // for a call that only reads
 };
 
 // The tensor an in-place or out= operator writes and returns: its one non-const tensor argument.
@@ -837,7 +992,9 @@ struct Direct<Op, Return(Args...), cpu_kernel> {
   }
 
   static Return call(Args... args) {
-    DirectCall direct(std::is_same_v<Return, at::Tensor&>);
+    constexpr bool writes = std::is_same_v<Return, at::Tensor&>;
+    constexpr bool in_place = std::is_same_v<std::tuple_element_t<0, std::tuple<Args...>>, at::Tensor&>;
+    DirectCall direct(writes, writes && !in_place);
     if (!(direct.admit(args) && ...) || !direct.on_device()) {
       static const c10::OperatorHandle op =
           c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
@@ -958,8 +1115,8 @@ at::Tensor cpu_alias_of(const at::Tensor& t) {
   return cpu_view(t);
 }
 
-at::Tensor adopt_cpu_tensor(const at::Tensor& cpu, c10::DeviceIndex index) {
-  return tensor_over(adopt_cpu_storage(cpu.storage(), index), cpu, kNeuronKey);
+at::Tensor adopt_cpu_tensor(at::Tensor cpu, c10::DeviceIndex index) {
+  return adopt_result(std::move(cpu), index);
 }
 
 int route_cpu_kernels() {

@@ -114,8 +114,9 @@ void own(torch::Library& m, const char* name, Kernel&& kernel) {
 }
 // A CPU tensor over the memory of device tensor `t` (a copy in copy-aliasing mode).
 at::Tensor cpu_alias_of(const at::Tensor& t);
-// A device tensor of `index` over the memory of CPU tensor `cpu` (the device adopts it, no copy).
-at::Tensor adopt_cpu_tensor(const at::Tensor& cpu, c10::DeviceIndex index);
+// A device tensor of `index` over the memory of CPU tensor `cpu` (the device adopts it, no copy): `cpu` itself when
+// nothing else holds it (pass it moved).
+at::Tensor adopt_cpu_tensor(at::Tensor cpu, c10::DeviceIndex index);
 
 // ---- operator log ----------------------------------------------------------------------------
 // Counts one call of `op` (the boxed CPU fallback) or of the operator named `name` (a kernel of our own, a string
