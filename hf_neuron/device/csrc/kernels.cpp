@@ -6,7 +6,6 @@
 #include <ATen/CPUFunctions.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/Operators.h>
-#include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/_to_copy_native.h>
@@ -442,24 +441,33 @@ bool dense_and_exact_in_32bits(const at::Tensor& t) {
 // when no value changes). A Python number stays one (`is_wrapped_number`): type promotion treats it as weaker than
 // any tensor, so an int64 tensor + 0.5 is float32, not float64. A zero-dim CPU tensor (a Python number, mostly) is
 // rounded by value, without dispatching the two conversions.
-at::Tensor narrowed(const at::Tensor& t) {
-  if (!t.defined() || !is_64bit(t.scalar_type())) {
-    return t;
-  }
-  const bool is_double = t.scalar_type() == c10::kDouble;
-  if (is_double ? dense_and_exact_in_32bits<double>(t) : dense_and_exact_in_32bits<int64_t>(t)) {
-    return t;
-  }
-  at::Tensor result;
-  if (t.dim() == 0 && t.device().is_cpu() && !t.is_neg() && !t._is_zerotensor()) {
-    result = is_double
-        ? at::detail::scalar_tensor_static(rounded_to_32bits(*t.const_data_ptr<double>()), c10::kDouble,
-                                           c10::Device(c10::kCPU))
-        : at::detail::scalar_tensor_static(rounded_to_32bits(*t.const_data_ptr<int64_t>()), c10::kLong,
-                                           c10::Device(c10::kCPU));
+// Whether rounding 64-bit tensor `t` through its 32-bit type changes nothing (`dense_and_exact_in_32bits`).
+bool unchanged_by_narrowing(const at::Tensor& t) {
+  return t.scalar_type() == c10::kDouble ? dense_and_exact_in_32bits<double>(t)
+                                         : dense_and_exact_in_32bits<int64_t>(t);
+}
+
+// Writes zero-dim 64-bit CPU tensor `number` rounded through its 32-bit type into `into` (zero-dim, of its dtype),
+// which is a Python number when `number` is.
+void write_rounded_number(const at::Tensor& number, at::Tensor& into) {
+  if (number.scalar_type() == c10::kDouble) {
+    *into.mutable_data_ptr<double>() = rounded_to_32bits(*number.const_data_ptr<double>());
   } else {
-    result = t.to(is_double ? c10::kFloat : c10::kInt).to(t.scalar_type());
+    *into.mutable_data_ptr<int64_t>() = rounded_to_32bits(*number.const_data_ptr<int64_t>());
   }
+  into.unsafeGetTensorImpl()->set_wrapped_number(number.unsafeGetTensorImpl()->is_wrapped_number());
+}
+
+at::Tensor narrowed(const at::Tensor& t) {
+  if (!t.defined() || !is_64bit(t.scalar_type()) || unchanged_by_narrowing(t)) {
+    return t;
+  }
+  if (t.dim() == 0 && t.device().is_cpu() && !t.is_neg() && !t._is_zerotensor()) {
+    at::Tensor result = at::detail::empty_cpu({}, t.scalar_type(), /*pin_memory=*/false, std::nullopt);
+    write_rounded_number(t, result);
+    return result;
+  }
+  at::Tensor result = t.to(t.scalar_type() == c10::kDouble ? c10::kFloat : c10::kInt).to(t.scalar_type());
   if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
     result.unsafeGetTensorImpl()->set_wrapped_number(true);
   }
@@ -484,21 +492,15 @@ at::Tensor narrowed_number(const at::Tensor& t) {
   if (!is_64bit(t.scalar_type()) || t.is_neg() || t._is_zerotensor()) {
     return narrowed(t);
   }
-  const bool is_double = t.scalar_type() == c10::kDouble;
-  if (is_double ? exact_in_32bits(*t.const_data_ptr<double>()) : exact_in_32bits(*t.const_data_ptr<int64_t>())) {
+  if (unchanged_by_narrowing(t)) {
     return t;
   }
   thread_local std::array<at::Tensor, 2> reusable;  // float64, int64
-  at::Tensor& rounded = reusable[is_double ? 0 : 1];
+  at::Tensor& rounded = reusable[t.scalar_type() == c10::kDouble ? 0 : 1];
   if (!rounded.defined() || rounded.use_count() != 1) {
     rounded = at::detail::empty_cpu({}, t.scalar_type(), /*pin_memory=*/false, std::nullopt);
   }
-  if (is_double) {
-    *rounded.mutable_data_ptr<double>() = rounded_to_32bits(*t.const_data_ptr<double>());
-  } else {
-    *rounded.mutable_data_ptr<int64_t>() = rounded_to_32bits(*t.const_data_ptr<int64_t>());
-  }
-  rounded.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
+  write_rounded_number(t, rounded);
   return rounded;
 }
 
@@ -870,9 +872,7 @@ class DirectCall {
       return t.dim() == 0 && t.device().is_cpu() && !t.is_complex();
     }
     return admit_device_tensor(t) &&
-           (!settings().narrow_64bit || !is_64bit(t.scalar_type()) ||
-            (t.scalar_type() == c10::kDouble ? dense_and_exact_in_32bits<double>(t)
-                                             : dense_and_exact_in_32bits<int64_t>(t)));
+           (!settings().narrow_64bit || !is_64bit(t.scalar_type()) || unchanged_by_narrowing(t));
   }
 
   // The tensor the kernel writes (`self` of an in-place operator, `out` of an out= one): a device tensor, whose
