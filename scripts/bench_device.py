@@ -74,7 +74,7 @@ def _train_step(model: torch.nn.Module, seq: int, device: str) -> Callable[[], o
     return step
 
 
-#: The tiny cases (per-operator overhead): their name, their step, the model's sequence length, and their target.
+#: The tiny cases (per-operator overhead), by their key in TARGETS: their name, their step, and its sequence length.
 TINY = {
     "tiny forward": ("tiny Llama forward (h64, 2 layers, seq 16; 1 thread)", _forward_step, 16),
     "train step": ("tiny Llama train step (AdamW; 1 thread)", _train_step, 32),
@@ -117,9 +117,9 @@ def _instructions(case: str, device: str, iterations: int) -> int:
 
 
 def _instruction_ratios() -> int:
-    """The tiny cases' instructions on the device over the CPU's: a count, not a time, so the same on a loaded
-    machine as on an idle one, and a change of one instruction in a thousand shows. It leaves out what a time
-    includes beside instructions (waiting for autograd's device thread, caches)."""
+    """The tiny cases' instructions on the device over the CPU's: a count, not a time, so nearly the same on a
+    loaded machine as on an idle one, and a change far smaller than a time's interval can resolve shows. It leaves
+    out what a time includes beside instructions (waiting for autograd's device thread, caches)."""
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind (callgrind) is not installed: apt-get install valgrind", file=sys.stderr)
         return 2

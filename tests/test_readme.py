@@ -66,7 +66,7 @@ def test_no_file_names_an_absolute_path_of_a_machine() -> None:
         if paths := _absolute_paths(path.read_text(errors="replace")):
             found[name] = paths[:3]
     assert found == {}, "write ../shared/... (relative to the checkout) or a path the code computes"
-    assert _absolute_paths("data in /work/shared/upstream/x.py") == ["/work/shared/upstream/x.py"]
+    assert _absolute_paths("data in /home/ci/shared/upstream/x.py") == ["/home/ci/shared/upstream/x.py"]
 
 
 def test_quick_start_scripts_exist_and_are_executable() -> None:

@@ -76,7 +76,7 @@ def _machine_paths(text: str | None) -> bool:
 
 
 def test_the_kept_records_name_no_machine_paths() -> None:
-    assert _machine_paths('File "/work/main/hf_neuron/matrix/execute.py", line 61')  # what it catches
+    assert _machine_paths('File "/home/ci/main/hf_neuron/matrix/execute.py", line 61')  # what it catches
     assert not _machine_paths('File "transformers/modeling_utils.py", line 9, in <path>/x.py')
     for record in _records():
         for failure in (record["failure"], record.get("cpu_failure")):
