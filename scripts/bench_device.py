@@ -1,11 +1,11 @@
 """Benchmark the reference neuron device against plain CPU execution; prints ratios (neuron / CPU).
 
 Cases: a tiny Llama forward (per-op overhead dominates), a compute-bound forward (hidden 1024, 4 layers,
-seq 256), a tiny Llama train step (forward, backward, AdamW), a one-operator backward (what autograd's device thread
-costs every backward, without a target), and the cost that hf-neuron adds to
-``import torch`` with the device off and on (built). Each case is timed in interleaved rounds
-(``paired.py``): the median ratio, its 95% interval, and a verdict on the target (:data:`TARGETS`) only when the
-interval is clear of it.
+seq 256), a tiny Llama train step (forward, backward, AdamW), the same step with its backward on the calling thread
+and a one-operator backward (what autograd's device thread costs every backward; both without a target), and the
+cost that hf-neuron adds to ``import torch`` with the device off and on (built). Each case is timed in interleaved
+rounds (``paired.py``): the median ratio, its 95% interval, and a verdict on the target (:data:`TARGETS`) only when
+the interval is clear of it.
 
 ``--op-log`` measures instead what the operator log costs: the same three cases on the device, the log turned off
 and on, interleaved in one process (run it with the switches of the profile to measure, e.g. the ``trainium``
@@ -131,6 +131,24 @@ def _instruction_ratios() -> int:
     return 0
 
 
+def _on_calling_thread(step: Callable[[], object]) -> Callable[[], object]:
+    """`step` with autograd's device threads turned off: the device's backward runs on the calling thread, as the
+    CPU's always does (no change on the CPU)."""
+    def run() -> object:
+        with torch.autograd.set_multithreading_enabled(False):
+            return step()
+    return run
+
+
+def _train_on_calling_thread(rounds: int) -> Comparison:
+    """The train step with the backward on the calling thread on both sides: what the device's own dispatch costs a
+    train step, apart from the hand-off to autograd's device thread and the other core's caches. Not what a user runs,
+    so no target."""
+    name = "train step, backward on the calling thread (no target)"
+    return interleaved(name, _on_calling_thread(_tiny_step("train step", "cpu")),
+                       _on_calling_thread(_tiny_step("train step", "neuron")), rounds)
+
+
 def _handoff(name: str, rounds: int) -> Comparison:
     """The fixed cost of a backward: a one-operator graph. Autograd runs the backward of every device but the CPU
     (the real backend's and CUDA's included) on a thread of its own, so the call waits for that thread to wake and
@@ -189,6 +207,7 @@ def main() -> int:
     rows: list[tuple[Comparison, float | None]] = [
         (_tiny("tiny forward", args.repeats * 5), TARGETS["tiny forward"]),
         (_tiny("train step", args.repeats * 2), TARGETS["train step"]),
+        (_train_on_calling_thread(args.repeats * 2), None),
         (_handoff("one-op backward (autograd's device thread; no target)", args.repeats * 50), None)]
     torch.set_num_threads(os.cpu_count() or 1)
     big = _llama(1024, 4, 16)

@@ -129,3 +129,36 @@ def test_the_direct_path_keeps_the_real_backends_result_layout_and_narrowing() -
     assert isinstance(narrowed, dict) and narrowed["values"][0] == [1, 0, 1]
     exact = _results(PROFILES["cpu-parity"].switches)["m + 2**40"]
     assert isinstance(exact, dict) and exact["values"][0] == [2**40 + 1, 2**40, 2**40 + 1]
+
+
+#: Results the CPU lays out after their transposed or permuted inputs, so that the trainium profile copies them into
+#: contiguous strides: rows of stride 1 and others, one to three outer dimensions, elements of 2, 4 and 8 bytes, and
+#: one past the size below which the copy is the device's own (`gather_small`) rather than ATen's.
+RELAID = [
+    "x.t() + y.t()", "b.transpose(0, 1) * 2", "b.permute(2, 0, 1) - 1", "b.half().transpose(0, 1) * 2",
+    "i.t() * 3", "i.long().t() * 3", "r.permute(1, 0, 2, 3) * 2", "big.t() * 2",
+]
+
+
+def test_a_result_relaid_contiguous_keeps_the_cpus_values() -> None:
+    """The comparison with the fallback cannot see a wrong copy (both take the same one): here the values of each
+    relaid result are the CPU's, and its strides contiguous."""
+    script = f"""
+import json, torch
+torch.manual_seed(0)
+x, y, s, b = (torch.randn(*shape) for shape in [(4, 3), (4, 3), (3, 3), (2, 3, 5)])
+i = torch.arange(12, dtype=torch.int32).reshape(4, 3)
+r, big = torch.randn(2, 3, 4, 5), torch.randn(200, 100)
+cpu = {{name: value for name, value in globals().items() if isinstance(value, torch.Tensor)}}
+out = {{}}
+for expression in {RELAID!r}:
+    expected = eval(expression, None, cpu)
+    result = eval(expression, None, {{name: value.to("neuron") for name, value in cpu.items()}})
+    out[expression] = [not expected.is_contiguous(), result.is_contiguous(), torch.equal(result.cpu(), expected)]
+print(json.dumps(out))
+"""
+    result = run(script, PROFILES["trainium"].switches)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.splitlines()[-1])
+    wrong = {expression: checks for expression, checks in out.items() if checks != [True, True, True]}
+    assert not wrong, f"[the CPU's is not contiguous, the device's is, same values]: {wrong}"

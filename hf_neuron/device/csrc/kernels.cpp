@@ -504,6 +504,55 @@ at::Tensor narrowed_number(const at::Tensor& t) {
   return rounded;
 }
 
+// Copies the elements of `from` (any strides) in order into `into`, contiguous and of its sizes and dtype, `Element`
+// by `Element` (a type of the dtype's size).
+template <typename Element>
+void gather(const at::Tensor& from, at::Tensor& into) {
+  const c10::IntArrayRef sizes = from.sizes();
+  const c10::IntArrayRef strides = from.strides();
+  const auto* source = static_cast<const Element*>(from.const_data_ptr());
+  auto* out = static_cast<Element*>(into.mutable_data_ptr());
+  const int64_t last = static_cast<int64_t>(sizes.size()) - 1;
+  const int64_t inner = sizes[last];
+  const int64_t inner_stride = strides[last];
+  c10::SmallVector<int64_t, 6> index(sizes.size(), 0);
+  int64_t offset = 0;
+  for (int64_t row = from.numel() / inner; row > 0; --row) {
+    if (inner_stride == 1) {
+      std::memcpy(out, source + offset, inner * sizeof(Element));
+      out += inner;
+    } else {
+      for (int64_t i = 0; i < inner; ++i) {
+        *out++ = source[offset + i * inner_stride];
+      }
+    }
+    for (int64_t d = last - 1; d >= 0; --d) {  // the next row: an odometer over the outer dimensions
+      if (++index[d] < sizes[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * (sizes[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
+// What `copy_` does for a small tensor with neither conjugate nor negative bit, without building a TensorIterator
+// (whose set-up costs more than copying a few thousand elements); false, copying nothing, for any other.
+bool gather_small(const at::Tensor& from, at::Tensor& into) {
+  constexpr int64_t kSmall = 1 << 14;
+  if (from.dim() == 0 || from.numel() == 0 || from.numel() > kSmall || from.is_conj() || from.is_neg()) {
+    return false;
+  }
+  switch (from.itemsize()) {
+    case 1: gather<uint8_t>(from, into); return true;
+    case 2: gather<uint16_t>(from, into); return true;
+    case 4: gather<uint32_t>(from, into); return true;
+    case 8: gather<uint64_t>(from, into); return true;
+    default: return false;
+  }
+}
+
 // The layout the real backend gives a kernel's new (not a view's) result, on its dispatch routes: a native kernel's
 // result is allocated from its shape and dtype, with contiguous strides, whatever the layout the CPU kernel chose (a
 // channels-last convolution, an add that follows a transposed input), down to the strides of size-1 dimensions,
@@ -526,7 +575,9 @@ at::Tensor backend_layout(at::Tensor result, const IsNative& is_native) {
   }
   // The copy `contiguous()` would make, without its five dispatches (contiguous, clone, empty_like, empty, copy_).
   at::Tensor contiguous = at::detail::empty_cpu(result.sizes(), result.scalar_type());
-  at::native::copy_(contiguous, result);
+  if (!gather_small(result, contiguous)) {
+    at::native::copy_(contiguous, result);
+  }
   return contiguous;
 }
 
@@ -1002,8 +1053,9 @@ struct Direct<Op, Return(Args...), cpu_kernel> {
           c10::BoxedKernel::makeFromFunction<&cpu_fallback>(), op, c10::DispatchKeySet(), args...);
     }
     if (settings().op_log) {
-      static const std::string logged = name();
-      record_named(logged.c_str());
+      static const std::string logged_name = name();
+      static LoggedOp* const logged = logged_op(logged_name.c_str());
+      record(logged);
     }
     DeviceKernelScope own_work;  // what the CPU kernel dispatches is this call's own work, not the model's
     auto cpu_args = std::make_tuple(direct.cpu(args)...);

@@ -14,6 +14,7 @@
 #include <c10/core/Storage.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -125,6 +126,18 @@ at::Tensor adopt_cpu_tensor(at::Tensor cpu, c10::DeviceIndex index);
 // Neuron compiler refuses complex types, NCC_EVRF004): it runs on the CPU and reports itself as a fallback.
 void record_op(const c10::OperatorHandle& op, bool complex_inputs = false);
 void record_named(const char* name);
+// An operator's entry in the log: its dispatcher name, whether its calls fall back on Trainium, and their count since
+// the log was cleared.
+struct LoggedOp {
+  std::string name;
+  bool complex_calls = false;  // it counts an operator's calls with complex inputs
+  bool fallback = false;
+  std::atomic<int64_t> calls{0};
+};
+// The entry of our own kernel named `name`, which outlives the process's kernels (a string literal, a static string):
+// a call site that logs every call looks it up once, then counts with `record` (what `record_named` does per call).
+LoggedOp* logged_op(const char* name);
+void record(LoggedOp* op);
 std::unordered_map<std::string, int64_t> executed_ops();
 std::unordered_map<std::string, int64_t> fallback_ops();
 void clear_op_log();

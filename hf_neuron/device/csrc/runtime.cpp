@@ -51,34 +51,41 @@ std::string gib(int64_t bytes) {
 }
 
 // ---- memory accounting -------------------------------------------------------------------------
+// Counted without a lock (an allocation is the hottest call there is): two allocations that together pass the
+// capacity may both be refused where one of them would have fitted.
 struct DeviceMemory {
-  std::mutex mutex;
-  MemoryStats stats;
+  std::atomic<int64_t> allocated{0};
+  std::atomic<int64_t> peak{0};
+  std::atomic<int64_t> allocations{0};
+  std::atomic<int64_t> frees{0};
+  std::atomic<int64_t> ooms{0};
 };
 std::array<DeviceMemory, kMaxDevices> g_memory;
 
 void account(c10::DeviceIndex index, size_t nbytes) {
   auto& memory = g_memory[index];
-  std::lock_guard<std::mutex> lock(memory.mutex);
+  const auto bytes = static_cast<int64_t>(nbytes);
+  const int64_t allocated = memory.allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   const int64_t capacity = g_settings.capacity_bytes;
-  if (capacity >= 0 && memory.stats.allocated + static_cast<int64_t>(nbytes) > capacity) {
-    memory.stats.ooms += 1;
+  if (capacity >= 0 && allocated > capacity) {
+    memory.allocated.fetch_sub(bytes, std::memory_order_relaxed);
+    memory.ooms.fetch_add(1, std::memory_order_relaxed);
     TORCH_CHECK_WITH(
         OutOfMemoryError, false,
-        "neuron out of memory. Tried to allocate ", gib(nbytes), " on neuron:", static_cast<int>(index), " (",
-        gib(capacity), " total capacity; ", gib(memory.stats.allocated), " already allocated). ",
+        "neuron out of memory. Tried to allocate ", gib(bytes), " on neuron:", static_cast<int>(index), " (",
+        gib(capacity), " total capacity; ", gib(allocated - bytes), " already allocated). ",
         "Reduce the batch size, sequence length or model size, or raise HF_NEURON_EMULATOR_MEMORY_GB.");
   }
-  memory.stats.allocated += nbytes;
-  memory.stats.allocations += 1;
-  memory.stats.peak = std::max(memory.stats.peak, memory.stats.allocated);
+  memory.allocations.fetch_add(1, std::memory_order_relaxed);
+  int64_t peak = memory.peak.load(std::memory_order_relaxed);
+  while (allocated > peak && !memory.peak.compare_exchange_weak(peak, allocated, std::memory_order_relaxed)) {
+  }
 }
 
 void unaccount(c10::DeviceIndex index, size_t nbytes) {
   auto& memory = g_memory[index];
-  std::lock_guard<std::mutex> lock(memory.mutex);
-  memory.stats.allocated -= nbytes;
-  memory.stats.frees += 1;
+  memory.allocated.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+  memory.frees.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Device memory: host memory in a CPU storage (the storage of a CPU kernel's result that the device adopted, or one
@@ -326,15 +333,12 @@ struct Hooks final : at::PrivateUse1HooksInterface {
 };
 
 // ---- operator log ------------------------------------------------------------------------------
-// One entry per operator (keyed by the address of its name, stable while it is registered, or of a string literal):
-// its dispatcher name, whether it falls back on Trainium, and its calls since the log was cleared.
-struct OpEntry {
-  std::string name;
-  bool fallback = false;
-  int64_t calls = 0;
-};
 std::mutex g_op_mutex;
-std::unordered_map<const void*, OpEntry> g_ops;
+// The boxed fallback's entries, keyed by the address of the operator's name (stable while it is registered, so
+// dropped when the log is cleared), and those of our own kernels, keyed by the address of their name (a string
+// literal or a static string: kept for good, so that a call site may look its entry up once, `logged_op`).
+std::unordered_map<const void*, LoggedOp> g_ops;
+std::unordered_map<const char*, LoggedOp> g_named;
 std::unordered_set<std::string> g_native;
 std::unordered_set<std::string> g_unlogged;
 std::unordered_set<std::string> g_measured_fallback;
@@ -348,18 +352,28 @@ bool falls_back_on_trainium(const std::string& name) {
   return g_native.count(name) == 0 && g_unlogged.count(name) == 0;
 }
 
-template <typename NameOf>
-void count_call(const void* key, const NameOf& name_of, bool always_fallback = false) {
-  std::lock_guard<std::mutex> lock(g_op_mutex);
-  auto found = g_ops.find(key);
-  if (found == g_ops.end()) {
-    std::string name = name_of();
-    const bool fallback = always_fallback ? g_unlogged.count(name) == 0 : falls_back_on_trainium(name);
-    found = g_ops.emplace(key, OpEntry{std::move(name), fallback, 0}).first;
+// Whether the calls `entry` counts fall back on Trainium (complex calls do unless the operator is never logged).
+bool falls_back(const LoggedOp& entry) {
+  return entry.complex_calls ? g_unlogged.count(entry.name) == 0 : falls_back_on_trainium(entry.name);
+}
+
+// Under g_op_mutex: the entry of `key` in `entries`, made (named `name_of()`) if it has none.
+template <typename Key, typename NameOf>
+LoggedOp& entry_of(std::unordered_map<Key, LoggedOp>& entries, Key key, const NameOf& name_of,
+                   bool complex_calls = false) {
+  auto [found, made] = entries.try_emplace(key);
+  LoggedOp& entry = found->second;
+  if (made) {
+    entry.name = name_of();
+    entry.complex_calls = complex_calls;
+    entry.fallback = falls_back(entry);
   }
-  OpEntry& entry = found->second;
-  entry.calls += 1;
-  if (entry.calls == 1 && entry.fallback && g_settings.warn_fallback) {
+  return entry;
+}
+
+// Counts one call of `entry`; the first since the log was cleared of an operator that falls back warns, if asked to.
+void count(LoggedOp& entry) {
+  if (entry.calls.fetch_add(1, std::memory_order_relaxed) == 0 && entry.fallback && g_settings.warn_fallback) {
     c10::warn(c10::Warning(
         c10::UserWarning(), {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
         "Operator '" + entry.name + "' would fall back to CPU on Trainium (hf-neuron reference device)",
@@ -393,6 +407,10 @@ void configure(const Settings& s, const TrainiumOps& ops) {
   g_measured_fallback = {ops.measured_fallback.begin(), ops.measured_fallback.end()};
   g_measured = ops.measured;
   g_ops.clear();
+  for (auto& [name, entry] : g_named) {
+    entry.fallback = falls_back(entry);
+    entry.calls = 0;
+  }
 }
 
 bool native_on_trainium(const std::string& name) {
@@ -494,15 +512,19 @@ void reallocate_storage(c10::StorageImpl* storage, size_t nbytes) {
 }
 
 MemoryStats memory_stats(c10::DeviceIndex index) {
-  auto& memory = g_memory[check_index(index)];
-  std::lock_guard<std::mutex> lock(memory.mutex);
-  return memory.stats;
+  const auto& memory = g_memory[check_index(index)];
+  MemoryStats stats;
+  stats.allocated = memory.allocated.load();
+  stats.peak = memory.peak.load();
+  stats.allocations = memory.allocations.load();
+  stats.frees = memory.frees.load();
+  stats.ooms = memory.ooms.load();
+  return stats;
 }
 
 void reset_peak(c10::DeviceIndex index) {
   auto& memory = g_memory[check_index(index)];
-  std::lock_guard<std::mutex> lock(memory.mutex);
-  memory.stats.peak = memory.stats.allocated;
+  memory.peak.store(memory.allocated.load());
 }
 
 const at::Generator& default_generator(c10::DeviceIndex index) {
@@ -531,19 +553,30 @@ void record_op(const c10::OperatorHandle& op, bool complex_inputs) {
     return;
   }
   const c10::OperatorName& name = op.operator_name();
-  if (complex_inputs) {
-    // A second entry for the operator's complex calls, keyed one byte past its name (names are aligned).
-    count_call(reinterpret_cast<const char*>(&name) + 1, [&name] { return c10::toString(name); }, true);
+  const auto name_of = [&name] { return c10::toString(name); };
+  std::lock_guard<std::mutex> lock(g_op_mutex);
+  // A second entry for the operator's complex calls, keyed one byte past its name (names are aligned).
+  const void* key = complex_inputs ? static_cast<const void*>(reinterpret_cast<const char*>(&name) + 1) : &name;
+  count(entry_of(g_ops, key, name_of, complex_inputs));
+}
+
+LoggedOp* logged_op(const char* name) {
+  std::lock_guard<std::mutex> lock(g_op_mutex);
+  return &entry_of(g_named, name, [name] { return std::string(name); });
+}
+
+void record(LoggedOp* op) {
+  if (!g_settings.op_log || tls_kernel_depth > 0) {
     return;
   }
-  count_call(&name, [&name] { return c10::toString(name); });
+  count(*op);
 }
 
 void record_named(const char* name) {
   if (!g_settings.op_log || tls_kernel_depth > 0) {
     return;
   }
-  count_call(name, [name] { return std::string(name); });
+  count(*logged_op(name));
 }
 
 DeviceKernelScope::DeviceKernelScope(const char* name) {
@@ -561,10 +594,17 @@ namespace {
 std::unordered_map<std::string, int64_t> calls_where(bool only_fallbacks) {
   std::lock_guard<std::mutex> lock(g_op_mutex);
   std::unordered_map<std::string, int64_t> out;
-  for (const auto& [key, entry] : g_ops) {
-    if (entry.calls > 0 && (!only_fallbacks || entry.fallback)) {
-      out[entry.name] += entry.calls;
+  const auto add = [&](const LoggedOp& entry) {
+    const int64_t calls = entry.calls.load(std::memory_order_relaxed);
+    if (calls > 0 && (!only_fallbacks || entry.fallback)) {
+      out[entry.name] += calls;
     }
+  };
+  for (const auto& [key, entry] : g_ops) {
+    add(entry);
+  }
+  for (const auto& [name, entry] : g_named) {
+    add(entry);
   }
   return out;
 }
@@ -581,6 +621,9 @@ std::unordered_map<std::string, int64_t> fallback_ops() {
 void clear_op_log() {
   std::lock_guard<std::mutex> lock(g_op_mutex);
   g_ops.clear();
+  for (auto& [name, entry] : g_named) {
+    entry.calls = 0;
+  }
 }
 
 } // namespace hf_neuron
