@@ -371,6 +371,19 @@ LoggedOp& entry_of(std::unordered_map<Key, LoggedOp>& entries, Key key, const Na
   return entry;
 }
 
+// Under g_op_mutex: the log emptied (the fallback's entries dropped, our own kernels' kept with no calls).
+void clear_calls() {
+  g_ops.clear();
+  for (auto& [name, entry] : g_named) {
+    entry.calls = 0;
+  }
+}
+
+// Whether a call of our own kernels is logged: the log is on and the call is not another kernel's own work.
+bool logs_own_kernels() {
+  return g_settings.op_log && tls_kernel_depth == 0;
+}
+
 // Counts one call of `entry`; the first since the log was cleared of an operator that falls back warns, if asked to.
 void count(LoggedOp& entry) {
   if (entry.calls.fetch_add(1, std::memory_order_relaxed) == 0 && entry.fallback && g_settings.warn_fallback) {
@@ -406,10 +419,9 @@ void configure(const Settings& s, const TrainiumOps& ops) {
   g_unlogged = {ops.unlogged.begin(), ops.unlogged.end()};
   g_measured_fallback = {ops.measured_fallback.begin(), ops.measured_fallback.end()};
   g_measured = ops.measured;
-  g_ops.clear();
+  clear_calls();
   for (auto& [name, entry] : g_named) {
     entry.fallback = falls_back(entry);
-    entry.calls = 0;
   }
 }
 
@@ -566,17 +578,15 @@ LoggedOp* logged_op(const char* name) {
 }
 
 void record(LoggedOp* op) {
-  if (!g_settings.op_log || tls_kernel_depth > 0) {
-    return;
+  if (logs_own_kernels()) {
+    count(*op);
   }
-  count(*op);
 }
 
 void record_named(const char* name) {
-  if (!g_settings.op_log || tls_kernel_depth > 0) {
-    return;
+  if (logs_own_kernels()) {  // before the lookup, which takes the log's lock
+    count(*logged_op(name));
   }
-  count(*logged_op(name));
 }
 
 DeviceKernelScope::DeviceKernelScope(const char* name) {
@@ -620,10 +630,7 @@ std::unordered_map<std::string, int64_t> fallback_ops() {
 
 void clear_op_log() {
   std::lock_guard<std::mutex> lock(g_op_mutex);
-  g_ops.clear();
-  for (auto& [name, entry] : g_named) {
-    entry.calls = 0;
-  }
+  clear_calls();
 }
 
 } // namespace hf_neuron
