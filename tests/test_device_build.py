@@ -1,4 +1,5 @@
-"""The C++ extension build: cached per torch version, Python and sources; a killed build cannot hang the next."""
+"""The C++ extension build: cached per torch version, Python, sources and compiler flags; a killed build cannot
+hang the next."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ def test_build_directory_names_torch_python_and_sources(monkeypatch: pytest.Monk
     assert directory.parent.parent == tmp_path
     assert directory.parent.name.startswith(f"torch-{torch.__version__}-py3")
     assert directory.name.startswith(f"{build.EXTENSION_NAME}-")
+
+
+def test_other_compiler_flags_build_elsewhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HF_NEURON_CACHE", str(tmp_path))
+    directory = build.build_dir()
+    monkeypatch.setattr(build, "CFLAGS", (*build.CFLAGS, "-DOTHER"))
+    assert build.build_dir() != directory, "a build with other flags is not this build"
 
 
 def test_stale_lock_of_a_killed_build_is_removed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

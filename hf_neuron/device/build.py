@@ -21,12 +21,15 @@ from types import ModuleType
 
 from hf_neuron import settings
 
-__all__ = ["EXTENSION_NAME", "KEPT_BUILDS", "SOURCES", "build_dir", "cache_root", "load"]
+__all__ = ["CFLAGS", "EXTENSION_NAME", "KEPT_BUILDS", "SOURCES", "build_dir", "cache_root", "load"]
 
 EXTENSION_NAME = "hf_neuron_reference_device"
 CSRC = Path(__file__).parent / "csrc"
 SOURCES = ("runtime.cpp", "kernels.cpp", "attention.cpp", "autocast.cpp", "bindings.cpp")
 _HEADERS = ("neuron.h",)
+#: The compiler's flags beyond torch's own, part of the cache key with the sources.
+CFLAGS = ("-O2", "-Wno-unused-parameter", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+          "-fno-semantic-interposition", "-fno-plt")
 #: Builds of this torch and Python kept in the cache, the current one included (the most recently used).
 KEPT_BUILDS = 3
 
@@ -39,6 +42,7 @@ def cache_root() -> Path:
 
 def _source_hash() -> str:
     digest = hashlib.sha256()
+    digest.update(" ".join(CFLAGS).encode())
     for name in SOURCES + _HEADERS:
         digest.update(name.encode())
         digest.update((CSRC / name).read_bytes())
@@ -92,7 +96,7 @@ def _build(directory: Path, verbose: bool) -> None:
     cpp_extension.load(
         name=EXTENSION_NAME,
         sources=[str(CSRC / name) for name in SOURCES],
-        extra_cflags=["-O2", "-Wno-unused-parameter"],
+        extra_cflags=list(CFLAGS),
         build_directory=str(directory),
         verbose=verbose,
         is_python_module=True,

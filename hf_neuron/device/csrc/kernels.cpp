@@ -155,7 +155,7 @@ class CpuViewPool {
  private:
   static constexpr size_t kCapacity = 16;
   static std::vector<c10::intrusive_ptr<CpuViewImpl>>& free_views() {
-    thread_local std::vector<c10::intrusive_ptr<CpuViewImpl>> views;
+    HF_NEURON_THREAD_LOCAL std::vector<c10::intrusive_ptr<CpuViewImpl>> views;
     return views;
   }
   c10::SmallVector<c10::intrusive_ptr<CpuViewImpl>, 4> lent_;
@@ -402,7 +402,7 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
   return dense(self) && dense(from);
 }
 
-thread_local bool in_compiled_graph = false;
+HF_NEURON_THREAD_LOCAL bool in_compiled_graph = false;
 
 // The types Trainium computes in 32 bits.
 bool is_64bit(c10::ScalarType dtype) {
@@ -495,7 +495,7 @@ at::Tensor narrowed_number(const at::Tensor& t) {
   if (unchanged_by_narrowing(t)) {
     return t;
   }
-  thread_local std::array<at::Tensor, 2> reusable;  // float64, int64
+  HF_NEURON_THREAD_LOCAL std::array<at::Tensor, 2> reusable;  // float64, int64
   at::Tensor& rounded = reusable[t.scalar_type() == c10::kDouble ? 0 : 1];
   if (!rounded.defined() || rounded.use_count() != 1) {
     rounded = at::detail::empty_cpu({}, t.scalar_type(), /*pin_memory=*/false, std::nullopt);

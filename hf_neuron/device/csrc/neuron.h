@@ -24,6 +24,11 @@ namespace hf_neuron {
 
 constexpr c10::DeviceType kNeuron = c10::DeviceType::PrivateUse1;
 
+// A thread-local variable of this library, reached without a call to `__tls_get_addr` (the initial-exec model: the
+// library's few bytes of them live in the static TLS block, which has room for them when Python loads the library).
+// Most of them are read by every operator the device runs.
+#define HF_NEURON_THREAD_LOCAL thread_local __attribute__((tls_model("initial-exec")))
+
 // ---- configuration (set once by Python before the device is used) -------------------------------
 struct Settings {
   c10::DeviceIndex device_count = 2;

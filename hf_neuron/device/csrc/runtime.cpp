@@ -30,7 +30,7 @@ Settings g_settings;
 std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_bad_fork{false};
 c10::DeviceIndex g_default_device = 0;
-thread_local c10::DeviceIndex tls_device = -1;
+HF_NEURON_THREAD_LOCAL c10::DeviceIndex tls_device = -1;
 
 void on_fork_child() {
   if (g_initialized.load()) {
@@ -162,7 +162,7 @@ struct PinnedAllocator final : c10::Allocator {
 PinnedAllocator g_pinned_allocator;
 
 // ---- device guard: devices, streams, events ----------------------------------------------------
-thread_local std::array<c10::StreamId, kMaxDevices> tls_stream{};
+HF_NEURON_THREAD_LOCAL std::array<c10::StreamId, kMaxDevices> tls_stream{};
 std::atomic<c10::StreamId> g_next_stream{1};
 
 struct Event {
@@ -343,7 +343,7 @@ std::unordered_set<std::string> g_native;
 std::unordered_set<std::string> g_unlogged;
 std::unordered_set<std::string> g_measured_fallback;
 bool g_measured = false;
-thread_local int tls_kernel_depth = 0;
+HF_NEURON_THREAD_LOCAL int tls_kernel_depth = 0;
 
 bool falls_back_on_trainium(const std::string& name) {
   if (g_measured) {
