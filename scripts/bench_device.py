@@ -30,6 +30,8 @@ from paired import Comparison, interleaved  # beside this script
 
 #: The targets for the reference device's time over the CPU's (a ratio), each met only when its interval is clear of it.
 TARGETS = {"tiny forward": 1.05, "train step": 1.10, "compute-bound forward": 1.02}
+#: Rounds per ``--repeats`` of each case: a tiny step takes milliseconds, so many rounds narrow its interval cheaply.
+ROUNDS = {"tiny forward": 20, "train step": 10, "compute-bound forward": 3}
 
 
 def _llama(hidden: int, layers: int, heads: int, vocab: int = 1000) -> torch.nn.Module:
@@ -170,11 +172,14 @@ def _op_log_cost(rounds: int) -> int:
 
     torch.set_num_threads(1)
     forward, step = (_tiny_step(case, "neuron") for case in ("tiny forward", "train step"))
-    rows = [interleaved("tiny Llama forward (1 thread)", logged(forward, False), logged(forward, True), rounds * 5),
-            interleaved("tiny Llama train step (1 thread)", logged(step, False), logged(step, True), rounds * 2)]
+    rows = [interleaved("tiny Llama forward (1 thread)", logged(forward, False), logged(forward, True),
+                        rounds * ROUNDS["tiny forward"]),
+            interleaved("tiny Llama train step (1 thread)", logged(step, False), logged(step, True),
+                        rounds * ROUNDS["train step"])]
     torch.set_num_threads(os.cpu_count() or 1)
     big_forward = _forward_step(_llama(1024, 4, 16), 256, "neuron")
-    rows.append(interleaved("compute-bound forward", logged(big_forward, False), logged(big_forward, True), rounds))
+    rows.append(interleaved("compute-bound forward", logged(big_forward, False), logged(big_forward, True),
+                            rounds * ROUNDS["compute-bound forward"]))
     runtime.extension().set_op_log(False)
     print("operator log off (A) / on (B), interleaved in one process: medians, ratio B/A and its 95% interval")
     print(f"{'case':52} {'off ms':>9} {'on ms':>9} {'ratio':>7}")
@@ -185,7 +190,7 @@ def _op_log_cost(rounds: int) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=10, help="rounds (the tiny cases run 5x and 2x as many)")
+    parser.add_argument("--repeats", type=int, default=10, help="rounds (each case runs ROUNDS times as many)")
     parser.add_argument("--op-log", action="store_true", help="what the operator log costs (log off and on)")
     parser.add_argument("--instructions", action="store_true",
                         help="the tiny cases' instruction counts under callgrind instead of times (needs valgrind)")
@@ -205,14 +210,15 @@ def main() -> int:
     # shared machine do not swamp it.
     torch.set_num_threads(1)
     rows: list[tuple[Comparison, float | None]] = [
-        (_tiny("tiny forward", args.repeats * 5), TARGETS["tiny forward"]),
-        (_tiny("train step", args.repeats * 2), TARGETS["train step"]),
-        (_train_on_calling_thread(args.repeats * 2), None),
+        (_tiny("tiny forward", args.repeats * ROUNDS["tiny forward"]), TARGETS["tiny forward"]),
+        (_tiny("train step", args.repeats * ROUNDS["train step"]), TARGETS["train step"]),
+        (_train_on_calling_thread(args.repeats * ROUNDS["train step"]), None),
         (_handoff("one-op backward (autograd's device thread; no target)", args.repeats * 50), None)]
     torch.set_num_threads(os.cpu_count() or 1)
     big = _llama(1024, 4, 16)
     rows.append((interleaved("compute-bound forward (h1024, 4 layers, seq 256)", _forward_step(big, 256, "cpu"),
-                             _forward_step(big, 256, "neuron"), args.repeats), TARGETS["compute-bound forward"]))
+                             _forward_step(big, 256, "neuron"),
+                             args.repeats * ROUNDS["compute-bound forward"]), TARGETS["compute-bound forward"]))
     print("CPU (A) / reference device (B), interleaved: medians, ratio B/A and its 95% interval, verdict")
     print(f"{'case':52} {'cpu ms':>9} {'neuron ms':>9} {'ratio':>7}")
     for comparison, target in rows:
