@@ -494,17 +494,48 @@ bool is_pinned(const void* ptr) {
   return address < it->first + it->second;
 }
 
+// The device storage of an adopted CPU storage (a CPU kernel's result, adopted on every operator the device runs): the
+// storage and what its memory is accounted under in one allocation, where the device allocator's memory takes two
+// (the storage, and `Adopted` as its data's context). Its data's context is the storage itself; a storage whose data is
+// replaced later (a resize) holds an `Adopted` from then on.
+class AdoptedStorage final : public c10::StorageImpl {
+ public:
+  AdoptedStorage(const c10::Storage& cpu, c10::DeviceIndex index)
+      : c10::StorageImpl(
+            c10::StorageImpl::use_byte_size_t(), cpu.nbytes(),
+            c10::DataPtr(const_cast<void*>(cpu.data()), this, &release, c10::Device(kNeuron, index)),
+            &g_device_allocator, /*resizable=*/true),
+        memory_{cpu, index, cpu.nbytes()} {}
+
+  // Frees the memory while `memory_` is alive (StorageImpl's destructor would after it is gone).
+  ~AdoptedStorage() override {
+    release_resources();
+  }
+
+  static void release(void* context) {
+    auto& memory = static_cast<AdoptedStorage*>(context)->memory_;
+    unaccount(memory.index, memory.nbytes);
+    memory.cpu = c10::Storage();
+  }
+
+  const Adopted& memory() const {
+    return memory_;
+  }
+
+ private:
+  Adopted memory_;
+};
+
 c10::Storage adopt_cpu_storage(const c10::Storage& cpu, c10::DeviceIndex index) {
-  const size_t nbytes = cpu.nbytes();
-  account(index, nbytes);
-  void* data = const_cast<void*>(cpu.data());
-  c10::DataPtr data_ptr(data, new Adopted{cpu, index, nbytes}, &release_adopted, c10::Device(kNeuron, index));
-  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), nbytes, std::move(data_ptr), &g_device_allocator, /*resizable=*/true));
+  account(index, cpu.nbytes());
+  return c10::Storage(c10::make_intrusive<AdoptedStorage>(cpu, index));
 }
 
 const c10::Storage& cpu_storage_of(const c10::Storage& device) {
   const c10::DataPtr& data_ptr = device.data_ptr();
+  if (data_ptr.get_deleter() == &AdoptedStorage::release) {
+    return static_cast<const AdoptedStorage*>(data_ptr.get_context())->memory().cpu;
+  }
   TORCH_INTERNAL_ASSERT(
       data_ptr.get_deleter() == &release_adopted,
       "a neuron storage whose memory the reference device did not allocate or adopt");
