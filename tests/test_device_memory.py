@@ -26,6 +26,17 @@ def test_results_of_cpu_kernels_are_accounted() -> None:
     assert torch.neuron.memory_allocated() == before
 
 
+def test_a_resized_kernel_result_is_accounted_at_its_new_size() -> None:
+    x = torch.ones(16, device="neuron")
+    before = torch.neuron.memory_allocated()
+    y = x * 2                      # an adopted CPU result
+    y.resize_(1000)                # its memory replaced while its storage lives: the old memory is released now
+    assert torch.neuron.memory_allocated() - before == 1000 * 4
+    assert y[:16].cpu().tolist() == [2.0] * 16
+    del y
+    assert torch.neuron.memory_allocated() == before
+
+
 def test_capacity_raises_a_device_out_of_memory_error() -> None:
     result = run(
         """
