@@ -2,7 +2,8 @@
 
 Cases: a tiny Llama forward (per-op overhead dominates), a compute-bound forward (hidden 1024, 4 layers,
 seq 256), a tiny Llama train step (forward, backward, AdamW), the same step with its backward on the calling thread
-and a one-operator backward (what autograd's device thread costs every backward; both without a target), and the
+and with every thread on one core, and a one-operator backward (what autograd's device thread costs every backward;
+these three without a target), and the
 cost that hf-neuron adds to ``import torch`` with the device off and on (built). Each case is timed in interleaved
 rounds (``paired.py``): the median ratio, its 95% interval, and a verdict on the target (:data:`TARGETS`) only when
 the interval is clear of it.
@@ -151,6 +152,34 @@ def _train_on_calling_thread(rounds: int) -> Comparison:
                        _on_calling_thread(_tiny_step("train step", "neuron")), rounds)
 
 
+def _on_one_core(run: Callable[[], Comparison]) -> Comparison | None:
+    """`run` with every thread of this process (autograd's device thread included) on one core, both sides alike;
+    None where threads cannot be pinned (not Linux) or only one core is allowed (then nothing would change)."""
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    if len(allowed) < 2:
+        return None
+
+    def threads() -> list[int]:
+        return [int(tid) for tid in os.listdir("/proc/self/task")]
+
+    for tid in threads():
+        os.sched_setaffinity(tid, {min(allowed)})
+    try:
+        return run()
+    finally:
+        for tid in threads():
+            os.sched_setaffinity(tid, allowed)
+
+
+def _train_on_one_core(rounds: int) -> Comparison | None:
+    """The train step with every thread on one core: autograd's device thread still takes the device's backward, but
+    wakes on the core whose caches hold the forward's results. Apart from the unpinned step, it tells what the core
+    the scheduler gives that thread costs from what the hand-off costs. Not what a user runs, so no target."""
+    name = "train step, every thread on one core (no target)"
+    return _on_one_core(lambda: interleaved(name, _tiny_step("train step", "cpu"), _tiny_step("train step", "neuron"),
+                                            rounds))
+
+
 def _handoff(name: str, rounds: int) -> Comparison:
     """The fixed cost of a backward: a one-operator graph. Autograd runs the backward of every device but the CPU
     (the real backend's and CUDA's included) on a thread of its own, so the call waits for that thread to wake and
@@ -212,8 +241,11 @@ def main() -> int:
     rows: list[tuple[Comparison, float | None]] = [
         (_tiny("tiny forward", args.repeats * ROUNDS["tiny forward"]), TARGETS["tiny forward"]),
         (_tiny("train step", args.repeats * ROUNDS["train step"]), TARGETS["train step"]),
-        (_train_on_calling_thread(args.repeats * ROUNDS["train step"]), None),
-        (_handoff("one-op backward (autograd's device thread; no target)", args.repeats * 50), None)]
+        (_train_on_calling_thread(args.repeats * ROUNDS["train step"]), None)]
+    one_core = _train_on_one_core(args.repeats * ROUNDS["train step"])
+    if one_core is not None:
+        rows.append((one_core, None))
+    rows.append((_handoff("one-op backward (autograd's device thread; no target)", args.repeats * 50), None))
     torch.set_num_threads(os.cpu_count() or 1)
     big = _llama(1024, 4, 16)
     rows.append((interleaved("compute-bound forward (h1024, 4 layers, seq 256)", _forward_step(big, 256, "cpu"),
