@@ -12,7 +12,10 @@ the interval is clear of it.
 and on, interleaved in one process (run it with the switches of the profile to measure, e.g. the ``trainium``
 profile's ``HF_NEURON_EMULATOR_DISPATCH=trainium``); it prints the median of each and the ratio (on / off).
 
-    HF_NEURON_EMULATOR=1 python scripts/bench_device.py [--repeats N] [--op-log]
+``--instructions`` counts instead the tiny cases' instructions under callgrind (valgrind), and with ``--cache-sim``
+its simulated cache misses and mispredicted branches: counts, which barely move between runs.
+
+    HF_NEURON_EMULATOR=1 python scripts/bench_device.py [--repeats N] [--op-log | --instructions [--cache-sim]]
 """
 
 from __future__ import annotations
@@ -106,31 +109,54 @@ def _count_child(case: str, device: str, iterations: int) -> int:
     return 0
 
 
-def _instructions(case: str, device: str, iterations: int) -> int:
-    """The instructions one step of `case` executes on `device`, counted by callgrind in a fresh interpreter."""
+#: What ``--cache-sim`` counts beside instructions, by callgrind's events: each a sum of events, with its name.
+SIMULATED = {"I1 misses": ("I1mr",), "D1 misses": ("D1mr", "D1mw"), "LL misses": ("ILmr", "DLmr", "DLmw"),
+             "mispredicted branches": ("Bcm", "Bim")}
+
+
+def callgrind_totals(text: str) -> dict[str, int]:
+    """The totals of a callgrind output file, by event (``events:`` names them, ``totals:`` counts them)."""
+    lines = text.splitlines()
+    events = next((line.split()[1:] for line in lines if line.startswith("events:")), None)
+    totals = next((line.split()[1:] for line in lines if line.startswith("totals:")), None)
+    if events is None or totals is None or len(events) != len(totals):
+        raise ValueError("not a callgrind output file: it needs an 'events:' line and a 'totals:' line that match")
+    return dict(zip(events, map(int, totals), strict=True))
+
+
+def _counts(case: str, device: str, iterations: int, cache_sim: bool) -> dict[str, int]:
+    """What one step of `case` executes on `device` (instructions, and with `cache_sim` the simulated cache misses
+    and mispredicted branches: SIMULATED), counted by callgrind in a fresh interpreter."""
+    simulation = ["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []
     with tempfile.TemporaryDirectory() as directory:
         out = os.path.join(directory, "callgrind.out")
         subprocess.run(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable,
-             __file__, "--count-child", case, device, str(iterations)],
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no", *simulation, f"--callgrind-out-file={out}",
+             sys.executable, __file__, "--count-child", case, device, str(iterations)],
             check=True, capture_output=True)
-        with open(out, encoding="utf-8") as counts:
-            totals = [line for line in counts if line.startswith("totals:")]
-    return int(totals[0].split()[1]) // iterations
+        with open(out, encoding="utf-8") as output:
+            totals = callgrind_totals(output.read())
+    counts = {"instructions": totals["Ir"]}
+    if cache_sim:
+        counts.update({name: sum(totals[event] for event in events) for name, events in SIMULATED.items()})
+    return {name: count // iterations for name, count in counts.items()}
 
 
-def _instruction_ratios() -> int:
+def _instruction_ratios(cache_sim: bool) -> int:
     """The tiny cases' instructions on the device over the CPU's: a count, not a time, so nearly the same on a
     loaded machine as on an idle one, and a change far smaller than a time's interval can resolve shows. It leaves
-    out what a time includes beside instructions (waiting for autograd's device thread, caches)."""
+    out what a time includes beside instructions (waiting for autograd's device thread, caches); `cache_sim` adds
+    callgrind's simulated cache misses and mispredicted branches, which tell where a time's excess over the
+    instructions' goes (a simulation of a generic cache, not this processor's)."""
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind (callgrind) is not installed: apt-get install valgrind", file=sys.stderr)
         return 2
-    print("instructions per step, counted by callgrind (a count barely moves between runs): CPU, neuron, neuron / CPU")
+    print("per step, counted by callgrind (a count barely moves between runs): CPU, neuron, neuron / CPU")
     for case, iterations in (("tiny forward", 10), ("train step", 3)):
-        cpu, neuron = (_instructions(case, device, iterations) for device in ("cpu", "neuron"))
-        print(f"{TINY[case][0]:52} {cpu:>12,} {neuron:>12,} {neuron / cpu:7.3f}  (target for its time: "
-              f"<= {TARGETS[case]:.2f})")
+        cpu, neuron = (_counts(case, device, iterations, cache_sim) for device in ("cpu", "neuron"))
+        print(f"{TINY[case][0]}  (target for its time: <= {TARGETS[case]:.2f})")
+        for name in cpu:
+            print(f"  {name:50} {cpu[name]:>12,} {neuron[name]:>12,} {neuron[name] / max(cpu[name], 1):7.3f}")
     return 0
 
 
@@ -223,8 +249,13 @@ def main() -> int:
     parser.add_argument("--op-log", action="store_true", help="what the operator log costs (log off and on)")
     parser.add_argument("--instructions", action="store_true",
                         help="the tiny cases' instruction counts under callgrind instead of times (needs valgrind)")
+    parser.add_argument("--cache-sim", action="store_true",
+                        help="with --instructions: callgrind's simulated cache misses and mispredicted branches too "
+                             "(about twice as long)")
     parser.add_argument("--count-child", nargs=3, metavar=("CASE", "DEVICE", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cache_sim and not args.instructions:
+        parser.error("--cache-sim goes with --instructions")
     if not (hasattr(torch, "neuron") and torch.neuron.is_available()):
         print("no neuron device: run with HF_NEURON_EMULATOR=1", file=sys.stderr)
         return 2
@@ -234,7 +265,7 @@ def main() -> int:
     if args.op_log:
         return _op_log_cost(args.repeats)
     if args.instructions:
-        return _instruction_ratios()
+        return _instruction_ratios(args.cache_sim)
     # Tiny models measure per-operator overhead: one thread, so that thread-pool wake-ups under load on a
     # shared machine do not swamp it.
     torch.set_num_threads(1)

@@ -1,5 +1,6 @@
 """scripts/bench_device.py: the one-core row runs every thread of the process on one core, autograd's device thread
-and threads started during the row included, and gives the process back every core it had afterwards."""
+and threads started during the row included, and gives the process back every core it had afterwards; callgrind's
+totals are read by event, and a file without them is refused."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from _helpers import ROOT
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_device
 
-pytestmark = pytest.mark.skipif(
+needs_two_cores = pytest.mark.skipif(
     not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to one")
 
 
@@ -21,6 +22,7 @@ def _affinities() -> set[frozenset[int]]:
     return {frozenset(os.sched_getaffinity(int(tid))) for tid in os.listdir("/proc/self/task")}
 
 
+@needs_two_cores
 def test_every_thread_runs_on_one_core_during_the_row_and_on_all_after_it() -> None:
     allowed = os.sched_getaffinity(0)
     idle = threading.Event()
@@ -44,6 +46,7 @@ def test_every_thread_runs_on_one_core_during_the_row_and_on_all_after_it() -> N
         waiting.join()
 
 
+@needs_two_cores
 def test_the_process_gets_its_cores_back_when_the_row_fails() -> None:
     allowed = os.sched_getaffinity(0)
 
@@ -53,3 +56,23 @@ def test_the_process_gets_its_cores_back_when_the_row_fails() -> None:
     with pytest.raises(RuntimeError, match="a step failed"):
         bench_device._on_one_core(fail)  # type: ignore[arg-type]
     assert _affinities() == {frozenset(allowed)}
+
+
+_CALLGRIND = """version: 1
+creator: callgrind-3.19.0
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim
+summary: 0
+totals: 61198533 18672821 9086646 2069201 857889 247509 11591 21652 6278 6872173 702788 1400883 627983
+"""
+
+
+def test_callgrind_totals_are_read_by_event() -> None:
+    totals = bench_device.callgrind_totals(_CALLGRIND)
+    assert totals["Ir"] == 61198533 and totals["I1mr"] == 2069201 and totals["Bim"] == 627983
+    assert all(event in totals for events in bench_device.SIMULATED.values() for event in events)
+
+
+@pytest.mark.parametrize("text", ["", _CALLGRIND.replace("totals:", "total:"), _CALLGRIND.replace(" 627983", "")])
+def test_a_file_without_matching_events_and_totals_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="not a callgrind output file"):
+        bench_device.callgrind_totals(text)
