@@ -14,8 +14,9 @@ side then)::
 
     python scripts/bench_cost.py --from reports/sample/records.jsonl.gz
 
-Columns: ``cases``; ``s/case`` on the device (the case's own time, as its record says); ``compile`` the device's
-compilations per case (Dynamo and the backend; records from schema 5 on, ``-`` before); ``cpu s/case`` the same cases
+Columns: ``cases``; ``s/case`` on the device (the case's own time, as its record says); ``compile`` the seconds a
+case spends in the device's compilations (Dynamo and the backend), over the cases that measured them (records from
+schema 5 on, ``-`` before); ``cpu s/case`` the same cases
 with the CPU in the device's place; ``device`` the share of the device's case time that the CPU-only run does not
 spend (what the device and its compilations add over the CPU reference). The last lines give each run's wall time
 and cases per minute. Times are one run's on a shared machine: compare two commits on the same quiet machine.
