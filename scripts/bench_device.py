@@ -28,9 +28,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 from paired import Comparison, interleaved  # beside this script
+
+T = TypeVar("T")
 
 #: The targets for the reference device's time over the CPU's (a ratio), each met only when its interval is clear of it.
 TARGETS = {"tiny forward": 1.05, "train step": 1.10, "compute-bound forward": 1.02}
@@ -178,7 +181,7 @@ def _train_on_calling_thread(rounds: int) -> Comparison:
                        _on_calling_thread(_tiny_step("train step", "neuron")), rounds)
 
 
-def _on_one_core(run: Callable[[], Comparison]) -> Comparison | None:
+def _on_one_core(run: Callable[[], T]) -> T | None:
     """`run` with every thread of this process (autograd's device thread included) on one core, both sides alike;
     None where threads cannot be pinned (not Linux) or only one core is allowed (then nothing would change)."""
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()

@@ -37,7 +37,7 @@ def test_every_thread_runs_on_one_core_during_the_row_and_on_all_after_it() -> N
         started.join()
 
     try:
-        bench_device._on_one_core(run)  # type: ignore[arg-type]
+        bench_device._on_one_core(run)
         assert seen["during"] == {frozenset({min(allowed)})}
         assert seen["started"] == {min(allowed)}
         assert _affinities() == {frozenset(allowed)}
@@ -54,7 +54,7 @@ def test_the_process_gets_its_cores_back_when_the_row_fails() -> None:
         raise RuntimeError("a step failed")
 
     with pytest.raises(RuntimeError, match="a step failed"):
-        bench_device._on_one_core(fail)  # type: ignore[arg-type]
+        bench_device._on_one_core(fail)
     assert _affinities() == {frozenset(allowed)}
 
 
