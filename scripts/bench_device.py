@@ -181,23 +181,31 @@ def _train_on_calling_thread(rounds: int) -> Comparison:
                        _on_calling_thread(_tiny_step("train step", "neuron")), rounds)
 
 
+def _threads() -> list[int]:
+    """The ids of this process's threads (Linux)."""
+    return [int(tid) for tid in os.listdir("/proc/self/task")]
+
+
+def _set_affinity_of_every_thread(cores: set[int]) -> None:
+    """Every thread of this process on `cores`; a thread that ends between the listing and its turn is passed over."""
+    for tid in _threads():
+        try:
+            os.sched_setaffinity(tid, cores)
+        except ProcessLookupError:
+            continue
+
+
 def _on_one_core(run: Callable[[], T]) -> T | None:
     """`run` with every thread of this process (autograd's device thread included) on one core, both sides alike;
     None where threads cannot be pinned (not Linux) or only one core is allowed (then nothing would change)."""
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
     if len(allowed) < 2:
         return None
-
-    def threads() -> list[int]:
-        return [int(tid) for tid in os.listdir("/proc/self/task")]
-
-    for tid in threads():
-        os.sched_setaffinity(tid, {min(allowed)})
+    _set_affinity_of_every_thread({min(allowed)})
     try:
         return run()
     finally:
-        for tid in threads():
-            os.sched_setaffinity(tid, allowed)
+        _set_affinity_of_every_thread(allowed)
 
 
 def _train_on_one_core(rounds: int) -> Comparison | None:

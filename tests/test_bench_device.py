@@ -1,6 +1,6 @@
 """scripts/bench_device.py: the one-core row runs every thread of the process on one core, autograd's device thread
-and threads started during the row included, and gives the process back every core it had afterwards; callgrind's
-totals are read by event, and a file without them is refused."""
+and threads started during the row included, passes over a thread that ends before its turn, and gives the process
+back every core it had afterwards; callgrind's totals are read by event, and a file without them is refused."""
 
 from __future__ import annotations
 
@@ -19,7 +19,14 @@ needs_two_cores = pytest.mark.skipif(
 
 
 def _affinities() -> set[frozenset[int]]:
-    return {frozenset(os.sched_getaffinity(int(tid))) for tid in os.listdir("/proc/self/task")}
+    """The cores of each live thread of this process (a thread that ends while they are read is left out)."""
+    seen = set()
+    for tid in bench_device._threads():
+        try:
+            seen.add(frozenset(os.sched_getaffinity(tid)))
+        except ProcessLookupError:
+            continue
+    return seen
 
 
 @needs_two_cores
@@ -55,6 +62,19 @@ def test_the_process_gets_its_cores_back_when_the_row_fails() -> None:
 
     with pytest.raises(RuntimeError, match="a step failed"):
         bench_device._on_one_core(fail)
+    assert _affinities() == {frozenset(allowed)}
+
+
+@needs_two_cores
+def test_a_thread_that_ends_before_its_turn_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    allowed = os.sched_getaffinity(0)
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()
+    assert ended.native_id is not None
+    listed = bench_device._threads
+    monkeypatch.setattr(bench_device, "_threads", lambda: [*listed(), ended.native_id])  # listed, then gone
+    assert bench_device._on_one_core(lambda: _affinities()) == {frozenset({min(allowed)})}
     assert _affinities() == {frozenset(allowed)}
 
 
