@@ -61,7 +61,8 @@ def test_no_history_directory_means_no_history(tmp_path: Path) -> None:
 
 def test_a_bad_summary_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema": 1, "run_id": "x"}')
-    with pytest.raises(InputError, match=r"x.json: not a run summary of schema 1 or 2 or 3 or 4 or 5: .*move it out"):
+    schemas = "1 or 2 or 3 or 4 or 5 or 6"
+    with pytest.raises(InputError, match=rf"x.json: not a run summary of schema {schemas}: .*move it out"):
         read_history(tmp_path)
 
 
@@ -125,3 +126,45 @@ def test_a_summary_keeps_each_scenarios_cost_and_the_trend_shows_the_runs_that_h
     assert trend.runs == ["now"] and trend.wall_minutes == [60.0]
     assert trend.rows == {"generate": [(40.0 / 60, 20.0 / 60)], "forward": [(1.5 / 60, None)]}
     assert cost_trend([earlier]).runs == []
+
+
+def test_the_machine_label_says_what_the_records_say_of_the_processor() -> None:
+    from hf_neuron.report.history import machine_label
+
+    def info(**env: str) -> RunInfo:
+        return RunInfo("r", "2026-12-03T00:00:00+00:00", "2026-12-03T00:00:00+00:00", "reference",
+                       {"backend": "reference", **env})
+
+    assert machine_label(info(cpu_model="AMD EPYC", cpus="2", cpu_isa="avx2")) == "AMD EPYC, 2 CPUs, avx2"
+    assert machine_label(info(cpu_model="Xeon", cpus="8", cpu_isa="none")) == "Xeon, 8 CPUs, none"
+    # None in the records reaches RunInfo as "": the system did not say
+    assert machine_label(info(cpu_model="", cpus="4", cpu_isa="")) == "unknown processor, 4 CPUs"
+    assert machine_label(info()) is None, "records from before hf-neuron recorded the processor"
+
+
+def test_the_cost_trend_shows_each_runs_machine_and_says_when_they_differ() -> None:
+    from hf_neuron.report.history import cost_trend
+
+    costs = {"forward": {"cases": 1, "case_seconds": 1.5, "compile_seconds": None}}
+    old = replace(_summary("old", "2026-11-27T03:00:00+00:00"), costs=costs)  # schema 5: no machine
+    one = replace(_summary("one", "2026-11-28T03:00:00+00:00"), costs=costs, machine="AMD EPYC, 2 CPUs, avx2")
+    two = replace(_summary("two", "2026-11-29T03:00:00+00:00"), costs=costs, machine="AMD EPYC, 2 CPUs, avx2")
+    other = replace(two, run_id="other", machine="Xeon, 2 CPUs, avx2 avx512f avx512_bf16")
+    assert cost_trend([one, two]).machines == ["AMD EPYC, 2 CPUs, avx2"] * 2
+    assert not cost_trend([one, two]).machines_differ
+    assert cost_trend([one, other]).machines_differ
+    assert cost_trend([old, one]).machines == [None, "AMD EPYC, 2 CPUs, avx2"]
+    assert cost_trend([old, one]).machines_differ, "a run that did not say may have run elsewhere"
+
+
+def test_a_summary_of_schema_5_reads_without_a_machine(tmp_path: Path) -> None:
+    summary = _summary("before", "2026-11-28T03:00:00+00:00")
+    path = write_summary(tmp_path, replace(summary, machine="AMD EPYC, 2 CPUs, avx2"))
+    data = json.loads(path.read_text())
+    assert data["machine"] == "AMD EPYC, 2 CPUs, avx2"
+    del data["machine"]
+    path.write_text(json.dumps({**data, "schema": 5}))
+    assert read_history(tmp_path) == [summary]
+    path.write_text(json.dumps({**data, "schema": 6, "machine": 3}))
+    with pytest.raises(InputError, match="machine must be a string or null"):
+        read_history(tmp_path)

@@ -543,3 +543,32 @@ def test_the_trend_shows_what_each_scenario_cost_run_by_run(tmp_path: Path) -> N
               for line in shard.read_text().splitlines() if json.loads(line)["scenario"] == "forward") / 60
     assert f"forward {600.0 * len(forward) / 60:.1f} {now:.1f}" in costs, costs  # the earlier run cost more
     assert costs.startswith("Scenario earlier ") and "wall time" in costs
+
+
+def test_the_cost_trend_names_each_runs_machine_and_warns_when_they_differ(tmp_path: Path) -> None:
+    records = [json.loads(line) for line in (RECORDS / "run-2" / "shard-0.jsonl").read_text().splitlines()]
+    here = {"cpu_model": "AMD EPYC", "cpus": 2, "cpu_isa": "avx2"}
+
+    def run(run_id: str, day: int, processor: dict[str, object]) -> Path:
+        directory = tmp_path / run_id
+        directory.mkdir()
+        (directory / "r.jsonl").write_text("".join(json.dumps(
+            {**r, "run_id": run_id, "env": {**r["env"], **processor}, "started_at": f"2026-11-{day}T00:00:00+00:00",
+             "finished_at": f"2026-11-{day}T00:00:01+00:00"}) + "\n" for r in records))
+        return directory
+
+    def built(*runs: Path) -> str:
+        history = tmp_path / f"history-{len(list(tmp_path.iterdir()))}"
+        for i, directory in enumerate(runs):
+            build_site([directory], tmp_path / f"site-{i}", baseline=BASELINE, history_dir=history)
+        return (tmp_path / f"site-{len(runs) - 1}" / "index.html").read_text()
+
+    same = built(run("a", 20, here), run("b", 21, here))
+    assert "machine AMD EPYC, 2 CPUs, avx2 AMD EPYC, 2 CPUs, avx2" in _by_id(same, "costs")
+    assert 'id="cost-machines-differ"' not in same
+    other = built(run("c", 22, here), run("d", 23, {**here, "cpu_isa": "avx2 avx512f avx512_bf16"}))
+    assert "machine AMD EPYC, 2 CPUs, avx2 AMD EPYC, 2 CPUs, avx2 avx512f avx512_bf16" in _by_id(other, "costs")
+    assert _by_id(other, "cost-machines-differ").startswith("These runs did not all run on one known machine")
+    unknown = built(run("e", 24, {}), run("f", 25, here))
+    assert "machine not recorded AMD EPYC, 2 CPUs, avx2" in _by_id(unknown, "costs")
+    assert 'id="cost-machines-differ"' in unknown

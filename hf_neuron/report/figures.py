@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from hf_neuron.report.history import RunSummary
+from hf_neuron.report.history import RunSummary, machine_label
 from hf_neuron.report.site import RunTables
 from hf_neuron.report.tables import scenario_costs
 from hf_neuron.vocabulary.gaps import GAP_MEANINGS
@@ -51,7 +51,8 @@ def _run(tables: RunTables) -> list[str]:
         f"case's start to the last case's end; the cases' own times sum to "
         f"{_hours(float(tables.cases['duration_s'].sum()))} case-hours.",
         f"- Backend `{run.backend}` {env.get('backend_version', '')}, profile `{env.get('profile') or 'none'}`, "
-        f"{env.get('device_count') or '?'} devices, host {env.get('host') or '?'}; {versions}.",
+        f"{env.get('device_count') or '?'} devices, host {env.get('host') or '?'} "
+        f"({machine_label(run) or 'processor not recorded'}); {versions}.",
         f"- hf-neuron {env.get('hf_neuron', '?')} at {len(commits)} commit(s) ({', '.join(commits) or 'unknown'}): "
         + ("one commit ran every case." if len(commits) == 1 else
            "the run was resumed with changed code, so its records do not come from one version."),

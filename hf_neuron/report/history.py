@@ -5,7 +5,8 @@ every case's status and each architecture's group (a few tens of kB for a full r
 id; rebuilding a run replaces its summary. Summaries of schema 1 (before verdicts had to fail where the CPU passes)
 are still read: they lack the hf-neuron commit, the verdict counts and the applicable denominators, and their rates
 count passed over passed and failing; summaries before schema 4 lack the groups (no architecture is known to have
-moved since them); summaries before schema 5 lack what each scenario cost (its case-seconds and compile seconds).
+moved since them); summaries before schema 5 lack what each scenario cost (its case-seconds and compile seconds);
+summaries before schema 6 lack the machine the run ran on.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from hf_neuron.report.status import STATUS_ALIASES
 from hf_neuron.report.tables import Headline, RunInfo, Statuses
 from hf_neuron.vocabulary.records import parse_time
 
-__all__ = ["HISTORY_SCHEMA", "CostTrend", "RunSummary", "cost_trend", "hf_neuron_label", "previous_run",
-           "read_history", "summarize", "with_run", "write_summary"]
+__all__ = ["HISTORY_SCHEMA", "CostTrend", "RunSummary", "cost_trend", "hf_neuron_label", "machine_label",
+           "previous_run", "read_history", "summarize", "with_run", "write_summary"]
 
-HISTORY_SCHEMA = 5
+HISTORY_SCHEMA = 6
 #: Schemas this module reads: the current one and those before it (whose missing fields default).
-_READABLE = (1, 2, 3, 4, HISTORY_SCHEMA)
+_READABLE = (1, 2, 3, 4, 5, HISTORY_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class RunSummary:
     #: ``{scenario: {"cases": n, "case_seconds": s, "compile_seconds": s or None}}`` (empty before schema 5;
     #: ``compile_seconds`` None when no case of the scenario measured it)
     costs: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    #: the processor the run ran on (:func:`machine_label`); None before schema 6 and where the records do not say
+    machine: str | None = None
 
     def rate(self, scenario: str) -> float | None:
         """Pass rate of ``scenario`` (passed / applicable; schema 1: passed / (passed + failing)), or None when
@@ -84,6 +87,7 @@ def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statu
                    for s, row in rates.iterrows()},
         statuses=statuses,
         hf_neuron=hf_neuron_label(run),
+        machine=machine_label(run),
         profile=run.env.get("profile") or None,
         verdicts=dict(head.verdicts),
         groups=dict(groups or {}),
@@ -98,12 +102,19 @@ def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statu
 @dataclass(frozen=True)
 class CostTrend:
     """What each scenario cost over the last runs of the history that say it (oldest first): ``runs`` their ids,
-    ``wall_minutes`` each run's first case's start to its last case's end, ``rows`` per scenario the case-minutes
-    and the compile minutes of each run (None where the run did not run the scenario or did not measure it)."""
+    ``wall_minutes`` each run's first case's start to its last case's end, ``machines`` what each ran on (None where
+    its summary does not say), ``rows`` per scenario the case-minutes and the compile minutes of each run (None where
+    the run did not run the scenario or did not measure it)."""
 
     runs: Sequence[str]
     wall_minutes: Sequence[float]
+    machines: Sequence[str | None]
     rows: Mapping[str, Sequence[tuple[float | None, float | None]]]
+
+    @property
+    def machines_differ(self) -> bool:
+        """Whether the runs did not all run on one known machine: their times then measure machines as well as code."""
+        return len(set(self.machines)) > 1 or None in self.machines
 
 
 def cost_trend(history: Sequence[RunSummary], max_runs: int = 6) -> CostTrend:
@@ -119,7 +130,8 @@ def cost_trend(history: Sequence[RunSummary], max_runs: int = 6) -> CostTrend:
                        for summary in costed]
             for scenario in scenarios}
     wall = [(parse_time(s.finished_at) - parse_time(s.started_at)).total_seconds() / 60 for s in costed]
-    return CostTrend(runs=[summary.run_id for summary in costed], wall_minutes=wall, rows=rows)
+    return CostTrend(runs=[summary.run_id for summary in costed], wall_minutes=wall,
+                     machines=[summary.machine for summary in costed], rows=rows)
 
 
 def hf_neuron_label(run: RunInfo) -> str | None:
@@ -128,6 +140,17 @@ def hf_neuron_label(run: RunInfo) -> str | None:
     if not version:
         return None
     return f"{version} ({commit[:12]})" if commit else version
+
+
+def machine_label(run: RunInfo) -> str | None:
+    """The processor a run ran on, as ``"AMD EPYC, 2 CPUs, avx2"`` (its model, the CPUs the run could use, which of
+    :data:`~hf_neuron.vocabulary.records.CPU_ISA` it has), or None when the records do not say (before hf-neuron
+    recorded it)."""
+    env = run.env
+    if "cpus" not in env:
+        return None
+    isa = env.get("cpu_isa")  # "none": none of them; absent or empty: the system did not say
+    return ", ".join([env.get("cpu_model") or "unknown processor", f"{env['cpus']} CPUs", *([isa] if isa else [])])
 
 
 def _file_name(run_id: str) -> str:
@@ -152,6 +175,8 @@ def _read_summary(path: Path) -> RunSummary:
                             for model_type, statuses in data["statuses"].items()}
         summary = RunSummary(**data)
         parse_time(summary.finished_at)
+        if summary.machine is not None and not isinstance(summary.machine, str):
+            raise ValueError("machine must be a string or null")
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise InputError(f"{path}: not a run summary of schema {' or '.join(map(str, _READABLE))}: {exc}; "
                          "move it out of the history directory or rebuild its run") from None

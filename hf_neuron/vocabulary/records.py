@@ -46,6 +46,7 @@ from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, SCHEMA_2_SCENARIOS, S
 
 __all__ = [
     "CONFLICT_POLICIES",
+    "CPU_ISA",
     "DEVICE_STEPS",
     "READABLE_SCHEMAS",
     "SCHEMA_VERSION",
@@ -145,11 +146,17 @@ class FallbackList(TypedDict):
     measured_torch_neuronx: NotRequired[str]
 
 
+#: The instruction-set extensions a record's ``env.cpu_isa`` may name, in this order: those that choose which CPU
+#: kernels torch runs (ATen's AVX2 or AVX-512 kernels; oneDNN's bfloat16 ones with AVX-512 BF16 or AMX), so the time
+#: and the bfloat16 numerics of a case depend on them.
+CPU_ISA = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
 class Env(TypedDict):
     """The run's environment, the same in all its records: the backend under test and its version and devices, the
     matrix profile, the hf-neuron patches that applied (and those that work around a gap of the reference device),
-    Python and library versions, hf-neuron's version and commit, the host. Keys added later are absent from older
-    records; hf-neuron may add more."""
+    Python and library versions, hf-neuron's version and commit, the host and its processor. Keys added later are
+    absent from older records; hf-neuron may add more."""
 
     backend: BackendKind
     backend_version: NotRequired[str | None]
@@ -166,6 +173,12 @@ class Env(TypedDict):
     hf_neuron: NotRequired[str]
     hf_neuron_commit: NotRequired[str | None]
     host: NotRequired[str]
+    #: the processor the run ran on: its model name (None where the system does not say), the CPUs the run could use,
+    #: and which of :data:`CPU_ISA` it has, space-separated ("none" for none of them; None where the system does not
+    #: say)
+    cpu_model: NotRequired[str | None]
+    cpus: NotRequired[int]
+    cpu_isa: NotRequired[str | None]
     #: the run's scenario set, in run order, each with what its records say of it (schema 3)
     scenarios: NotRequired[list[NamedScenario]]
     #: where the list of operators the real backend runs on the CPU came from (absent before schema 3's

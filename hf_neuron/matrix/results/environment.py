@@ -1,4 +1,4 @@
-"""The environment block of a run's records: the backend under test and the library versions.
+"""The environment block of a run's records: the backend under test, the library versions and the processor.
 
 It is computed once, by the process that starts the run, without importing torch (the backend is the one
 :mod:`hf_neuron._autoload` will pick: the real TorchNeuron when installed, else the reference device when
@@ -10,10 +10,12 @@ record ever says backend ``none`` for a neuron run (``--device cpu`` makes a CPU
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import subprocess
 from collections.abc import Sequence
-from typing import cast
+from pathlib import Path
+from typing import NamedTuple, cast
 
 from hf_neuron import backends
 from hf_neuron._version import __version__
@@ -21,9 +23,10 @@ from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.errors import InputError
 from hf_neuron.settings import read
 from hf_neuron.vocabulary.backends import BackendKind
-from hf_neuron.vocabulary.records import Env, FallbackList, NamedScenario
+from hf_neuron.vocabulary.records import CPU_ISA, Env, FallbackList, NamedScenario
 
-__all__ = ["LIBRARIES", "NO_NEURON_DEVICE", "collect", "fallback_list", "require_backend"]
+__all__ = ["CPUINFO", "LIBRARIES", "NO_NEURON_DEVICE", "Processor", "collect", "fallback_list", "processor",
+           "require_backend"]
 
 #: Why a neuron run does not start without a backend, and what to do.
 NO_NEURON_DEVICE = f"{backends.NO_NEURON_DEVICE} (--device cpu runs a CPU-only baseline)"
@@ -55,12 +58,44 @@ def _commit() -> str | None:
     return result.stdout.strip() or None if result.returncode == 0 else None
 
 
+#: Where Linux describes the processor (absent on other systems: their records say ``None``).
+CPUINFO = Path("/proc/cpuinfo")
+
+
+class Processor(NamedTuple):
+    """What a run's time and bfloat16 numerics depend on besides the code: the processor's model name, the CPUs the
+    run could use, and which of :data:`~hf_neuron.vocabulary.records.CPU_ISA` it has (space-separated; ``"none"``
+    when it has none of them); None where the system does not say."""
+
+    model: str | None
+    cpus: int
+    isa: str | None
+
+
+def processor(cpuinfo: Path = CPUINFO) -> Processor:
+    """The :class:`Processor` this process runs on, from ``cpuinfo`` (the first processor's ``model name`` and
+    ``flags`` lines) and the CPUs this process may run on."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, colon, value = line.partition(":")
+        if colon and key.strip() in ("model name", "flags"):
+            fields.setdefault(key.strip(), value.strip())
+    flags = set(fields["flags"].split()) if "flags" in fields else None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return Processor(fields.get("model name") or None, cpus,
+                     None if flags is None else " ".join(isa for isa in CPU_ISA if isa in flags) or "none")
+
+
 def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ()) -> Env:
     """The ``env`` block: backend, backend_version, device_count, the matrix profile, where the fallback operators
     come from (:func:`fallback_list`), the hf-neuron patches that apply (none with ``HF_NEURON_PATCHES=0``: the run
     measures the libraries unmodified) and those among them that work around a gap of the reference device itself,
-    python, library versions, hf_neuron and its commit, host, and the run's ``scenarios`` (its scenario set in run
-    order, so the report knows every core scenario, run or not)."""
+    python, library versions, hf_neuron and its commit, host and its :func:`processor`, and the run's ``scenarios``
+    (its scenario set in run order, so the report knows every core scenario, run or not)."""
     from hf_neuron.patches import applicable
 
     backend: BackendKind
@@ -84,6 +119,7 @@ def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ())
         "hf_neuron": __version__,
         "hf_neuron_commit": _commit(),
         "host": platform.node(),
+        **dict(zip(("cpu_model", "cpus", "cpu_isa"), processor(), strict=True)),
         "scenarios": list(scenarios),
     })
 
