@@ -35,18 +35,18 @@ def test_the_first_processors_model_and_extensions_are_read(tmp_path: Path) -> N
     found = environment.processor(_cpuinfo(tmp_path, _CPUINFO))
     assert found == environment.Processor("Intel(R) Xeon(R) Platinum 8488C", _usable_cpus(),
                                           "avx2 avx512f avx512_bf16 amx_bf16")
-    assert found.isa is not None and found.isa.split() == list(CPU_ISA), "in CPU_ISA's order, not the flags'"
+    assert found.cpu_isa is not None and found.cpu_isa.split() == list(CPU_ISA), "in CPU_ISA's order, not the flags'"
 
 
 def test_a_processor_with_none_of_the_extensions_says_none(tmp_path: Path) -> None:
     found = environment.processor(_cpuinfo(tmp_path, "model name : Old\nflags : fpu sse2 avx\n"))
-    assert (found.model, found.isa) == ("Old", "none")
+    assert (found.cpu_model, found.cpu_isa) == ("Old", "none")
 
 
 @pytest.mark.parametrize("text", ["", "processor : 0\n", "garbage without colons\n\x00\xff"])
 def test_a_system_that_does_not_say_gives_none_not_a_guess(tmp_path: Path, text: str) -> None:
     found = environment.processor(_cpuinfo(tmp_path, text))
-    assert (found.model, found.isa) == (None, None)
+    assert (found.cpu_model, found.cpu_isa) == (None, None)
     assert found.cpus == _usable_cpus()
     assert environment.processor(tmp_path / "absent") == found
 

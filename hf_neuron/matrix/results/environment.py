@@ -63,13 +63,13 @@ CPUINFO = Path("/proc/cpuinfo")
 
 
 class Processor(NamedTuple):
-    """What a run's time and bfloat16 numerics depend on besides the code: the processor's model name, the CPUs the
-    run could use, and which of :data:`~hf_neuron.vocabulary.records.CPU_ISA` it has (space-separated; ``"none"``
-    when it has none of them); None where the system does not say."""
+    """What a run's time and bfloat16 numerics depend on besides the code, by the env keys that record it: the
+    processor's model name, the CPUs the run could use, and which of :data:`~hf_neuron.vocabulary.records.CPU_ISA` it
+    has (space-separated; ``"none"`` when it has none of them); None where the system does not say."""
 
-    model: str | None
+    cpu_model: str | None
     cpus: int
-    isa: str | None
+    cpu_isa: str | None
 
 
 def processor(cpuinfo: Path = CPUINFO) -> Processor:
@@ -119,7 +119,7 @@ def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ())
         "hf_neuron": __version__,
         "hf_neuron_commit": _commit(),
         "host": platform.node(),
-        **dict(zip(("cpu_model", "cpus", "cpu_isa"), processor(), strict=True)),
+        **processor()._asdict(),
         "scenarios": list(scenarios),
     })
 
