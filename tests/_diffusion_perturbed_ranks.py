@@ -1,6 +1,6 @@
 """Perturbed rank steps and DDP parts for tests/test_diffusion_distributed.py, imported by the ranks (other
-processes): rank 1's gradient scaled, both ranks given rank 0's rows, rank 1's shard of a tensor-parallel weight
-changed."""
+processes): rank 1's gradient scaled, both ranks given rank 0's rows, a loss scaled by a random draw (a training step
+that draws random numbers), rank 1's shard of a tensor-parallel weight changed."""
 
 from __future__ import annotations
 
@@ -29,9 +29,21 @@ class _SameRows(type(diffusion.DDP_PARTS)):  # type: ignore[misc]
         return super().rows(batch, 0, world)
 
 
+class _NoisyLoss(type(diffusion.DDP_PARTS)):  # type: ignore[misc]
+    """Diffusion's DDP parts, but the loss is scaled by a random draw between 1 and 2 (a training step that draws
+    random numbers, as a flow-matching head's noise does)."""
+
+    def loss(self, replica: torch.nn.Module, model: torch.nn.Module, batch: Any) -> torch.Tensor:
+        import torch
+
+        loss = super().loss(replica, model, batch)
+        return loss * (1 + torch.rand((), device=loss.device))
+
+
 #: DDP parts (``data_parallel(ctx, "_diffusion_perturbed_ranks:scaled_rank")``).
 scaled_rank = _ScaledRank()
 same_rows = _SameRows()
+noisy_loss = _NoisyLoss()
 
 
 def _perturb_rank_one(model: torch.nn.Module, rank: int) -> None:

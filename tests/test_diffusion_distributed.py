@@ -1,7 +1,8 @@
 """Diffusion ``ddp`` and ``tp`` on two neuron ranks: a DDP step on the denoising loss, one row a rank, gives every
 rank a single process's gradients on the whole batch; a backbone sharded by diffusers' tensor parallelism predicts on
 every rank what one CPU process does. A rank whose gradient is scaled, a wrong batch split and a rank whose shard is
-perturbed fail them; a backbone without a tensor-parallel plan does not apply.
+perturbed fail them (a failed DDP comparison stays failed where a single process's step is deterministic); a training
+step that draws random numbers leaves ddp untested; a backbone without a tensor-parallel plan does not apply.
 
 The perturbations run inside the ranks (other processes), so they are rank steps and DDP parts of a module of this
 file's directory (``_diffusion_perturbed_ranks``), which the ranks import: they start with this directory on their
@@ -120,6 +121,15 @@ def test_ddp_fails_on_a_wrong_batch_split(workdir: Path, ranks_see_this_director
     result = ddp_module.data_parallel(_ctx(_FLUX, "ddp", workdir), f"{_PERTURBED}:same_rows")
     assert result.outcome == "failed", result.message
     assert "DDP gradient of" in (result.message or ""), result.message
+
+
+def test_ddp_of_a_training_step_that_draws_random_numbers_is_untested_not_failed(
+        workdir: Path, ranks_see_this_directory: None) -> None:
+    result = ddp_module.data_parallel(_ctx(_UNET, "ddp", workdir), f"{_PERTURBED}:noisy_loss")
+    assert (result.outcome, result.gap) == ("untested", "checks"), result.message
+    assert (result.message or "").startswith("the model's training step draws random numbers (the CPU gradient of "
+                                             ), result.message
+    assert result.details is not None and len(result.details["ranks"]) == 2
 
 
 def test_tp_on_two_ranks_predicts_what_one_process_does(workdir: Path, ranks_see_this_directory: None) -> None:

@@ -62,8 +62,9 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
     ScenarioDeclaration(
         "ddp", "extra", True, {"transformers": ddp.ddp, "diffusers": diffusion.ddp},
         "a 2-process DDP step's gradients (one row a rank) equal one process's on the whole batch; each rank reports "
-        "its device and peak memory; one visible device makes it untested; diffusion: on the denoising loss `train` "
-        "steps on, the target drawn for the whole batch"),
+        "its device and peak memory; one visible device makes it untested, and so does a training step that draws "
+        "random numbers (when the comparison fails, one process's gradients move with its step's random state); "
+        "diffusion: on the denoising loss `train` steps on, the target drawn for the whole batch"),
     ScenarioDeclaration(
         "tp", "extra", False, {"diffusers": diffusion.tp},
         "a diffusion denoiser sharded over 2 neuron ranks by diffusers' tensor parallelism (`enable_parallelism` "
