@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import pytest
 
+from hf_neuron import cpus
 from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.options import MatrixConfig, pytest_args
@@ -52,7 +53,7 @@ def pytest_command(values: Mapping[str, Any], workers: int, cases: int) -> list[
 
 def _share_cores(workers: int) -> None:
     """Give each worker its share of the cores (unless the user chose), and keep the run off the Hub."""
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+    os.environ.setdefault("OMP_NUM_THREADS", str(cpus.per_worker(workers)))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_neuron import cpus
 from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.compat.ranking import load_ranking
 from hf_neuron.compat.upstream_not_applicable import NOT_APPLICABLE_PATH, load_not_applicable
@@ -250,7 +251,7 @@ def _environment(chosen: Suite, job: Job, device: Device, options: UpstreamOptio
                  stand_ins: StandInCache, pycache: Path) -> dict[str, str]:
     # A pytest run that starts this one (an xdist worker, say) must not leak its state into the tests' own run.
     env = {key: value for key, value in os.environ.items() if not key.startswith(_SPEC_PREFIXES)}
-    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, options.workers))))
+    env.setdefault("OMP_NUM_THREADS", str(cpus.per_worker(options.workers)))
     env["PYTHONPYCACHEPREFIX"] = str(pycache)  # nothing is written into the source tree
     # the tests launch this environment's console scripts (accelerate launch, torchrun) by name
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])

@@ -10,14 +10,13 @@ record ever says backend ``none`` for a neuron run (``--device cpu`` makes a CPU
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import platform
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, cast
 
-from hf_neuron import backends
+from hf_neuron import backends, cpus
 from hf_neuron._version import __version__
 from hf_neuron.compat.files import REPO_ROOT
 from hf_neuron.errors import InputError
@@ -85,8 +84,7 @@ def processor(cpuinfo: Path = CPUINFO) -> Processor:
         if colon and key.strip() in ("model name", "flags"):
             fields.setdefault(key.strip(), value.strip())
     flags = set(fields["flags"].split()) if "flags" in fields else None
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return Processor(fields.get("model name") or None, cpus,
+    return Processor(fields.get("model name") or None, cpus.usable(),
                      None if flags is None else " ".join(isa for isa in CPU_ISA if isa in flags) or "none")
 
 
