@@ -146,7 +146,7 @@ ALLOWED: dict[str, set[str]] = {
     "patches": {"patches", "backends", "settings", "errors", "import_hooks", "vocabulary"},
     # the upstream tests' records are read through their schema and their per-architecture summary
     "report": {"report", "compat", "errors", "vocabulary", "upstream.records", "upstream.summary"},
-    "matrix": {"matrix", "tiny", "compat", "device", "patches", "backends", "settings", "errors", "_version",
+    "matrix": {"matrix", "tiny", "compat", "device", "patches", "backends", "settings", "cpus", "errors", "_version",
                "import_hooks", "vocabulary"},
     # imported by the libraries' test utilities inside their test runs: the device module, a post-import hook, and
     # the patch records and registry (a test adaptation is a patch)
@@ -154,7 +154,7 @@ ALLOWED: dict[str, set[str]] = {
     # libraries' own test suites on neuron: the matrix's capture of failures, environment block and record writer,
     # the compat lists (tests not applicable, Hub stand-ins), the tiny builders of the stand-ins, the device plug-ins
     # it hands to the test runs, and the settings that say where each library's tests come from (--configured)
-    "upstream": {"upstream", "matrix", "compat", "tiny", "testing", "settings", "errors", "vocabulary"},
+    "upstream": {"upstream", "matrix", "compat", "tiny", "testing", "settings", "cpus", "errors", "vocabulary"},
 }
 #: Modules the report may read although their part is not in its list (schemas and pure functions of records).
 _READABLE = (["upstream", "records"], ["upstream", "summary"])
