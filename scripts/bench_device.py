@@ -33,6 +33,8 @@ from typing import TypeVar
 import torch
 from paired import Comparison, interleaved  # beside this script
 
+from hf_neuron import cpus
+
 T = TypeVar("T")
 
 #: The targets for the reference device's time over the CPU's (a ratio), each met only when its interval is clear of it.
@@ -242,7 +244,7 @@ def _op_log_cost(rounds: int) -> int:
                         rounds * ROUNDS["tiny forward"]),
             interleaved("tiny Llama train step (1 thread)", logged(step, False), logged(step, True),
                         rounds * ROUNDS["train step"])]
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(cpus.usable())
     big_forward = _forward_step(_llama(1024, 4, 16), 256, "neuron")
     rows.append(interleaved("compute-bound forward", logged(big_forward, False), logged(big_forward, True),
                             rounds * ROUNDS["compute-bound forward"]))
@@ -288,7 +290,7 @@ def main() -> int:
     if one_core is not None:
         rows.append((one_core, None))
     rows.append((_handoff("one-op backward (autograd's device thread; no target)", args.repeats * 50), None))
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(cpus.usable())
     big = _llama(1024, 4, 16)
     rows.append((interleaved("compute-bound forward (h1024, 4 layers, seq 256)", _forward_step(big, 256, "cpu"),
                              _forward_step(big, 256, "neuron"),
