@@ -42,6 +42,7 @@ __all__ = [
     "backbone_names",
     "build_backbone",
     "materialize",
+    "slice_kwargs",
     "tiny_config",
 ]
 
@@ -105,12 +106,17 @@ def _each(value: Any, new: int) -> Any:
     return new
 
 
-#: Tiny value per argument, by name (full match, first pattern wins), applied to an int or to each item of a list
-#: or tuple of ints.
-_RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), value) for pattern, value in (
+#: The rules that cut layer counts (the first two and the last of :data:`_RULES`): the only ones a slice at real width
+#: applies (:func:`slice_kwargs`).
+_LAYER_RULES = (
     (r"(num|n)_(hidden_)?layers|depth|mmdit_layers", 2),
     (r"(\w+_)?(num|n)_\w+_(layers|blocks)|(transformer_)?layers_per_block|num_(decoder|encoder)_layers"
      r"|(\w+_)?num_layers_per_block", 1),
+)
+#: Tiny value per argument, by name (full match, first pattern wins), applied to an int or to each item of a list
+#: or tuple of ints.
+_RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), value) for pattern, value in (
+    *_LAYER_RULES,
     (r"(\w+_)?(num|n)_(\w+_)?heads", _HEADS),
     (r"block_out_channels", _CHANNELS),
     (r"(attn_)?norm_num_groups|(norm_)?groups", _GROUPS),
@@ -126,6 +132,7 @@ _RULES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(pattern), va
     (r"(\w+_)?hidden_(size|dim)|inner_dim|model_(channels|dim)|dim|width", _WIDTH),
     (r"[a-z]+_layers", 1),
 ))
+_LAYER_PATTERNS = frozenset(pattern for pattern, _ in _LAYER_RULES) | {"[a-z]+_layers"}
 #: Rotary position axes, whose sizes add up to the head dim (``axes_dims_rope``, ``rope_dim_list``, ...).
 ROTARY_AXES = re.compile(r"\w*axes_dims?\w*|rope_(axes_)?dims?(_list)?")
 #: Multimodal rotary sections (Qwen2-VL style: frames, rows, columns), whose sizes add up to half the head dim, the
@@ -172,6 +179,22 @@ def _shrink(defaults: Mapping[str, Any]) -> dict[str, Any]:
         elif MROPE_SECTIONS.fullmatch(name) and isinstance(value, (list, tuple)):
             kwargs[name] = _split_even(new_head_dim // 2, len(value))[::-1]
     return kwargs
+
+
+def slice_kwargs(name: str, config: Mapping[str, Any], layers: int) -> dict[str, Any]:
+    """The arguments of a checkpoint's ``name`` backbone (its ``config``) with its layer counts cut at real width: only
+    the layer-count rules of the tiny shrinker apply, each capped at ``layers`` (a stack the tiny model cuts to one
+    layer, such as single-stream blocks or the layers of a UNet block, keeps one); every width, head and size is the
+    checkpoint's."""
+    arguments = {key: value for key, value in config.items() if not key.startswith("_")}
+    for key, value in arguments.items():
+        if not _is_ints(value):
+            continue
+        rule = next(((pattern, tiny) for pattern, tiny in _RULES if pattern.fullmatch(key)), None)
+        if rule is not None and rule[0].pattern in _LAYER_PATTERNS:
+            cut = min(layers, rule[1])
+            arguments[key] = [min(v, cut) for v in value] if isinstance(value, (list, tuple)) else min(value, cut)
+    return arguments
 
 
 def tiny_config(name: str) -> dict[str, Any]:

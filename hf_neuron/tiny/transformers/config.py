@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hf_neuron.compat.tiny_overrides import Override, deep_merge, load_overrides
 from hf_neuron.tiny.tokenizer import (
@@ -38,8 +38,13 @@ __all__ = ["DIMS", "TinyDims", "config_class", "tiny_config", "tiny_config_kwarg
 
 @dataclasses.dataclass(frozen=True)
 class TinyDims:
-    """Target sizes of a tiny model."""
+    """Target sizes of a tiny model.
 
+    With ``keep_width`` (a real checkpoint's slice), only the structure is cut: layer counts (and the per-layer lists,
+    layer indices and spans that follow them) and special token ids; every width, head, window and position limit is
+    kept, and so are the vocabulary and the experts unless ``vocab_size`` / ``num_experts`` cap them (None: keep)."""
+
+    keep_width: bool = False
     hidden_size: int = 64
     num_layers: int = 2
     max_layers: int = 4
@@ -47,11 +52,11 @@ class TinyDims:
     head_dim: int = 16
     ssm_head_dim: int = 32  # SSM heads span expand (2) x hidden_size
     intermediate_size: int = 128
-    vocab_size: int = VOCAB_SIZE
+    vocab_size: int | None = VOCAB_SIZE
     max_positions: int = 512
     window: int = 16
-    num_experts: int = 4
-    experts_per_token: int = 2
+    num_experts: int | None = 4
+    experts_per_token: int | None = 2
     rank: int = 32
     state_size: int = 16
     image_size: int = 32
@@ -129,6 +134,15 @@ def _layer_span(value: int, shrink: _Shrink) -> int:
     return min(value, shrink.num_layers)
 
 
+def _vocab(value: int, shrink: _Shrink) -> int:
+    """The vocabulary: the tiny tokenizer's size for a tiny model; a slice keeps its own, capped where its dims
+    say."""
+    cap = shrink.dims.vocab_size
+    if shrink.dims.keep_width:
+        return value if cap is None else min(value, cap)
+    return cap or value
+
+
 def _layer_index(value: int, shrink: _Shrink) -> int:
     """A layer index or a count of leading layers: how many kept layers come before it."""
     if value <= 0:
@@ -142,41 +156,54 @@ _LAYER_SPAN = r"period|interval|every_n|_step$|pattern|group_size|per_attn_res_b
 _POSITIONS = r"max_position|n_positions|n_ctx|max_seq_len|context_length|max_target_positions"
 _WIDTHS = r"hidden_size|n_embd|d_model|embed_dim|embedding_dim|embedding_size|width|emb_dim|proj_dim"
 
-#: (pattern on the canonical field name, rule, whether an unset (None) field takes the tiny value too).
+RuleKind = Literal["layers", "vocab", "experts", "size"]
+#: What each kind of rule cuts: layer counts, the vocabulary, the experts, or a size (widths, heads, windows...).
+
+
+def _applies(kind: RuleKind, dims: TinyDims) -> bool:
+    """Whether rules of ``kind`` apply to ``dims``: all for a tiny model; for a slice that keeps width, ``layers``
+    rules, and ``vocab`` and ``experts`` ones where its dims cap them."""
+    if not dims.keep_width or kind == "layers":
+        return True
+    return {"vocab": dims.vocab_size, "experts": dims.num_experts, "size": None}[kind] is not None
+
+
+#: (pattern on the canonical field name, rule, whether an unset (None) field takes the tiny value too, kind).
 #: The first match wins, so specific names come before the general ones they contain.
-_INT_RULES: tuple[tuple[re.Pattern[str], Rule, bool], ...] = tuple(
-    (re.compile(pattern), rule, fills_none)
-    for pattern, rule, fills_none in (
-        (r"conv|kernel", lambda v, s: v, False),
-        (r"^(num_|n_)?(hidden_|encoder_|decoder_)?layers?$|^n_layer$", _layer_count, False),
-        (r"kv_shared_layers", lambda v, s: 0, False),
-        (_LAYER_INDEX, _layer_index, False),
-        (_LAYER_SPAN, _layer_span, False),
-        (r"^vocab_size$", _set(lambda d: d.vocab_size), False),
-        (r"vocab_size|_vocab$", _cap(lambda d: d.vocab_size), False),
-        (r"^num_key_value_heads$", _kv_heads, True),
-        (r"key_value_heads|kv_heads|kv_n_heads|query_groups|key_heads", _kv_heads, False),
-        (r"n_groups|ngroups|n_group$|expert_group|topk_group", _cap(lambda d: 1), False),
-        (r"(mamba|ssm).*(head_dim|d_head|headdim)", _set(lambda d: d.ssm_head_dim), False),
-        (r"attention_heads|num_heads|n_heads?$|heads_per|value_heads|_heads$", _set(lambda d: d.num_heads), False),
-        (r"^qk_head_dim$", _set(lambda d: 2 * d.head_dim), False),  # MLA: qk_nope_head_dim + qk_rope_head_dim
-        (r"^head_dim$", _set(lambda d: d.head_dim), True),
+_RULE_TABLE: tuple[tuple[str, Rule, bool, RuleKind], ...] = (
+        (r"conv|kernel", lambda v, s: v, False, "size"),
+        (r"^(num_|n_)?(hidden_|encoder_|decoder_)?layers?$|^n_layer$", _layer_count, False, "layers"),
+        (r"kv_shared_layers", lambda v, s: 0, False, "layers"),
+        (_LAYER_INDEX, _layer_index, False, "layers"),
+        (_LAYER_SPAN, _layer_span, False, "layers"),
+        (r"^vocab_size$", _vocab, False, "vocab"),
+        (r"vocab_size|_vocab$", _cap(lambda d: d.vocab_size or _UNSET), False, "vocab"),
+        (r"^num_key_value_heads$", _kv_heads, True, "size"),
+        (r"key_value_heads|kv_heads|kv_n_heads|query_groups|key_heads", _kv_heads, False, "size"),
+        (r"n_groups|ngroups|n_group$|expert_group|topk_group", _cap(lambda d: 1), False, "size"),
+        (r"(mamba|ssm).*(head_dim|d_head|headdim)", _set(lambda d: d.ssm_head_dim), False, "size"),
+        (r"attention_heads|num_heads|n_heads?$|heads_per|value_heads|_heads$", _set(lambda d: d.num_heads), False,
+         "size"),
+        (r"^qk_head_dim$", _set(lambda d: 2 * d.head_dim), False, "size"),  # MLA: qk_nope + qk_rope head dims
+        (r"^head_dim$", _set(lambda d: d.head_dim), True, "size"),
         (r"head_dim|head_size|d_head|dim_head|kv_channels|headdim|rotary_dim|rope_dim", _set(lambda d: d.head_dim),
-         False),
+         False, "size"),
         (r"intermediate|ffn|ff_|_ff$|dim_ff|d_inner|dff|inner_size|mlp_dim", _cap(lambda d: d.intermediate_size),
-         False),
-        (r"shared_experts?$|num_shared_experts", _cap(lambda d: 1), False),
-        (r"experts_per_tok|^top_?k$|moe_k$|moe_top_?k$|experts_per_token", _cap(lambda d: d.experts_per_token), True),
-        (r"experts|expert_num", _cap(lambda d: d.num_experts), True),
-        (_POSITIONS, _set(lambda d: d.max_positions), False),
-        (r"window|chunk|local_attention|block_size|topk", _cap(lambda d: d.window), False),
-        (r"rank$|lowrank", _cap(lambda d: d.rank), False),
-        (r"state_size|d_state|state_dim", _cap(lambda d: d.state_size), False),
-        (r"^image_size$", _cap(lambda d: d.image_size), False),
-        (r"^patch_size$", _cap(lambda d: d.patch_size), False),
-        (_WIDTHS, _set(lambda d: d.hidden_size), False),
-    )
+         False, "size"),
+        (r"shared_experts?$|num_shared_experts", _cap(lambda d: 1), False, "size"),
+        (r"experts_per_tok|^top_?k$|moe_k$|moe_top_?k$|experts_per_token",
+         _cap(lambda d: d.experts_per_token or _UNSET), True, "experts"),
+        (r"experts|expert_num", _cap(lambda d: d.num_experts or _UNSET), True, "experts"),
+        (_POSITIONS, _set(lambda d: d.max_positions), False, "size"),
+        (r"window|chunk|local_attention|block_size|topk", _cap(lambda d: d.window), False, "size"),
+        (r"rank$|lowrank", _cap(lambda d: d.rank), False, "size"),
+        (r"state_size|d_state|state_dim", _cap(lambda d: d.state_size), False, "size"),
+        (r"^image_size$", _cap(lambda d: d.image_size), False, "size"),
+        (r"^patch_size$", _cap(lambda d: d.patch_size), False, "size"),
+        (_WIDTHS, _set(lambda d: d.hidden_size), False, "size"),
 )
+_INT_RULES: tuple[tuple[re.Pattern[str], Rule, bool, RuleKind], ...] = tuple(
+    (re.compile(pattern), rule, fills_none, kind) for pattern, rule, fills_none, kind in _RULE_TABLE)
 #: What an unset field is shrunk from when its rule fills it: larger than any tiny size, so caps apply.
 _UNSET = 1 << 30
 
@@ -289,12 +316,14 @@ def _select_layers(kinds: Sequence[Sequence[Any]], num_layers: int, dims: TinyDi
 def _shrink_int(name: str, value: int | None, shrink: _Shrink) -> int | None:
     """The tiny value of an integer field: by the first rule its name matches, else by the main dimension it
     equals (own config first, then the text config's width), else unchanged."""
-    for pattern, rule, fills_none in _INT_RULES:
+    for pattern, rule, fills_none, kind in _INT_RULES:
         if pattern.search(name):
+            if not _applies(kind, shrink.dims):
+                return value
             if value is None:
-                return rule(_UNSET, shrink) if fills_none else None
+                return rule(_UNSET, shrink) if fills_none and not shrink.dims.keep_width else None
             return rule(value, shrink)
-    if value is not None and value > 1:
+    if value is not None and value > 1 and not shrink.dims.keep_width:
         references = [(shrink.original, main) for main in _RELATED]
         references.insert(1, (shrink.text_original, "hidden_size"))  # widths first: adapters project to the text
         for original, main in references:
@@ -390,7 +419,8 @@ class _ConfigShrinker:
             value = rebuilt.get(key, default)
             if key in cls.sub_configs:
                 result[key] = self._sub_config(cls, key, value if isinstance(value, Mapping) else None)
-            elif key == "rope_parameters" and isinstance(full.get(key), Mapping):  # often derived: use the result
+            elif key == "rope_parameters" and isinstance(full.get(key), Mapping) and not self.dims.keep_width:
+                # often derived: use the result
                 new_rope = _shrink_rope(full[key], original, self.dims)
                 if new_rope != full[key]:
                     result[key] = new_rope
@@ -471,13 +501,18 @@ class _ConfigShrinker:
 
 
 def tiny_config_kwargs(model_type: str, overrides: Mapping[str, Any] | None = None, *,
-                       reviewed: Mapping[str, Override] | None = None, dims: TinyDims = DIMS) -> dict[str, Any]:
-    """The keyword arguments that build the tiny config of ``model_type`` (only fields that differ from defaults).
+                       reviewed: Mapping[str, Override] | None = None, dims: TinyDims = DIMS,
+                       base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The keyword arguments that build the tiny config of ``model_type`` (only fields that differ from defaults, and
+    those ``base`` gives).
 
-    ``reviewed`` defaults to the entries of ``compat/tiny_overrides.toml``; ``overrides`` is merged last.
+    ``base`` is a checkpoint's config (its ``config.json``): shrunk instead of the class's defaults, so that the model
+    keeps what the checkpoint sets (rope scaling, window pattern, layer types, routing, softcaps, tying). ``reviewed``
+    defaults to the entries of ``compat/tiny_overrides.toml``; ``overrides`` is merged last.
     """
     cls = config_class(model_type)
-    result = _ConfigShrinker(dims).shrink(cls, {})
+    given = {key: value for key, value in (base or {}).items() if key != "model_type"}
+    result = _ConfigShrinker(dims).shrink(cls, given)
     group = generative_types().get(model_type, ("",))[0]
     if group == "decoder" and "is_decoder" in _field_defaults(cls):
         result["is_decoder"] = True  # encoder architectures (BERT...) are causal language models only as decoders
@@ -488,7 +523,8 @@ def tiny_config_kwargs(model_type: str, overrides: Mapping[str, Any] | None = No
 
 
 def tiny_config(model_type: str, overrides: Mapping[str, Any] | None = None, *,
-                reviewed: Mapping[str, Override] | None = None, dims: TinyDims = DIMS) -> PreTrainedConfig:
+                reviewed: Mapping[str, Override] | None = None, dims: TinyDims = DIMS,
+                base: Mapping[str, Any] | None = None) -> PreTrainedConfig:
     """A tiny, valid config of ``model_type`` with eager attention (see the module docstring for the rules)."""
-    kwargs = tiny_config_kwargs(model_type, overrides, reviewed=reviewed, dims=dims)
+    kwargs = tiny_config_kwargs(model_type, overrides, reviewed=reviewed, dims=dims, base=base)
     return config_class(model_type)(**{**kwargs, "attn_implementation": "eager"})
