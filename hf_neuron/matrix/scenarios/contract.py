@@ -16,6 +16,7 @@ Which groups run a scenario, and with which function, is its declaration's
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,8 @@ from hf_neuron.vocabulary.records import DEVICE_STEPS, Leg, Parity
 
 if TYPE_CHECKING:
     import torch
+
+    from hf_neuron.checkpoint.slice import SliceRequest
 
 __all__ = [
     "EXACT",
@@ -77,6 +80,7 @@ class CaseContext:
 
     ``device`` is where this attempt runs; ``device_under_test`` is the run's device, which the CPU re-run of a
     failing case keeps, so that the re-run takes the device's code path (the same compile settings) on the CPU.
+    ``slice_request`` is set for a case of a checkpoint's real-width slice: its checkpoint is that slice.
     """
 
     model_type: str
@@ -86,6 +90,7 @@ class CaseContext:
     workdir: Path
     seed: int = 0
     device_under_test: str = ""
+    slice_request: SliceRequest | None = None
 
     def __post_init__(self) -> None:
         if not self.device_under_test:
@@ -98,13 +103,18 @@ class CaseContext:
 
     @property
     def checkpoint(self) -> Path:
-        """The architecture's tiny checkpoint directory, built on first use and shared by the run's workers.
+        """The architecture's tiny checkpoint directory (a checkpoint case's: its real-width slice), built on first use
+        and shared by the run's workers.
 
         Workers may race to build the same architecture: the builders publish by atomic rename and never remove
         what another process may be reading. Once built, a checkpoint is used as it is for the rest of the run (the
         run's scratch directory is new, so nothing in it can be stale)."""
         from hf_neuron import tiny
 
+        if self.slice_request is not None:
+            from hf_neuron.checkpoint.facts import SLICES, prepare
+
+            return prepare(self.slice_request).materialize(self.workdir / SLICES, self.seed)
         final = self.workdir / "checkpoints" / self.model_type
         return final if final.is_dir() else tiny.materialize(self.group, self.model_type, final, seed=self.seed)
 
@@ -230,14 +240,53 @@ class Measured:
 
 def measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Measured:
     """Compare ``actual`` with ``expected`` element by element under ``tolerance`` (the same shape; complex values
-    as their real and imaginary parts)."""
+    as their real and imaginary parts), in float64.
+
+    Where every element of both is finite and held to the tolerance (the usual case), it takes a path of few passes
+    over the values (a real checkpoint's gradients hold hundreds of millions); anywhere else (masks, infinities,
+    NaN, a zero bound) the path that tells each element's kind apart. Both give the same result."""
     import torch
 
     if expected.is_complex():
         actual, expected = torch.view_as_real(actual.resolve_conj()), torch.view_as_real(expected.resolve_conj())
     limit = torch.finfo(expected.dtype).max / 2 if expected.is_floating_point() else float("inf")
-    reference = expected.detach().to("cpu", torch.float64).reshape(-1)
-    computed = actual.detach().to("cpu", torch.float64).reshape(-1)
+    reference = expected.detach().to("cpu", torch.float64, copy=True).reshape(-1)
+    computed = actual.detach().to("cpu", torch.float64, copy=True).reshape(-1)
+    if not reference.numel():
+        return Measured(0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0)
+    largest = float(torch.linalg.vector_norm(reference, float("inf")))
+    bounded = tolerance.atol > 0 or tolerance == EXACT
+    if bounded and largest < limit and math.isfinite(float(torch.linalg.vector_norm(computed, float("inf")))):
+        return _measure_held(computed, reference, tolerance)
+    return _measure_everywhere(computed, reference, tolerance, limit)
+
+
+def _measure_held(computed: torch.Tensor, reference: torch.Tensor, tolerance: Tolerance) -> Measured:
+    """:func:`measure` where every element is finite and held, and every bound positive (or every bound zero:
+    exact). ``computed`` is a float64 copy, overwritten; ``reference`` a float64 copy."""
+    import torch
+
+    positions = reference.numel()
+    diff = computed.sub_(reference).abs_()
+    if tolerance == EXACT:  # every bound is zero: the worst element is the largest difference
+        worst = int(diff.argmax())
+        largest = float(diff[worst])
+        return Measured(positions, positions, 0, 0, int((diff > 0).sum()), largest, 0.0, float(reference[worst]),
+                        largest)
+    bound = reference.abs().mul_(tolerance.rtol).add_(tolerance.atol)
+    outside = int((diff > bound).sum())
+    max_abs_diff = float(diff.max())
+    worst = int(torch.div(diff, bound).argmax())
+    return Measured(positions, positions, 0, 0, outside, float(diff[worst]), float(bound[worst]),
+                    float(reference[worst]), max_abs_diff)
+
+
+def _measure_everywhere(computed: torch.Tensor, reference: torch.Tensor, tolerance: Tolerance,
+                        limit: float) -> Measured:
+    """:func:`measure` telling each element's kind apart: held to the tolerance (finite, below ``limit``) or to be
+    equal (masks, infinities, NaN)."""
+    import torch
+
     held = reference.isfinite() & (reference.abs() < limit)
     same = (computed == reference) | (computed.isnan() & reference.isnan())
     finite = held & computed.isfinite()
