@@ -43,5 +43,5 @@ def rebind(swaps: Mapping[int, tuple[Any, Any]], modules: Iterable[types.ModuleT
         for name, value in list(namespace.items()):
             if id(value) in news:
                 namespace[name] = news[id(value)]
-            elif isinstance(value, types.FunctionType):
+            elif type(value) is types.FunctionType:  # not isinstance: it asks a deprecated object its __class__
                 _swap_defaults(value, news)
