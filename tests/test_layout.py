@@ -136,18 +136,20 @@ def test_only_the_compat_package_names_the_reviewed_data_files(reader: str) -> N
 
 
 #: Which top-level parts of the package a part may import. Dependencies point one way: vocabulary <- compat <- tiny <-
-#: matrix <- cli; report <- compat + vocabulary; the vocabulary imports nothing of hf-neuron but its one error; the
-#: device and the patches know nothing of the matrix, and the device nothing of Hugging Face.
+#: checkpoint <- matrix <- cli; report <- compat + vocabulary; the vocabulary imports nothing of hf-neuron but its one
+#: error; the device and the patches know nothing of the matrix, and the device nothing of Hugging Face.
 ALLOWED: dict[str, set[str]] = {
     "vocabulary": {"vocabulary", "errors"},
     "compat": {"compat", "errors", "vocabulary"},
     "tiny": {"tiny", "compat", "errors", "vocabulary"},
+    # a checkpoint read, planned at full size and sliced through tiny's one shrinker
+    "checkpoint": {"checkpoint", "tiny", "compat", "errors", "vocabulary"},
     "device": {"device", "settings", "errors", "import_hooks", "vocabulary"},
     "patches": {"patches", "backends", "settings", "errors", "import_hooks", "vocabulary"},
     # the upstream tests' records are read through their schema and their per-architecture summary
     "report": {"report", "compat", "errors", "vocabulary", "upstream.records", "upstream.summary"},
-    "matrix": {"matrix", "tiny", "compat", "device", "patches", "backends", "settings", "cpus", "errors", "_version",
-               "import_hooks", "vocabulary"},
+    "matrix": {"matrix", "checkpoint", "tiny", "compat", "device", "patches", "backends", "settings", "cpus", "errors",
+               "_version", "import_hooks", "vocabulary"},
     # imported by the libraries' test utilities inside their test runs: the device module, a post-import hook, and
     # the patch records and registry (a test adaptation is a patch)
     "testing": {"testing", "backends", "errors", "import_hooks", "patches", "vocabulary"},

@@ -319,7 +319,8 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("device", ["cpu", "neuron"])
 # ddp: test_matrix_ddp.py
 @pytest.mark.parametrize("scenario", sorted(name for name in set(SCENARIOS.names) - {"ddp", *VARIANT_SCENARIOS}
-                                             if SCENARIOS[name].implementation("decoder") is not None))
+                                             if SCENARIOS[name].implementation("decoder") is not None
+                                             and "tiny" in SCENARIOS[name].models))
 def test_builtin_text_scenarios_pass_with_exact_parity(tiny_llama: Path, scenario: str, device: str) -> None:
     allocations = torch.neuron.memory_stats()["allocation"]["allocated"]
     result = SCENARIOS[scenario](CaseContext("llama", "decoder", scenario, device, tiny_llama))

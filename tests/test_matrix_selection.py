@@ -83,7 +83,7 @@ def test_slices(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="slice 'broken' lists mamba, which the catalog does not have"):
         _ids(Selection(slice="broken"), slices)
     slices.write_text('[small]\narchitectures = ["gpt2"]\n')
-    with pytest.raises(InputError, match=r"slices\.toml:1: \[small\]: must have exactly the keys description, arch"):
+    with pytest.raises(InputError, match=r"slices\.toml:1: \[small\]: must have the keys description, arch"):
         load_slices(slices)
 
 
@@ -144,7 +144,8 @@ def test_a_scenario_has_cases_only_for_the_groups_it_applies_to() -> None:
 
 
 def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffusion_its_ten() -> None:
-    builtin = load_scenarios()
+    declared = load_scenarios()
+    builtin = {name: declared[name] for name in declared if "tiny" in declared[name].models}
     every = ["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "generate_compiled"]
     moe = frozenset({"router-logits", "sdpa", "flex-attention"})
     for group in ("audio", "decoder", "encoder-decoder", "image-text"):  # one body each, the same for every group

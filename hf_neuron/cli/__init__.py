@@ -21,6 +21,7 @@ __all__ = ["COMMANDS", "main"]
 
 #: sub-command name -> module under ``hf_neuron.cli``
 COMMANDS: dict[str, str] = {
+    "check": "check",
     "doctor": "doctor",
     "device": "device",
     "smoke": "smoke",

@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hf_neuron import settings
+from hf_neuron.checkpoint.instances import GIB
+from hf_neuron.checkpoint.slice import DEFAULT_LAYERS, default_budget
 from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH, KnownFailures, load_known_failures
 from hf_neuron.compat.preflight import check_reviewed_data
 from hf_neuron.compat.slices import SLICES_PATH
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.profiles import DEFAULT_PROFILE, PROFILES
 from hf_neuron.matrix.scenarios.registry import DEFAULT_SCENARIO_MODULE, load_scenarios
-from hf_neuron.matrix.selection import Case, Selection, Shard, group_option, read_catalog, select
+from hf_neuron.matrix.selection import Case, Selection, Shard, Slicing, group_option, read_catalog, select
 from hf_neuron.vocabulary.groups import GROUPS
+from hf_neuron.vocabulary.scenarios import MODEL_SOURCES
 
 __all__ = ["OPTIONS", "MatrixConfig", "Option", "add_options", "pytest_args"]
 
@@ -73,6 +76,14 @@ OPTIONS: tuple[Option, ...] = (
            "run only shard i of N (deterministic; shards 1/N..N/N partition the selection)", metavar="i/N"),
     Option("matrix_catalog", "--catalog", "--catalog", "select",
            "catalog JSON to walk instead of compat/catalog.json", metavar="FILE", type=Path),
+    Option("matrix_models", "--models", "--models", "select",
+           f"what the cases are built from: {' and/or '.join(MODEL_SOURCES)} (the architectures' tiny models, the "
+           "catalogued checkpoints' real-width slices; default tiny)", kind="list", metavar="MODELS"),
+    Option("matrix_checkpoint", "--checkpoint", "--checkpoint", "select",
+           "checkpoint to run (a Hub id of compat/checkpoints.toml; with --models checkpoints); repeatable",
+           kind="list", metavar="ID"),
+    Option("matrix_checkpoint_catalog", "--checkpoint-catalog", "--checkpoint-catalog", "select",
+           "checkpoint catalog TOML instead of compat/checkpoints.toml", metavar="FILE", type=Path),
     Option("matrix_scenario_module", "--scenario-module", "--scenario-module", "select",
            "scenario set: a module defining SCENARIOS (dotted name or .py path)", metavar="MODULE",
            default=DEFAULT_SCENARIO_MODULE),
@@ -94,6 +105,12 @@ OPTIONS: tuple[Option, ...] = (
            "documented behaviours on the reference device)", metavar="PROFILE", default=DEFAULT_PROFILE),
     Option("matrix_known_failures", "--known-failures", "--known-failures", "run",
            "known-failures file instead of compat/known_failures.toml", metavar="FILE", type=Path),
+    Option("matrix_layers", "--layers", "--layers", "run",
+           f"layers a checkpoint's slice keeps (default {DEFAULT_LAYERS}; one of every kind its config declares)",
+           metavar="N", default=DEFAULT_LAYERS, type=int),
+    Option("matrix_max_gb", "--max-gb", "--max-gb", "run",
+           "memory budget of a checkpoint's slice, GiB (default: 3/4 of the memory available when the run starts, "
+           "shared by the workers)", metavar="GIB", type=float),
 )
 
 
@@ -138,6 +155,9 @@ class MatrixConfig:
     profile: str
     known_failures: Path
     known_failures_required: bool
+    layers: int = DEFAULT_LAYERS
+    max_gb: float | None = None
+    checkpoint_catalog: Path | None = None
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> MatrixConfig:
@@ -160,6 +180,11 @@ class MatrixConfig:
             raise InputError(f"--device {device!r} is not a device: write e.g. neuron, neuron:1 or cpu")
         shard = get("matrix_shard")
         known = get("matrix_known_failures")
+        layers, max_gb = get("matrix_layers"), get("matrix_max_gb")
+        if layers < 1:
+            raise InputError(f"--layers {layers}: a slice keeps at least one layer")
+        if max_gb is not None and not max_gb > 0:
+            raise InputError(f"--max-gb {max_gb:g}: give a positive number of GiB")
         return cls(
             selection=Selection(
                 archs=tuple(get("matrix_arch") or ()),
@@ -167,6 +192,8 @@ class MatrixConfig:
                 scenarios=tuple(get("matrix_scenario") or ()),
                 slice=get("matrix_slice"),
                 shard=None if shard is None else Shard.parse(shard),
+                models=tuple(dict.fromkeys(get("matrix_models") or ("tiny",))),
+                checkpoints=tuple(get("matrix_checkpoint") or ()),
             ),
             catalog=get("matrix_catalog"),
             scenario_module=get("matrix_scenario_module"),
@@ -178,6 +205,9 @@ class MatrixConfig:
             profile=profile,
             known_failures=KNOWN_FAILURES_PATH if known is None else known,
             known_failures_required=known is not None,
+            layers=layers,
+            max_gb=max_gb,
+            checkpoint_catalog=get("matrix_checkpoint_catalog"),
         )
 
     def scenario_names(self) -> set[str]:
@@ -195,6 +225,16 @@ class MatrixConfig:
                                    known_failures_required=self.known_failures_required,
                                    scenario_names=self.scenario_names())
 
+    @property
+    def budget(self) -> int:
+        """The memory budget of a checkpoint's slice, in bytes: ``--max-gb``, else the default for the run's workers
+        (``hf-neuron matrix run`` gives every process of a run the same explicit value)."""
+        if self.max_gb is not None:
+            return int(self.max_gb * GIB)
+        return default_budget(settings.read("HF_NEURON_MATRIX_WORKERS"))
+
     def cases(self) -> list[Case]:
         """The selected cases, in run order (reads the catalog and imports the scenario set)."""
-        return select(read_catalog(self.catalog), load_scenarios(self.scenario_module), self.selection, SLICES_PATH)
+        slicing = Slicing(self.layers, self.budget, self.checkpoint_catalog)
+        return select(read_catalog(self.catalog), load_scenarios(self.scenario_module), self.selection, SLICES_PATH,
+                      slicing)

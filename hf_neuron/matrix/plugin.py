@@ -43,7 +43,7 @@ from hf_neuron.matrix.results.store import RecordWriter, now_iso, open_run, read
 from hf_neuron.matrix.results.summary import summarize
 from hf_neuron.matrix.scenarios.registry import load_scenarios
 from hf_neuron.matrix.selection import Case
-from hf_neuron.matrix.workdir import create_workdir, remove_workdir
+from hf_neuron.matrix.workdir import SliceLedger, create_workdir, remove_workdir
 from hf_neuron.settings import SettingError
 from hf_neuron.vocabulary.failures import failure
 from hf_neuron.vocabulary.records import Env, Record
@@ -101,6 +101,7 @@ def _runner(config: MatrixConfig, run: _Run, process: str) -> CaseRunner:
         device=config.device,
         timeout_s=config.timeout_s,
         workdir=run.workdir,
+        ledger=SliceLedger(run.workdir, run.pending),
     )
 
 

@@ -15,16 +15,18 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_neuron.checkpoint.slice import SliceRequest
 from hf_neuron.compat.slices import load_slices
 from hf_neuron.errors import InputError
 from hf_neuron.vocabulary.gaps import Gap
 from hf_neuron.vocabulary.groups import GROUPS, Group, group_name
-from hf_neuron.vocabulary.scenarios import ScenarioFacts
+from hf_neuron.vocabulary.records import case_id
+from hf_neuron.vocabulary.scenarios import MODEL_SOURCES, ModelSource, ScenarioFacts
 
 if TYPE_CHECKING:
-    from hf_neuron.matrix.scenarios.registry import ScenarioSet
+    from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, ScenarioSet
 
-__all__ = ["Architecture", "Case", "Selection", "Shard", "group_option", "read_catalog", "select"]
+__all__ = ["Architecture", "Case", "Selection", "Shard", "Slicing", "group_option", "read_catalog", "select"]
 
 
 #: A harness gap and why: ``(gap, reason)``.
@@ -51,8 +53,9 @@ class Architecture:
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One (architecture, scenario) pair: one test, one record (``untested``: recorded so, not run); ``facts`` are
-    what its record says of the scenario."""
+    """One (architecture, scenario) pair, or (checkpoint, scenario) for a checkpoint's real-width slice
+    (``checkpoint``): one test, one record (``untested``: recorded so, not run); ``facts`` are what its record says of
+    the scenario."""
 
     model_type: str
     group: Group
@@ -60,16 +63,17 @@ class Case:
     facts: ScenarioFacts
     untested: GapReason | None = None
     reviewed_gap: GapReason | None = None
+    checkpoint: SliceRequest | None = None
 
     @property
     def case_id(self) -> str:
-        """The record's ``case_id``: ``"llama::forward"``."""
-        return f"{self.model_type}::{self.scenario}"
+        """The record's ``case_id``: ``"llama::forward"``, ``"meta-llama/Llama-3.1-8B::forward"``."""
+        return case_id(self.model_type, self.scenario, None if self.checkpoint is None else self.checkpoint.id)
 
     @property
     def test_id(self) -> str:
         """The pytest parameter id: ``"llama/forward"`` (``::`` would split a pytest node id)."""
-        return f"{self.model_type}/{self.scenario}"
+        return self.case_id.replace("::", "/")
 
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -101,13 +105,17 @@ class Shard:
 
 @dataclasses.dataclass(frozen=True)
 class Selection:
-    """The user's choice of cases; empty fields do not narrow."""
+    """The user's choice of cases; empty fields do not narrow. ``models`` says which models the cases are built from
+    (the architectures' tiny models, the catalogued checkpoints' real-width slices, or both: tiny cases first);
+    ``checkpoints`` narrows the checkpoints by id."""
 
     archs: tuple[str, ...] = ()
     group: Group | None = None
     scenarios: tuple[str, ...] = ()
     slice: str | None = None
     shard: Shard | None = None
+    models: tuple[ModelSource, ...] = ("tiny",)
+    checkpoints: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         """Plain JSON, as a run manifest stores it."""
@@ -117,7 +125,19 @@ class Selection:
             "scenarios": list(self.scenarios),
             "slice": self.slice,
             "shard": None if self.shard is None else str(self.shard),
+            "models": list(self.models),
+            "checkpoints": list(self.checkpoints),
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class Slicing:
+    """How the run slices a checkpoint: the ``layers`` to keep, the memory ``budget`` (bytes) of a slice, and the
+    checkpoint catalog to read (None: ``compat/checkpoints.toml``)."""
+
+    layers: int
+    budget: int
+    catalog: Path | None = None
 
 
 def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
@@ -141,7 +161,8 @@ def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
 _LISTED_NAMES = 12
 
 #: How to see every valid name of a kind that is too long to print in an error.
-_HOW_TO_LIST = {"architecture": "`hf-neuron matrix list --architectures` lists them"}
+_HOW_TO_LIST = {"architecture": "`hf-neuron matrix list --architectures` lists them",
+                "checkpoint": "compat/checkpoints.toml lists them"}
 _HOW_TO_LIST_CASES = "`hf-neuron matrix list` lists the cases (architecture::scenario)"
 
 
@@ -173,19 +194,14 @@ def group_option(name: str | None) -> Group | None:
     return group
 
 
-def select(
-    catalog: Sequence[Architecture],
-    scenarios: ScenarioSet,
-    selection: Selection,
-    slices_file: Path,
-) -> list[Case]:
-    """The cases of ``selection``, in run order: each architecture with each scenario of ``scenarios`` that has a case
-    for it (its group and features); unknown names and an empty result raise InputError."""
+def _architectures(catalog: Sequence[Architecture], selection: Selection, slices_file: Path) -> tuple[
+        list[Architecture], tuple[str, ...] | None]:
+    """The architectures the selection names (by name, group and slice), in catalog order, and the checkpoints its
+    slice lists (None: the slice lists none, or there is no slice)."""
     model_types = [entry.model_type for entry in catalog]
-    scenario_names = scenarios.names
     _check_known("architecture", "--arch", selection.archs, model_types)
-    _check_known("scenario", "--scenario", selection.scenarios, scenario_names)
     wanted = set(selection.archs) if selection.archs else set(model_types)
+    listed: tuple[str, ...] | None = None
     if selection.slice is not None:
         slices = load_slices(slices_file)
         _check_known("slice", "--slice", [selection.slice], list(slices))
@@ -197,14 +213,68 @@ def select(
                 "have: fix the slice or the catalog"
             )
         wanted &= set(members)
-    chosen = [scenarios[name] for name in scenario_names if not selection.scenarios or name in selection.scenarios]
-    cases = [
-        Case(entry.model_type, entry.group, scenario.name, scenario.facts, entry.untested, entry.reviewed_gap)
-        for entry in catalog
-        if entry.model_type in wanted and selection.group in (None, entry.group)
-        for scenario in chosen
+        listed = slices[selection.slice].checkpoints or None
+    return [entry for entry in catalog if entry.model_type in wanted and selection.group in (None, entry.group)], listed
+
+
+def _checkpoint_cases(architectures: Sequence[Architecture], scenarios: Sequence[ScenarioDeclaration],
+                      selection: Selection,
+                      listed: tuple[str, ...] | None, slicing: Slicing) -> list[Case]:
+    """The cases of the catalogued checkpoints of ``architectures`` (those ``listed`` by the slice, those the
+    selection names), each with each of ``scenarios`` that has a case for it."""
+    from hf_neuron.compat.checkpoints import load_checkpoints
+
+    by_type = {entry.model_type: entry for entry in architectures}
+    found = load_checkpoints(**({} if slicing.catalog is None else {"path": slicing.catalog}))
+    ids = [checkpoint.id for checkpoint in found]
+    _check_known("checkpoint", "--checkpoint", selection.checkpoints, ids)
+    named = None if listed is None else set(listed)
+    if listed is not None:
+        _check_known("checkpoint", f"slice {selection.slice!r}", listed, ids)
+    if selection.checkpoints:
+        named = set(selection.checkpoints) if named is None else named & set(selection.checkpoints)
+    return [
+        Case(entry.model_type, entry.group, scenario.name, scenario.facts, entry.untested, entry.reviewed_gap,
+             SliceRequest(checkpoint.id, checkpoint.config_path, slicing.layers, slicing.budget))
+        for checkpoint in found
+        if (entry := by_type.get(checkpoint.architecture)) is not None and (named is None or checkpoint.id in named)
+        for scenario in scenarios
         if scenario.implementation(entry.group, entry.features) is not None
     ]
+
+
+def select(
+    catalog: Sequence[Architecture],
+    scenarios: ScenarioSet,
+    selection: Selection,
+    slices_file: Path,
+    slicing: Slicing | None = None,
+) -> list[Case]:
+    """The cases of ``selection``, in run order: each architecture's tiny model with each scenario of ``scenarios``
+    that has a case for it (its group and features), then each catalogued checkpoint's slice likewise (``slicing``
+    says how; needed when the selection asks for checkpoints); unknown names and an empty result raise InputError."""
+    _check_known("scenario", "--scenario", selection.scenarios, scenarios.names)
+    _check_known("model source", "--models", selection.models, MODEL_SOURCES)
+    if selection.checkpoints and "checkpoints" not in selection.models:
+        raise InputError("--checkpoint names checkpoints, whose cases run with --models checkpoints")
+    architectures, listed = _architectures(catalog, selection, slices_file)
+    cases: list[Case] = []
+    for models in MODEL_SOURCES:
+        if models not in selection.models:
+            continue
+        chosen = [scenario for scenario in scenarios.on(models)
+                  if not selection.scenarios or scenario.name in selection.scenarios]
+        if models == "tiny":
+            cases += [
+                Case(entry.model_type, entry.group, scenario.name, scenario.facts, entry.untested, entry.reviewed_gap)
+                for entry in architectures
+                for scenario in chosen
+                if scenario.implementation(entry.group, entry.features) is not None
+            ]
+        else:
+            if slicing is None:
+                raise ValueError("select() needs the run's slicing to select checkpoint cases")
+            cases += _checkpoint_cases(architectures, chosen, selection, listed, slicing)
     if selection.shard is not None:
         shard = selection.shard
         cases = cases[shard.index - 1 :: shard.count]

@@ -1,8 +1,10 @@
-"""The run's scratch directory (tiny checkpoints, workers' crash logs), outside the results directory.
+"""The run's scratch directory (tiny checkpoints, checkpoints' slices, workers' crash logs), outside the results
+directory.
 
 The controller creates it and removes it when the run ends. A controller killed outright cannot clean up, so
 each new run first removes the scratch directories of controllers that are no longer alive (the directory name
-carries the controller's process id).
+carries the controller's process id). A checkpoint's real-width slice can take gigabytes, so it does not wait for the
+end of the run: :class:`SliceLedger` removes it as soon as every case of its checkpoint in the run has finished.
 """
 
 from __future__ import annotations
@@ -10,9 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["create_workdir", "remove_workdir"]
+from hf_neuron.checkpoint.facts import SLICES, slice_directory
+from hf_neuron.checkpoint.slice import release
+from hf_neuron.matrix.selection import Case
+
+__all__ = ["SliceLedger", "create_workdir", "remove_workdir"]
 
 _PREFIX = "hf-neuron-matrix-"
 
@@ -38,3 +45,26 @@ def create_workdir() -> Path:
 
 def remove_workdir(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+class SliceLedger:
+    """Which cases of each checkpoint a run still has to finish, kept as files under the scratch directory so that
+    every worker sees every other's: the worker that finishes a checkpoint's last case removes its slice."""
+
+    def __init__(self, workdir: Path, pending: Iterable[Case]) -> None:
+        self._workdir = workdir
+        self._expected: dict[str, set[str]] = {}
+        for case in pending:
+            if case.checkpoint is not None:
+                self._expected.setdefault(case.checkpoint.id, set()).add(case.scenario)
+
+    def finished(self, case: Case) -> None:
+        """Note that ``case`` finished; remove its checkpoint's slice when it was the checkpoint's last case."""
+        if case.checkpoint is None:
+            return
+        checkpoint = case.checkpoint.id
+        marks = slice_directory(self._workdir / SLICES / ".finished", checkpoint)
+        marks.mkdir(parents=True, exist_ok=True)
+        (marks / case.scenario).touch()
+        if {path.name for path in marks.iterdir()} >= self._expected.get(checkpoint, set()):
+            release(slice_directory(self._workdir / SLICES, checkpoint))

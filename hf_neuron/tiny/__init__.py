@@ -17,13 +17,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from hf_neuron.tiny.groups import group_models
+from hf_neuron.vocabulary.gaps import Gap
 
 __all__ = ["UnbuildableInputError", "materialize"]
 
 
 class UnbuildableInputError(ValueError):
-    """A tiny model needs an input the harness cannot build (the matrix records the case as untested, gap
-    ``inputs``: a gap of the harness to close, not a failure of the model or of the device)."""
+    """A model needs an input (or a memory) the harness cannot give it: the matrix records the case as untested with
+    ``gap`` (``inputs`` unless said otherwise: a gap of the harness to close, not a failure of the model or of the
+    device)."""
+
+    def __init__(self, message: str, *, gap: Gap = "inputs") -> None:
+        super().__init__(message)
+        self.gap: Gap = gap
 
 
 def materialize(group: str, name: str, out_dir: Path, *, seed: int = 0) -> Path:

@@ -8,7 +8,7 @@ from typing import Literal, get_args
 
 __all__ = ["GAPS", "GAP_MEANINGS", "Gap"]
 
-Gap = Literal["inputs", "pipeline-recipe", "lora-targets", "tiny-build", "devices", "checks"]
+Gap = Literal["inputs", "pipeline-recipe", "lora-targets", "tiny-build", "devices", "checks", "memory-budget"]
 #: The closed set of harness gaps.
 GAPS: tuple[Gap, ...] = get_args(Gap)
 
@@ -20,4 +20,5 @@ GAP_MEANINGS: Mapping[str, str] = {
     "tiny-build": "the tiny model does not build",
     "devices": "fewer devices than the scenario needs",
     "checks": "scenario checks that do not fit the model",
+    "memory-budget": "a checkpoint's real-width slice that does not fit the run's memory budget",
 }

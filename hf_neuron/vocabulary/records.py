@@ -6,6 +6,9 @@ line against the schema it says it has; :func:`upgrade` reads a record of any re
 (what every reader works with); :func:`case_verdict` says how a record counts; :func:`latest` is the one rule of which
 of two records of one case wins.
 
+What schema 6 changed: a case of a checkpoint's slice (``hf-neuron check``, the matrix's checkpoint cases) says which
+checkpoint and what it is at full size (``checkpoint``: :class:`CheckpointFacts`; null for a tiny model's case), and
+its ``case_id`` names the checkpoint instead of the architecture.
 What schema 5 changed: a case's compile facts say how long it spent compiling (``seconds``: Dynamo's tracing and
 the backend, the device's compilations only), so that a run's cost can be split into compiling and the rest.
 What schema 4 changed: a case made of parts that apply or not on their own (``generate``'s default and static
@@ -50,6 +53,7 @@ __all__ = [
     "DEVICE_STEPS",
     "READABLE_SCHEMAS",
     "SCHEMA_VERSION",
+    "CheckpointFacts",
     "CompileFacts",
     "ConflictPolicy",
     "Env",
@@ -59,7 +63,10 @@ __all__ = [
     "NamedScenario",
     "OneEach",
     "Parity",
+    "QuantizationFacts",
     "Record",
+    "SliceFacts",
+    "case_id",
     "case_verdict",
     "is_name",
     "latest",
@@ -71,13 +78,13 @@ __all__ = [
     "validate_record",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: The key of a record's ``details`` (and a leg's) that says how many steps the case ran on the device: optimizer
 #: steps of a training scenario, tokens decoded of a decoding one. The report divides fallback calls by it.
 DEVICE_STEPS = "device_steps"
 #: The record schemas this module reads (older ones through :func:`upgrade`).
-READABLE_SCHEMAS = (1, 2, 3, 4, SCHEMA_VERSION)
+READABLE_SCHEMAS = (1, 2, 3, 4, 5, SCHEMA_VERSION)
 
 class Parity(TypedDict):
     """The scenario's comparison with the CPU: which ``metric``, its ``value`` and the ``tolerance`` it was held to
@@ -116,6 +123,45 @@ class CompileFacts(TypedDict):
     recompiles: int
     recompile_reasons: list[str]
     seconds: float | None
+
+
+class SliceFacts(TypedDict):
+    """What a checkpoint's real-width slice was: the ``layers`` it kept, its ``parameters``, its estimated peak
+    ``bytes`` against the run's ``budget`` (bytes), and what was cut to fit (``reductions``, each a sentence: fewer
+    layers, a smaller vocabulary, fewer experts)."""
+
+    layers: int
+    parameters: int
+    bytes: int
+    budget: int
+    reductions: list[str]
+
+
+class QuantizationFacts(TypedDict):
+    """A quantized checkpoint's ``method`` (its ``quant_method``), what it does on neuron (``verdict``:
+    ``runs-dequantized`` or ``not-runnable``) and ``why``."""
+
+    method: str
+    verdict: str
+    why: str
+
+
+class CheckpointFacts(TypedDict):
+    """The checkpoint of a case of its slice: its ``id`` (Hub id, or a local checkpoint's name), the ``dtype`` its
+    config states (None: none), and at full size (:mod:`hf_neuron.checkpoint.plan`): its ``parameters``, those a token
+    uses (``active_parameters``: None but for a mixture of experts), ``memory`` in bytes by use (``inference``,
+    ``full_fine_tune``, ``lora``), the logical NeuronCores each use needs by instance family (``neuron_cores``:
+    family -> use -> cores), its ``quantization`` (None: unquantized) and its ``slice``. A record written where the
+    checkpoint could not be planned (its worker died first) has only the ``id``."""
+
+    id: str
+    dtype: NotRequired[str | None]
+    parameters: NotRequired[int]
+    active_parameters: NotRequired[int | None]
+    memory: NotRequired[dict[str, int]]
+    neuron_cores: NotRequired[dict[str, dict[str, int]]]
+    quantization: NotRequired[QuantizationFacts | None]
+    slice: NotRequired[SliceFacts | None]
 
 
 class NamedScenario(ScenarioFacts):
@@ -199,8 +245,9 @@ class Record(TypedDict):
 
     schema: int
     run_id: str
-    case_id: str  # "<model_type>::<scenario>", unique within a run
+    case_id: str  # "<model_type>::<scenario>" ("<checkpoint id>::<scenario>" for a checkpoint), unique within a run
     model_type: str
+    checkpoint: CheckpointFacts | None
     group: Group
     scenario: str
     scenario_facts: ScenarioFacts
@@ -222,6 +269,12 @@ class Record(TypedDict):
     env: Env
     started_at: str
     finished_at: str
+
+
+def case_id(model_type: str, scenario: str, checkpoint: str | None = None) -> str:
+    """The one spelling of a case's id: ``"llama::forward"``, or for a checkpoint's slice
+    ``"meta-llama/Llama-3.1-8B::forward"``."""
+    return f"{checkpoint or model_type}::{scenario}"
 
 
 def scenario_facts(scenario: str) -> ScenarioFacts:
@@ -467,10 +520,11 @@ _SCHEMA_FIELDS[4] = {
     **_SCHEMA_FIELDS[3], "legs": _optional(_legs),
     "scenario_facts": _Object({"kind": _one_of(SCENARIO_KINDS), "trains": _boolean, "decodes": _boolean}),
 }
-_SCHEMA_FIELDS[SCHEMA_VERSION] = {
+_SCHEMA_FIELDS[5] = {
     **_SCHEMA_FIELDS[4],
     "compile": _Object({**_COMPILE.fields, "seconds": _optional(_non_negative)}, optional=True),
 }
+_SCHEMA_FIELDS[SCHEMA_VERSION] = {**_SCHEMA_FIELDS[5], "checkpoint": _Object({"id": _text}, optional=True)}
 
 
 def validate_record(obj: Any) -> list[str]:
@@ -487,7 +541,8 @@ def validate_record(obj: Any) -> list[str]:
         problems += _field_problems(obj, fields)
     if problems:
         return problems
-    expected_case = f"{obj['model_type']}::{obj['scenario']}"
+    checkpoint = obj.get("checkpoint")
+    expected_case = case_id(obj["model_type"], obj["scenario"], checkpoint["id"] if checkpoint else None)
     if obj["case_id"] != expected_case:
         problems.append(f"'case_id' is {obj['case_id']!r}, expected {expected_case!r}")
     if obj["outcome"] in ("skipped", "untested", "known-failure") and not obj["reason"]:
@@ -514,6 +569,9 @@ def upgrade(record: Mapping[str, Any]) -> Record:
     schema = record["schema"]
     if schema == SCHEMA_VERSION:
         return cast(Record, record)
+    if schema == 5:
+        return cast(Record, {**record, "checkpoint": None})
+    record = {**record, "checkpoint": None}
     unmeasured = None if record.get("compile") is None else {**record["compile"], "seconds": None}
     if schema == 4:
         return cast(Record, {**record, "compile": unmeasured})

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict, get_args
 
-__all__ = ["COMPILE_SCENARIO", "SCENARIO_KINDS", "SCHEMA_2_SCENARIOS", "ScenarioFacts", "ScenarioKind", "decodes"]
+__all__ = ["COMPILE_SCENARIO", "MODEL_SOURCES", "SCENARIO_KINDS", "SCHEMA_2_SCENARIOS", "ModelSource", "ScenarioFacts",
+           "ScenarioKind", "decodes"]
 
 ScenarioKind = Literal["core", "extra", "variant"]
 #: ``core``: an architecture must pass it (or it must not apply) to count as running unmodified; ``extra``: any other
@@ -20,6 +21,14 @@ ScenarioKind = Literal["core", "extra", "variant"]
 #: scenario users hit (another attention implementation, an explicit compile config), reported on its own. In this
 #: order the report shows them.
 SCENARIO_KINDS: tuple[ScenarioKind, ...] = get_args(ScenarioKind)
+
+
+ModelSource = Literal["tiny", "checkpoints"]
+#: What a case's model is built from: ``tiny``, an architecture's tiny model (its config shrunk to width 64 and 2
+#: layers, in float32: the per-architecture table); ``checkpoints``, a catalogued (or a user's) checkpoint's config
+#: cut to a few layers at real width (``hf-neuron check``, the per-checkpoint table). A scenario says which it runs
+#: on.
+MODEL_SOURCES: tuple[ModelSource, ...] = get_args(ModelSource)
 
 
 class ScenarioFacts(TypedDict):

@@ -28,10 +28,11 @@ from hf_neuron.matrix.results.store import RecordWriter, now_iso
 from hf_neuron.matrix.scenarios.contract import CaseContext, Scenario, ScenarioResult
 from hf_neuron.matrix.scenarios.registry import ScenarioSet
 from hf_neuron.matrix.selection import Case
+from hf_neuron.matrix.workdir import SliceLedger
 from hf_neuron.tiny import UnbuildableInputError
 from hf_neuron.vocabulary.failures import NEURON_ONLY_CLASSES, Failure, failure
 from hf_neuron.vocabulary.outcomes import AttemptOutcome
-from hf_neuron.vocabulary.records import Env, Record
+from hf_neuron.vocabulary.records import CheckpointFacts, Env, Record
 
 __all__ = ["CaseRunner"]
 
@@ -56,6 +57,7 @@ class CaseRunner:
     device: str
     timeout_s: float
     workdir: Path
+    ledger: SliceLedger | None = None
 
     def _timed_out(self, frame: FrameType | None, *, stuck: bool) -> Failure:
         message = f"the case ran past its {self.timeout_s:g} s limit"
@@ -70,7 +72,7 @@ class CaseRunner:
         except CaseTimeout as timeout:
             return Attempt("timeout", failure=self._timed_out(timeout.frame, stuck=False))
         except UnbuildableInputError as gap:
-            return Attempt("untested", reason=str(gap), gap="inputs")
+            return Attempt("untested", reason=str(gap), gap=gap.gap)
         except Exception as exc:  # noqa: BLE001 - whatever a scenario raises is its record's failure
             return Attempt("error", failure=describe_exception(exc))
         if not isinstance(result, ScenarioResult):
@@ -92,18 +94,42 @@ class CaseRunner:
             attempt, outcome="failed", failure=failure("CheckFailed", why, _scenario_frame(scenario), outcome="failed")
         )
 
+    @staticmethod
+    def _checkpoint(case: Case) -> CheckpointFacts | None:
+        """What ``case``'s checkpoint is at full size (None for a tiny model's case; its id only where it cannot be
+        read or planned: then the case itself fails saying why)."""
+        if case.checkpoint is None:
+            return None
+        from hf_neuron.checkpoint.facts import checkpoint_facts, prepare
+
+        try:
+            return checkpoint_facts(prepare(case.checkpoint))
+        except Exception:  # noqa: BLE001 - the scenario meets the same error and records it
+            return CheckpointFacts(id=case.checkpoint.id)
+
     def run(self, case: Case) -> Record:
-        """Run ``case`` on the device (and on the CPU if it fails), record it, return the record."""
+        """Run ``case`` on the device (and on the CPU if it fails), record it, return the record (and, the last case
+        of a checkpoint, remove its slice)."""
+        try:
+            return self._run(case)
+        finally:
+            if self.ledger is not None:
+                self.ledger.finished(case)
+
+    def _run(self, case: Case) -> Record:
         started_at, start = now_iso(), time.monotonic()
         scenario = self.scenarios[case.scenario].implementation(case.group)
         if scenario is None:
             raise KeyError(f"scenario {case.scenario!r} has no implementation for group {case.group!r}")
-        ctx = CaseContext(case.model_type, case.group, case.scenario, self.device, self.workdir)
+        ctx = CaseContext(case.model_type, case.group, case.scenario, self.device, self.workdir,
+                          slice_request=case.checkpoint)
+        checkpoint = self._checkpoint(case)
 
         def record(attempt: Attempt, cpu: Attempt | None, observed: Observations | None) -> Record:
             return to_record(
                 case, attempt, cpu=cpu, known=self.known, run_id=self.run_id, env=self.env,
                 started_at=started_at, finished_at=now_iso(), duration_s=time.monotonic() - start, observed=observed,
+                checkpoint=checkpoint,
             )
 
         def stuck_on_device(frame: FrameType | None) -> None:

@@ -20,7 +20,7 @@ from hf_neuron.matrix.selection import Case
 from hf_neuron.vocabulary.failures import Failure, cpu_verdict, failure_text
 from hf_neuron.vocabulary.gaps import Gap
 from hf_neuron.vocabulary.outcomes import DID_NOT_WORK, FAILS_ON_CPU_TOO, AttemptOutcome, CpuVerdict, Outcome
-from hf_neuron.vocabulary.records import SCHEMA_VERSION, CompileFacts, Env, Leg, Parity, Record
+from hf_neuron.vocabulary.records import SCHEMA_VERSION, CheckpointFacts, CompileFacts, Env, Leg, Parity, Record
 
 __all__ = ["Attempt", "Observations", "compare_with_cpu", "to_record"]
 
@@ -66,12 +66,16 @@ def to_record(
     finished_at: str,
     duration_s: float,
     observed: Observations | None = None,
+    checkpoint: CheckpointFacts | None = None,
 ) -> Record:
     """The record of ``case``: compares its failure with the CPU's, applies reviewed harness gaps and the
     known-failures list.
 
-    ``cpu`` is the same scenario's re-run on the CPU, made when the device's run failed (else None).
+    ``cpu`` is the same scenario's re-run on the CPU, made when the device's run failed (else None). ``checkpoint``
+    is what the case's checkpoint is at full size (a checkpoint's case whose facts were not had: its id only).
     """
+    if checkpoint is None and case.checkpoint is not None:
+        checkpoint = CheckpointFacts(id=case.checkpoint.id)
     observed = observed or Observations()
     outcome: Outcome = attempt.outcome
     reason = attempt.reason if outcome in ("skipped", "untested") else None
@@ -91,6 +95,7 @@ def to_record(
         run_id=run_id,
         case_id=case.case_id,
         model_type=case.model_type,
+        checkpoint=checkpoint,
         group=case.group,
         scenario=case.scenario,
         scenario_facts=case.facts,

@@ -6,16 +6,22 @@ bodies (the text groups, image-text) runs the transformers scenarios with the sa
 (:mod:`~hf_neuron.matrix.scenarios.text`, :mod:`~hf_neuron.matrix.scenarios.training`,
 :mod:`~hf_neuron.matrix.scenarios.ddp`), their differences asked of the group's package through
 :mod:`~hf_neuron.matrix.scenarios.text_models`; diffusion backbones run their own
-(:mod:`~hf_neuron.matrix.scenarios.diffusion`). Add a scenario by writing its function and declaring it here (or in a
+(:mod:`~hf_neuron.matrix.scenarios.diffusion`). A checkpoint's real-width slice runs the scenarios whose ``models``
+name ``checkpoints`` (``forward``, ``backward``, ``generate``, ``compile``, ``dtype``;
+:mod:`~hf_neuron.matrix.scenarios.checkpoint`). Add a scenario by writing its function and declaring it here (or in a
 scenario module of your own, ``--scenario-module``).
 """
 
 from __future__ import annotations
 
-from hf_neuron.matrix.scenarios import ddp, diffusion, text, training
+from hf_neuron.matrix.scenarios import checkpoint, ddp, diffusion, text, training
 from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration
+from hf_neuron.vocabulary.scenarios import ModelSource
 
 __all__ = ["SCENARIOS"]
+
+#: The scenarios that run on the tiny models and on the checkpoints' slices alike.
+_BOTH: tuple[ModelSource, ...] = ("tiny", "checkpoints")
 
 SCENARIOS: tuple[ScenarioDeclaration, ...] = (
     ScenarioDeclaration(
@@ -25,7 +31,12 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
     ScenarioDeclaration(
         "forward", "core", False, {"transformers": text.forward, "diffusers": diffusion.forward},
         "the outputs the group compares (a language model's logits; diffusion: one denoiser call's prediction) are "
-        "within tolerance of the CPU's"),
+        "within tolerance of the CPU's", models=_BOTH),
+    ScenarioDeclaration(
+        "backward", "core", True, {"transformers": checkpoint.backward, "diffusers": diffusion.backward},
+        "a checkpoint's slice: a forward pass with labels (the group's training loss; diffusion: the denoising loss) "
+        "and its backward give the CPU's loss and every parameter's gradient in float32; not applicable to a model "
+        "without a training loss", models=("checkpoints",)),
     ScenarioDeclaration(
         "generate", "core", False, {"transformers": text.generate, "diffusers": diffusion.generate},
         "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, one leg with the default "
@@ -34,7 +45,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "makes besides tokens (a waveform, codes, a spectrogram) within tolerance; diffusion: a two-step run of the "
         "backbone's diffusers pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's images, "
         "video frames or audio and denoised latents; it does not apply where diffusers ships no pipeline for the "
-        "backbone", decodes=True),
+        "backbone; a checkpoint's slice decodes likewise (a diffusion checkpoint's pipeline does not apply: it needs "
+        "the checkpoint's own text encoders and VAE)", decodes=True, models=_BOTH),
     ScenarioDeclaration(
         "train", "core", True, {"transformers": training.train, "diffusers": diffusion.train},
         "one AdamW step (`foreach` pinned, the group's labels) gives the CPU's loss, gradients and updated weights; "
@@ -54,7 +66,12 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "compile", "extra", False, {"transformers": text.compile_forward, "diffusers": diffusion.compile_forward},
         '`torch.compile(model, backend="neuron")` computes the eager logits (diffusion: the denoiser\'s prediction) '
         "with the `neuron` backend (any other backend on a neuron device is a failure, never a silent substitute); "
-        "the record keeps the graphs, graph breaks and their first reasons"),
+        "the record keeps the graphs, graph breaks and their first reasons", models=_BOTH),
+    ScenarioDeclaration(
+        "dtype", "extra", True, {"transformers": checkpoint.dtype},
+        "a checkpoint's slice in the dtype its config states (`torch_dtype`: bfloat16 or float16): logits and greedy "
+        "decoding as `bf16` checks them, and a backward's loss and gradients, within that dtype's tolerance; not "
+        "applicable to a checkpoint that states float32 or no dtype", decodes=True, models=("checkpoints",)),
     ScenarioDeclaration(
         "save", "extra", False, {"transformers": text.save, "diffusers": diffusion.save},
         "`save_pretrained` from neuron, `from_pretrained` back onto neuron: exactly the saved model's forward "

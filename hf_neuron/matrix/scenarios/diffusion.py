@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
     import torch
 
-__all__ = ["ATTENTION_PROJECTIONS", "DDP_PARTS", "batch_of", "batched", "bf16", "compile_forward", "ddp", "forward",
+__all__ = ["ATTENTION_PROJECTIONS", "DDP_PARTS", "backward", "batch_of", "batched", "bf16", "compile_forward", "ddp",
+           "forward",
            "generate", "load", "lora", "lora_targets", "rows", "save", "tensor_parallel", "tp", "tp_plan",
            "tp_rank_step", "train"]
 
@@ -97,7 +98,11 @@ def forward(ctx: CaseContext) -> ScenarioResult:
 
 def generate(ctx: CaseContext) -> ScenarioResult:
     """A two-step pipeline run on the device (backbone, text encoders, VAE) makes the CPU's images, video frames or
-    audio; not applicable where diffusers ships no pipeline for the backbone."""
+    audio; not applicable where diffusers ships no pipeline for the backbone, nor to a checkpoint's slice (a
+    real-width pipeline needs the checkpoint's own text encoders and VAE)."""
+    if ctx.slice_request is not None:
+        return ScenarioResult.skipped("a checkpoint's real-width pipeline needs its own text encoders and VAE: its "
+                                      "slice is tested as the denoiser (forward, backward, compile)")
     backbone_recipe = recipe(ctx.model_type)
     if backbone_recipe.pipeline_gap is not None:
         return ScenarioResult.untested(backbone_recipe.pipeline_gap, "pipeline-recipe")
@@ -508,3 +513,28 @@ def tp_rank_step(request: dict[str, Any], device: str,
     torch.save(output.cpu(), Path(request["out"]) / f"rank{rank}.pt")
     shards = sum(isinstance(p, DTensor) for p in model.parameters())
     return {"rank": rank, "device": str(output.device), "sharded_parameters": shards}
+
+
+def _loss_and_gradients(ctx: CaseContext, device: str) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The denoising loss of one call of the backbone on ``device`` and every parameter's gradient after its backward
+    (the backbone itself dropped)."""
+    import torch
+
+    from hf_neuron.matrix.scenarios.training import gradients
+
+    model = _load(ctx, device).train()
+    inputs = _on(forward_inputs(model, seed=ctx.seed), device)
+    assert isinstance(inputs, dict)
+    torch.manual_seed(ctx.seed)
+    loss = _loss(model, inputs, ctx.seed)
+    loss.backward()
+    return loss.detach(), gradients(model)
+
+
+def backward(ctx: CaseContext) -> ScenarioResult:
+    """One denoiser call on the denoising loss and its backward on the device give the CPU's loss and gradients, in
+    float32 (a checkpoint's slice; the device runs first, and only its loss and gradients are kept)."""
+    from hf_neuron.matrix.scenarios.checkpoint import loss_parity
+
+    loss, grads = _loss_and_gradients(ctx, ctx.device)
+    return loss_parity(ctx, loss, grads, *_loss_and_gradients(ctx, "cpu"), "float32")

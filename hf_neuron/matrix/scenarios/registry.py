@@ -11,7 +11,8 @@ inside the functions, not at module level.
 A declaration's ``implementations`` are keyed by a library (``transformers``, ``diffusers``: every group that shares
 that library's scenario bodies runs it) or by a group name (that group only, before its library's): a group none of
 them names has no case of the scenario. ``requires`` names a catalog feature (e.g. ``router-logits``): an architecture
-without it has no case either.
+without it has no case either. ``models`` says which models the scenario runs on (:data:`MODEL_SOURCES`): the
+architectures' tiny models, the checkpoints' real-width slices, or both.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from hf_neuron.errors import InputError
 from hf_neuron.matrix.scenarios.contract import CaseContext, Scenario, ScenarioResult
 from hf_neuron.vocabulary.groups import GROUPS, declaration
 from hf_neuron.vocabulary.records import is_name
-from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, ScenarioFacts, ScenarioKind
+from hf_neuron.vocabulary.scenarios import MODEL_SOURCES, SCENARIO_KINDS, ModelSource, ScenarioFacts, ScenarioKind
 
 __all__ = ["DEFAULT_SCENARIO_MODULE", "LIBRARIES", "ScenarioDeclaration", "ScenarioSet", "load_scenarios"]
 
@@ -41,8 +42,8 @@ LIBRARIES = ("transformers", "diffusers")
 class ScenarioDeclaration:
     """One scenario: ``name`` (a verb or noun users know), ``kind`` (core, variant or extra), whether it ``trains``,
     the function of each library or group (``implementations``), the catalog feature it ``requires``, ``passes``:
-    when it passes, in one sentence (the docs' table is generated from it), and whether it ``decodes`` (runs a
-    decoding loop)."""
+    when it passes, in one sentence (the docs' table is generated from it), whether it ``decodes`` (runs a
+    decoding loop), and which ``models`` it runs on (tiny models, checkpoints' slices, or both)."""
 
     name: str
     kind: ScenarioKind
@@ -51,6 +52,7 @@ class ScenarioDeclaration:
     passes: str
     requires: str | None = None
     decodes: bool = False
+    models: tuple[ModelSource, ...] = ("tiny",)
 
     @property
     def facts(self) -> ScenarioFacts:
@@ -97,6 +99,8 @@ class ScenarioDeclaration:
                   if not callable(function)]
         if not self.passes.strip():
             found.append("'passes' must say when it passes")
+        if not self.models or not set(self.models) <= set(MODEL_SOURCES):
+            found.append(f"models must name some of {', '.join(MODEL_SOURCES)}, not {self.models!r}")
         return found
 
 
@@ -119,6 +123,10 @@ class ScenarioSet:
     def of_kind(self, kind: ScenarioKind) -> tuple[str, ...]:
         """The names of the scenarios of ``kind``, in run order."""
         return tuple(name for name, found in self.declarations.items() if found.kind == kind)
+
+    def on(self, models: ModelSource) -> tuple[ScenarioDeclaration, ...]:
+        """The scenarios that run on ``models``, in run order."""
+        return tuple(found for found in self.declarations.values() if models in found.models)
 
 
 def _import(spec: str) -> Any:

@@ -41,8 +41,19 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 __all__ = [
-    "CACHES", "bf16", "compare_outputs", "compile_backend", "compile_forward", "flex_attention", "forward",
-    "generate", "generate_compiled", "load", "save", "sdpa",
+    "CACHES",
+    "bf16",
+    "compare_outputs",
+    "compile_backend",
+    "compile_forward",
+    "flex_attention",
+    "forward",
+    "generate",
+    "generate_compiled",
+    "in_dtype",
+    "load",
+    "save",
+    "sdpa",
 ]
 
 #: The caches ``generate`` decodes with: the model's default, and a static cache (which transformers compiles
@@ -257,16 +268,22 @@ def generate_compiled(ctx: CaseContext) -> ScenarioResult:
     return ScenarioResult.of_legs([("compiled decoding", _compiled(leg, model))])
 
 
+def in_dtype(ctx: CaseContext, dtype: str) -> list[tuple[str, ScenarioResult]]:
+    """The legs of inference in ``dtype``: the forward outputs (logits) within that dtype's tolerance of the CPU's,
+    and greedy decoding with the default cache agreeing."""
+    reference = load_model(ctx, "cpu", dtype=dtype)
+    model = load_model(ctx, ctx.device, dtype=dtype)
+    input_ids = sample_ids(ctx, reference)
+    logits = compare_outputs(forward_outputs(model, input_ids), forward_outputs(reference, input_ids),
+                             f"{dtype} {{}}", device=ctx.device)
+    decoding = _no_generate(model) or _decoding(ctx, model, reference, input_ids, None)
+    return [("logits", logits), ("default cache", decoding)]
+
+
 def bf16(ctx: CaseContext) -> ScenarioResult:
     """In bfloat16, the forward outputs (logits) equal the CPU's within the bfloat16 tolerance, and greedy decoding
     agrees."""
-    reference = load_model(ctx, "cpu", dtype="bfloat16")
-    model = load_model(ctx, ctx.device, dtype="bfloat16")
-    input_ids = sample_ids(ctx, reference)
-    logits = compare_outputs(forward_outputs(model, input_ids), forward_outputs(reference, input_ids),
-                             "bfloat16 {}", device=ctx.device)
-    decoding = _no_generate(model) or _decoding(ctx, model, reference, input_ids, None)
-    return ScenarioResult.of_legs([("logits", logits), ("default cache", decoding)])
+    return ScenarioResult.of_legs(in_dtype(ctx, "bfloat16"))
 
 
 def compile_backend(device: str) -> str:

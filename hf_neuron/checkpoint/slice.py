@@ -1,0 +1,238 @@
+"""A checkpoint cut to a few layers at real width, sized to a memory budget before anything is allocated, and written
+where a matrix case loads it.
+
+The slice is the checkpoint's config through the tiny models' one shrinker told to keep width
+(:class:`~hf_neuron.tiny.transformers.config.TinyDims` ``keep_width``; diffusers backbones: ``keep_width`` of
+:func:`~hf_neuron.tiny.diffusion.backbones.tiny_config`): every layer count it has (decoder, encoder, text and
+vision sub-configs) cut to ``layers``, one layer of every kind it declares kept (per-layer type lists, hybrid
+patterns, dense and MoE layers, sliding and full attention), its special token ids moved onto the tiny tokenizer's;
+every width, head, window, position limit, rope scaling, softcap, tying and routing setting kept. A quantized
+checkpoint is sliced dequantized.
+
+Before the slice is built its parameters are counted on the meta device and its peak memory estimated
+(:data:`BYTES_PER_PARAMETER`: float32 weights and gradients, on the device and on the CPU that the scenarios compare
+with). When that is over the budget, the slice is cut further, each step recorded: one layer; then a smaller
+vocabulary; then fewer experts (never fewer than a token is routed to). A slice still over the budget is not built:
+its cases are untested (gap ``memory-budget``), never run out of memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_neuron.checkpoint.plan import build_config, meta_model, routed_experts, routed_top_k
+from hf_neuron.checkpoint.source import CheckpointSource
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "BYTES_PER_PARAMETER",
+    "DEFAULT_LAYERS",
+    "SMALLER_VOCABULARIES",
+    "CheckpointSlice",
+    "SliceRequest",
+    "available_memory",
+    "default_budget",
+    "materialize",
+    "plan_slice",
+    "release",
+    "slice_config",
+]
+
+#: Layers a slice keeps unless told otherwise (more where the config declares more kinds of layer: one of each).
+DEFAULT_LAYERS = 2
+#: Peak bytes of a slice's case per parameter: float32 weights on the device and on the CPU, and the gradients of both
+#: sides while they are compared (``backward`` drops the device's weights before the CPU's step).
+BYTES_PER_PARAMETER = 12
+#: The vocabularies a slice over its budget tries, largest first (each at least the tiny tokenizer's 1024 ids).
+SMALLER_VOCABULARIES = (32768, 8192, 2048)
+#: Experts a slice over its budget keeps, most first (never fewer than a token is routed to).
+FEWER_EXPERTS = (32, 16, 8, 4, 2, 1)
+#: The share of the memory available when a run starts that slices may use, divided among the run's workers.
+_BUDGET_SHARE = 0.75
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointSlice:
+    """A checkpoint's slice: the config keyword arguments that build it (``kwargs``; a diffusers backbone's
+    arguments), its ``parameters``, its estimated peak ``bytes`` against the ``budget`` (bytes), whether it ``fits``,
+    the ``layers`` asked for, and what was cut to fit (``reductions``, in order, each a sentence)."""
+
+    kwargs: Mapping[str, Any]
+    parameters: int
+    bytes: int
+    budget: int
+    fits: bool
+    layers: int
+    reductions: tuple[str, ...] = ()
+
+    def key(self, source: CheckpointSource, seed: int) -> str:
+        """A hash of what the slice's files depend on: its config, the seed, the libraries' versions."""
+        import torch
+        import transformers
+
+        recipe = {"architecture": source.architecture, "kwargs": self.kwargs, "seed": seed,
+                  "versions": [transformers.__version__, torch.__version__]}
+        return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class SliceRequest:
+    """A case's checkpoint, as the run asks for it: its ``id`` (Hub id, or a local checkpoint's name), the ``config``
+    file it is read from (:func:`hf_neuron.checkpoint.source.resolve` takes it), the ``layers`` to keep and the memory
+    ``budget`` (bytes) of its slice."""
+
+    id: str
+    config: Path
+    layers: int
+    budget: int
+
+
+def available_memory() -> int:
+    """The bytes of memory this machine has available now (``MemAvailable`` of ``/proc/meminfo``; the physical memory
+    where the system does not say)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def default_budget(workers: int = 1) -> int:
+    """The memory budget of one slice when ``workers`` processes run slices side by side: 3/4 of the memory available
+    now, shared among them."""
+    return int(available_memory() * _BUDGET_SHARE / max(1, workers))
+
+
+def _transformers_kwargs(source: CheckpointSource, layers: int, vocab: int | None, experts: int | None,
+                         top_k: int | None) -> dict[str, Any]:
+    from hf_neuron.tiny.transformers.config import DIMS, tiny_config_kwargs
+
+    dims = dataclasses.replace(DIMS, keep_width=True, num_layers=layers, max_layers=max(layers, DIMS.max_layers)
+                               if layers > 1 else 1, vocab_size=vocab, num_experts=experts,
+                               experts_per_token=None if experts is None or top_k is None else min(top_k, experts))
+    base = {key: value for key, value in source.config.items() if key != "quantization_config"}
+    return tiny_config_kwargs(source.architecture, base=base, dims=dims, reviewed={})
+
+
+def slice_config(source: CheckpointSource, *, layers: int = DEFAULT_LAYERS, vocab: int | None = None,
+                 experts: int | None = None) -> dict[str, Any]:
+    """The keyword arguments of ``source``'s slice of ``layers`` layers (at most ``vocab`` tokens and ``experts``
+    experts where given; None keeps the checkpoint's)."""
+    if source.library == "diffusers":
+        from hf_neuron.tiny.diffusion.backbones import slice_kwargs
+
+        return slice_kwargs(source.architecture, source.config, layers)
+    return _transformers_kwargs(source, layers, vocab, experts, routed_top_k(build_config(source)))
+
+
+def _meta(source: CheckpointSource, kwargs: Mapping[str, Any]) -> torch.nn.Module:
+    """The slice of ``kwargs`` built on the meta device."""
+    return meta_model(dataclasses.replace(source, config={**kwargs, **_type_key(source)}))
+
+
+def _type_key(source: CheckpointSource) -> dict[str, str]:
+    return {"_class_name": source.architecture} if source.library == "diffusers" else {
+        "model_type": source.architecture}
+
+
+def _size(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in dict.fromkeys(module.parameters()))
+
+
+def _vocabulary(kwargs: Mapping[str, Any]) -> int | None:
+    value = kwargs.get("vocab_size")
+    if isinstance(value, int):
+        return value
+    text = kwargs.get("text_config")
+    return _vocabulary(text) if isinstance(text, Mapping) else None
+
+
+def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_LAYERS) -> CheckpointSlice:
+    """The slice of ``source`` that fits ``budget`` bytes: ``layers`` layers, else cut further step by step (see the
+    module docstring); ``fits`` is False when even the smallest step does not."""
+    cut: dict[str, Any] = {"layers": layers, "vocab": None, "experts": None}
+    kwargs = slice_config(source, layers=layers)
+    model = _meta(source, kwargs)
+    count = _size(model)
+    full_vocab = _vocabulary(kwargs)
+    routed = max((experts for _, _, experts in routed_experts(model)), default=0)
+    top_k = routed_top_k(build_config(source)) if routed and source.library == "transformers" else None
+    steps: list[tuple[str, Any]] = [("layers", 1)] if layers > 1 else []
+    steps += [("vocab", size) for size in SMALLER_VOCABULARIES if full_vocab is not None and size < full_vocab]
+    steps += [("experts", size) for size in FEWER_EXPERTS if top_k is not None and top_k <= size < routed]
+    for dimension, value in steps:
+        if count * BYTES_PER_PARAMETER <= budget:
+            break
+        cut[dimension] = value
+        kwargs = slice_config(source, layers=cut["layers"], vocab=cut["vocab"], experts=cut["experts"])
+        count = _size(_meta(source, kwargs))
+    reductions = [sentence for sentence in (
+        f"{cut['layers']} layer{'s' if cut['layers'] > 1 else ''} (asked for {layers})" if cut["layers"] != layers
+        else None,
+        f"vocabulary {full_vocab} -> {cut['vocab']}" if cut["vocab"] is not None else None,
+        f"experts {routed} -> {cut['experts']}" if cut["experts"] is not None else None,
+    ) if sentence is not None]
+    needed = count * BYTES_PER_PARAMETER
+    return CheckpointSlice(kwargs, count, needed, budget, needed <= budget, cut["layers"], tuple(reductions))
+
+
+def _seeded(source: CheckpointSource, kwargs: Mapping[str, Any], seed: int) -> Any:
+    """The slice built on the CPU with weights drawn from ``seed``, in eval mode."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if source.library == "diffusers":
+            from hf_neuron.tiny.diffusion.backbones import backbone_class
+
+            return backbone_class(source.architecture).from_config(dict(kwargs)).eval()  # type: ignore[attr-defined]
+        from hf_neuron.tiny.transformers.config import config_class
+        from hf_neuron.tiny.transformers.models import build_model
+
+        config = config_class(source.architecture)(**{**kwargs, "attn_implementation": "eager"})
+        return build_model(source.architecture, seed=seed, config=config)
+
+
+def materialize(source: CheckpointSource, planned: CheckpointSlice, out_dir: Path, *, seed: int = 0) -> Path:
+    """Write ``planned`` (which must fit) to ``out_dir`` as a checkpoint ``from_pretrained`` loads (config, weights,
+    the tiny tokenizer for a transformers model), reused when already there; safe from several processes at once
+    (:func:`hf_neuron.tiny.transformers.checkpoint.publish`)."""
+    from hf_neuron.tiny.tokenizer import tiny_tokenizer
+    from hf_neuron.tiny.transformers.checkpoint import publish
+
+    if not planned.fits:
+        raise ValueError(f"the slice of {source.name} does not fit its budget: it is not built")
+
+    def write(staging: Path) -> dict[str, Any]:
+        model = _seeded(source, planned.kwargs, seed)
+        model.save_pretrained(staging)
+        if source.library == "transformers":
+            config = model.config
+            if config.model_type != source.architecture:  # the decoder of a composite: keep the loadable type
+                config.architectures = [type(model).__name__]
+            tiny_tokenizer().save_pretrained(staging)
+        return {"checkpoint": source.name, "architecture": source.architecture, "seed": seed,
+                "reductions": list(planned.reductions)}
+
+    return publish(out_dir, planned.key(source, seed), write)
+
+
+def release(out_dir: Path) -> None:
+    """Remove a slice's files (a slice of a real checkpoint can take gigabytes: the matrix removes each when its
+    checkpoint's cases are done)."""
+    target = out_dir.resolve() if out_dir.is_symlink() else out_dir
+    if out_dir.is_symlink():
+        out_dir.unlink(missing_ok=True)
+    shutil.rmtree(target, ignore_errors=True)

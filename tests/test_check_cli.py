@@ -1,0 +1,108 @@
+"""``hf-neuron check MODEL`` as a user runs it: the plan and the slice's verdicts in a table or one JSON object, and
+its exit status — 0 when nothing failed on neuron, 1 when something did (a case that fails on neuron only, a
+quantization that does not run there), 2 on bad input — each with the input that makes it so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _helpers import run_cli
+from test_matrix_mutation import linear_off_by
+
+from hf_neuron.cli.check import check
+from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK, EXIT_USAGE
+
+#: A Qwen2-like decoder, narrow enough for a test (width 256), with a tied 4096-token vocabulary, stated bfloat16.
+SMALL: dict[str, Any] = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256, "intermediate_size": 512,
+    "num_hidden_layers": 24, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 4096,
+    "max_position_embeddings": 2048, "tie_word_embeddings": True, "torch_dtype": "bfloat16", "bos_token_id": 4000,
+    "eos_token_id": 4001, "rope_theta": 1000000.0,
+}
+#: What ``--json`` gives at least.
+KEYS = {"model", "model_type", "parameters", "active_parameters", "memory", "neuron_cores", "verdicts"}
+
+
+def _folder(tmp_path: Path, config: dict[str, Any], name: str = "org--small") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _check(folder: Path, *extra: str) -> Any:
+    return check(str(folder), seq=512, batch=1, lora_rank=8, layers=2, max_gb=None, plan_only=False, as_json=True,
+                 scenarios=list(extra), profile="trainium", timeout=600, results=None)
+
+
+@pytest.mark.slow
+def test_a_checkpoint_is_planned_and_its_slice_passes(tmp_path: Path) -> None:
+    result = run_cli(["check", str(_folder(tmp_path, SMALL)), "--json", "--seq", "512"])
+    assert result.returncode == EXIT_OK, result.stderr[-3000:]
+    found = json.loads(result.stdout)
+    assert KEYS <= set(found) and (found["model"], found["model_type"]) == ("org--small", "qwen2")
+    assert isinstance(found["parameters"], int) and found["active_parameters"] is None
+    assert set(found["memory"]) == {"inference", "full_fine_tune", "lora"}
+    assert set(found["neuron_cores"]) == {"trn2", "trn3"}
+    assert found["neuron_cores"]["trn2"]["inference"] == {"cores": 1, "chips": 1, "instances": 1}
+    assert found["verdicts"] == dict.fromkeys(["forward", "backward", "generate", "compile", "dtype"], "passed")
+    assert found["backend"] == "reference" and found["profile"] == "trainium"
+    assert "forward    pass" in result.stderr and "parameters" in result.stderr  # the table goes to stderr
+
+
+@pytest.mark.slow
+def test_a_slice_that_fails_on_neuron_only_exits_1(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, SMALL)
+    assert _check(folder, "forward") == EXIT_OK
+    with linear_off_by(1e-3):
+        assert _check(folder, "forward") == EXIT_FAILURES
+
+
+@pytest.mark.slow
+def test_a_slice_that_fails_on_the_cpu_too_is_listed_not_counted(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path, {"model_type": "gpt2", "n_embd": 256, "n_head": 4, "n_layer": 12, "n_positions": 8,
+                                "vocab_size": 4096})
+    assert _check(folder, "forward") == EXIT_OK  # 12 tokens of input past 8 positions: an index error everywhere
+    found = json.loads(capsys.readouterr().out)
+    assert found["verdicts"] == {"forward": "fails-on-cpu-too"}
+    assert found["cases"][0]["cpu_verdict"] == "fails-on-cpu-too"
+
+
+@pytest.mark.slow
+def test_a_slice_over_the_memory_budget_is_untested(tmp_path: Path) -> None:
+    result = run_cli(["check", str(_folder(tmp_path, SMALL)), "--json", "--max-gb", "0.001", "--scenario", "forward"])
+    assert result.returncode == EXIT_OK, result.stderr[-3000:]
+    found = json.loads(result.stdout)
+    assert found["verdicts"] == {"forward": "untested"} and found["cases"][0]["gap"] == "memory-budget"
+    assert "does NOT fit the budget of 0.0 GiB" in result.stderr
+
+
+@pytest.mark.parametrize(("method", "status", "said"), [
+    ("gptq", EXIT_FAILURES, "gptq: not-runnable: its quantized layers run gptqmodel's kernels"),
+    ("mxfp4", EXIT_OK, "mxfp4: runs-dequantized: transformers runs MXFP4 on cuda, xpu or the CPU only"),
+])
+def test_a_quantized_checkpoint_names_its_method(tmp_path: Path, method: str, status: int, said: str) -> None:
+    quantized = {**SMALL, "quantization_config": {"quant_method": method, "bits": 4}}
+    result = run_cli(["check", str(_folder(tmp_path, quantized)), "--plan-only"])
+    assert result.returncode == status, result.stderr[-3000:]
+    assert said in result.stdout
+
+
+@pytest.mark.parametrize(("argument", "message"), [
+    ("absent/config.json", "no such file or folder"),
+    ("bad.json", "not valid JSON"),
+    ("unknown", "model_type 'no_such_type' is not a model type of the installed transformers"),
+    ("org/not-cached", "is not in the local Hugging Face cache"),
+])
+def test_bad_input_exits_2_saying_what_to_do(tmp_path: Path, argument: str, message: str) -> None:
+    (tmp_path / "bad.json").write_text("{")
+    (tmp_path / "unknown").mkdir()
+    (tmp_path / "unknown" / "config.json").write_text('{"model_type": "no_such_type"}')
+    path = argument if argument == "org/not-cached" else str(tmp_path / argument)
+    result = run_cli(["check", path], env={"HF_HUB_CACHE": str(tmp_path / "cache")})
+    assert result.returncode == EXIT_USAGE and message in result.stderr, result.stderr[-2000:]
+    assert result.stderr.startswith("hf-neuron check: error: ")
