@@ -210,30 +210,48 @@ def _layer_windows(text: PreTrainedConfig, layers: int, seq: int) -> list[int]:
 
 
 def _int(owner: Any, *names: str) -> int | None:
+    """The first of ``names`` that ``owner`` holds as a positive whole number (None for none; a heterogeneous
+    config's per-layer field read globally counts as none)."""
     for name in names:
-        value = getattr(owner, name, None)
+        try:
+            value = getattr(owner, name, None)
+        except Exception:  # noqa: BLE001 - e.g. a per-layer field of a heterogeneous config, read globally
+            value = None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
 
 
-def _kv_cache(config: PreTrainedConfig, seq: int, batch: int, element: int) -> int:
-    """Bytes of the KV cache at ``seq`` tokens x ``batch`` (see the module docstring)."""
-    text = _text(config)
-    heads = _int(text, "num_attention_heads")
-    hidden = _int(text, "hidden_size")
-    layers = _int(text, "num_hidden_layers", "decoder_layers", "num_decoder_layers") or 0
-    if heads is None or hidden is None or not layers:
+def _kv_per_token(layer: Any) -> int:
+    """Elements of keys and values one token leaves in one layer's cache (see the module docstring)."""
+    heads = _int(layer, "num_attention_heads")
+    hidden = _int(layer, "hidden_size")
+    if heads is None or hidden is None:
         return 0
-    if _int(text, "kv_lora_rank") is not None:  # multi-head latent attention, as transformers caches it
-        key = (_int(text, "qk_nope_head_dim") or 0) + (_int(text, "qk_rope_head_dim") or 0)
-        per_token = heads * (key + (_int(text, "v_head_dim") or key))
-    else:
-        kv_heads = 1 if getattr(text, "multi_query", False) else (_int(text, "num_key_value_heads") or heads)
-        per_token = 2 * kv_heads * (_int(text, "head_dim") or hidden // heads)
-    tokens = sum(_layer_windows(text, layers, seq))
+    if _int(layer, "kv_lora_rank") is not None:  # multi-head latent attention, as transformers caches it
+        key = (_int(layer, "qk_nope_head_dim") or 0) + (_int(layer, "qk_rope_head_dim") or 0)
+        return heads * (key + (_int(layer, "v_head_dim") or key))
+    kv_heads = 1 if getattr(layer, "multi_query", False) else (_int(layer, "num_key_value_heads") or heads)
+    return 2 * kv_heads * (_int(layer, "head_dim") or hidden // heads)
+
+
+def _kv_cache(config: PreTrainedConfig, seq: int, batch: int, element: int) -> int:
+    """Bytes of the KV cache at ``seq`` tokens x ``batch`` (see the module docstring), layer by layer (a
+    heterogeneous config's layers each with their own heads)."""
+    text = _text(config)
+    layers = _int(text, "num_hidden_layers", "decoder_layers", "num_decoder_layers") or 0
+    if not layers:
+        return 0
+    try:
+        per_layer: list[Any] = list(text.per_layer_config)
+    except Exception:  # noqa: BLE001 - a config without per-layer views: the same for every layer
+        per_layer = []
+    if len(per_layer) != layers:
+        per_layer = [text] * layers
+    tokens = sum(count * _kv_per_token(layer)
+                 for count, layer in zip(_layer_windows(text, layers, seq), per_layer, strict=False))
     cross = 2 if getattr(config, "is_encoder_decoder", False) else 1
-    return cross * batch * tokens * per_token * element
+    return cross * batch * tokens * element
 
 
 def _activations(config: PreTrainedConfig, seq: int, batch: int) -> int:

@@ -19,8 +19,6 @@ its cases are untested (gap ``memory-budget``), never run out of memory.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -32,6 +30,8 @@ from hf_neuron.checkpoint.source import CheckpointSource
 
 if TYPE_CHECKING:
     import torch
+
+    from hf_neuron.tiny.transformers.config import TinyDims
 
 __all__ = [
     "BYTES_PER_PARAMETER",
@@ -45,6 +45,7 @@ __all__ = [
     "plan_slice",
     "release",
     "slice_config",
+    "slice_dims",
 ]
 
 #: Layers a slice keeps unless told otherwise (more where the config declares more kinds of layer: one of each).
@@ -73,15 +74,7 @@ class CheckpointSlice:
     fits: bool
     layers: int
     reductions: tuple[str, ...] = ()
-
-    def key(self, source: CheckpointSource, seed: int) -> str:
-        """A hash of what the slice's files depend on: its config, the seed, the libraries' versions."""
-        import torch
-        import transformers
-
-        recipe = {"architecture": source.architecture, "kwargs": self.kwargs, "seed": seed,
-                  "versions": [transformers.__version__, torch.__version__]}
-        return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=repr).encode()).hexdigest()
+    dims: TinyDims | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,26 +108,32 @@ def default_budget(workers: int = 1) -> int:
     return int(available_memory() * _BUDGET_SHARE / max(1, workers))
 
 
-def _transformers_kwargs(source: CheckpointSource, layers: int, vocab: int | None, experts: int | None,
-                         top_k: int | None) -> dict[str, Any]:
-    from hf_neuron.tiny.transformers.config import DIMS, tiny_config_kwargs
+def slice_dims(source: CheckpointSource, *, layers: int = DEFAULT_LAYERS, vocab: int | None = None,
+               experts: int | None = None) -> TinyDims:
+    """The shrinker's dims of ``source``'s slice: width kept, ``layers`` layers (up to one of every kind its config
+    declares), at most ``vocab`` tokens and ``experts`` experts where given (None keeps the checkpoint's)."""
+    from hf_neuron.tiny.transformers.config import DIMS
 
-    dims = dataclasses.replace(DIMS, keep_width=True, num_layers=layers, max_layers=max(layers, DIMS.max_layers)
-                               if layers > 1 else 1, vocab_size=vocab, num_experts=experts,
+    top_k = routed_top_k(build_config(source)) if experts is not None else None
+    return dataclasses.replace(DIMS, keep_width=True, num_layers=layers,
+                               max_layers=max(layers, DIMS.max_layers) if layers > 1 else 1, vocab_size=vocab,
+                               num_experts=experts,
                                experts_per_token=None if experts is None or top_k is None else min(top_k, experts))
-    base = {key: value for key, value in source.config.items() if key != "quantization_config"}
-    return tiny_config_kwargs(source.architecture, base=base, dims=dims, reviewed={})
+
+
+def _base(source: CheckpointSource) -> dict[str, Any]:
+    """The checkpoint's config as a slice is built from it: dequantized (without its ``quantization_config``)."""
+    return {key: value for key, value in source.config.items() if key != "quantization_config"}
 
 
 def slice_config(source: CheckpointSource, *, layers: int = DEFAULT_LAYERS, vocab: int | None = None,
                  experts: int | None = None) -> dict[str, Any]:
-    """The keyword arguments of ``source``'s slice of ``layers`` layers (at most ``vocab`` tokens and ``experts``
-    experts where given; None keeps the checkpoint's)."""
-    if source.library == "diffusers":
-        from hf_neuron.tiny.diffusion.backbones import slice_kwargs
+    """The config keyword arguments (a diffusers backbone's arguments) of ``source``'s slice, as its group builds
+    it (see :func:`slice_dims`)."""
+    from hf_neuron.tiny.groups import group_models
 
-        return slice_kwargs(source.architecture, source.config, layers)
-    return _transformers_kwargs(source, layers, vocab, experts, routed_top_k(build_config(source)))
+    dims = slice_dims(source, layers=layers, vocab=vocab, experts=experts)
+    return group_models(source.group).config_kwargs(source.architecture, base=_base(source), dims=dims)
 
 
 def _meta(source: CheckpointSource, kwargs: Mapping[str, Any]) -> torch.nn.Module:
@@ -163,7 +162,7 @@ def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_L
     """The slice of ``source`` that fits ``budget`` bytes: ``layers`` layers, else cut further step by step (see the
     module docstring); ``fits`` is False when even the smallest step does not."""
     cut: dict[str, Any] = {"layers": layers, "vocab": None, "experts": None}
-    kwargs = slice_config(source, layers=layers)
+    kwargs = slice_config(source, **cut)
     model = _meta(source, kwargs)
     count = _size(model)
     full_vocab = _vocabulary(kwargs)
@@ -176,7 +175,7 @@ def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_L
         if count * BYTES_PER_PARAMETER <= budget:
             break
         cut[dimension] = value
-        kwargs = slice_config(source, layers=cut["layers"], vocab=cut["vocab"], experts=cut["experts"])
+        kwargs = slice_config(source, **cut)
         count = _size(_meta(source, kwargs))
     reductions = [sentence for sentence in (
         f"{cut['layers']} layer{'s' if cut['layers'] > 1 else ''} (asked for {layers})" if cut["layers"] != layers
@@ -185,48 +184,20 @@ def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_L
         f"experts {routed} -> {cut['experts']}" if cut["experts"] is not None else None,
     ) if sentence is not None]
     needed = count * BYTES_PER_PARAMETER
-    return CheckpointSlice(kwargs, count, needed, budget, needed <= budget, cut["layers"], tuple(reductions))
-
-
-def _seeded(source: CheckpointSource, kwargs: Mapping[str, Any], seed: int) -> Any:
-    """The slice built on the CPU with weights drawn from ``seed``, in eval mode."""
-    import torch
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        if source.library == "diffusers":
-            from hf_neuron.tiny.diffusion.backbones import backbone_class
-
-            return backbone_class(source.architecture).from_config(dict(kwargs)).eval()  # type: ignore[attr-defined]
-        from hf_neuron.tiny.transformers.config import config_class
-        from hf_neuron.tiny.transformers.models import build_model
-
-        config = config_class(source.architecture)(**{**kwargs, "attn_implementation": "eager"})
-        return build_model(source.architecture, seed=seed, config=config)
+    return CheckpointSlice(kwargs, count, needed, budget, needed <= budget, cut["layers"], tuple(reductions),
+                           slice_dims(source, **cut))
 
 
 def materialize(source: CheckpointSource, planned: CheckpointSlice, out_dir: Path, *, seed: int = 0) -> Path:
-    """Write ``planned`` (which must fit) to ``out_dir`` as a checkpoint ``from_pretrained`` loads (config, weights,
-    the tiny tokenizer for a transformers model), reused when already there; safe from several processes at once
-    (:func:`hf_neuron.tiny.transformers.checkpoint.publish`)."""
-    from hf_neuron.tiny.tokenizer import tiny_tokenizer
-    from hf_neuron.tiny.transformers.checkpoint import publish
+    """Write ``planned`` (which must fit) to ``out_dir`` as its group writes a checkpoint that ``from_pretrained``
+    loads (config, weights drawn from ``seed``, the tiny tokenizer and the feature extractor or processor of the
+    model's group), reused when already there; safe from several processes at once."""
+    from hf_neuron.tiny.groups import group_models
 
-    if not planned.fits:
+    if not planned.fits or planned.dims is None:
         raise ValueError(f"the slice of {source.name} does not fit its budget: it is not built")
-
-    def write(staging: Path) -> dict[str, Any]:
-        model = _seeded(source, planned.kwargs, seed)
-        model.save_pretrained(staging)
-        if source.library == "transformers":
-            config = model.config
-            if config.model_type != source.architecture:  # the decoder of a composite: keep the loadable type
-                config.architectures = [type(model).__name__]
-            tiny_tokenizer().save_pretrained(staging)
-        return {"checkpoint": source.name, "architecture": source.architecture, "seed": seed,
-                "reductions": list(planned.reductions)}
-
-    return publish(out_dir, planned.key(source, seed), write)
+    return group_models(source.group).materialize(source.architecture, out_dir, seed=seed, base=_base(source),
+                                                  dims=planned.dims)
 
 
 def release(out_dir: Path) -> None:

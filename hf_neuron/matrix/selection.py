@@ -217,15 +217,16 @@ def _architectures(catalog: Sequence[Architecture], selection: Selection, slices
     return [entry for entry in catalog if entry.model_type in wanted and selection.group in (None, entry.group)], listed
 
 
-def _checkpoint_cases(architectures: Sequence[Architecture], scenarios: Sequence[ScenarioDeclaration],
-                      selection: Selection,
-                      listed: tuple[str, ...] | None, slicing: Slicing) -> list[Case]:
-    """The cases of the catalogued checkpoints of ``architectures`` (those ``listed`` by the slice, those the
-    selection names), each with each of ``scenarios`` that has a case for it."""
-    from hf_neuron.compat.checkpoints import load_checkpoints
+def _checkpoint_cases(catalog: Sequence[Architecture], architectures: Sequence[Architecture],
+                      scenarios: Sequence[ScenarioDeclaration], selection: Selection, listed: tuple[str, ...] | None,
+                      slicing: Slicing) -> list[Case]:
+    """The cases of the catalogued checkpoints of ``architectures`` (of the ``catalog``'s: those ``listed`` by the
+    slice, those the selection names), each with each of ``scenarios`` that has a case for it."""
+    from hf_neuron.compat.checkpoints import CHECKPOINTS_PATH, load_checkpoints
 
     by_type = {entry.model_type: entry for entry in architectures}
-    found = load_checkpoints(**({} if slicing.catalog is None else {"path": slicing.catalog}))
+    found = load_checkpoints(slicing.catalog or CHECKPOINTS_PATH,
+                             architectures=[entry.model_type for entry in catalog])
     ids = [checkpoint.id for checkpoint in found]
     _check_known("checkpoint", "--checkpoint", selection.checkpoints, ids)
     named = None if listed is None else set(listed)
@@ -274,7 +275,7 @@ def select(
         else:
             if slicing is None:
                 raise ValueError("select() needs the run's slicing to select checkpoint cases")
-            cases += _checkpoint_cases(architectures, chosen, selection, listed, slicing)
+            cases += _checkpoint_cases(catalog, architectures, chosen, selection, listed, slicing)
     if selection.shard is not None:
         shard = selection.shard
         cases = cases[shard.index - 1 :: shard.count]

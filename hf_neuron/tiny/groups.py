@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
+    from hf_neuron.tiny.transformers.config import TinyDims
+
 __all__ = ["CatalogType", "CpuCheck", "Decoding", "GroupModels", "Reviewed", "TransformersModels", "group_models",
            "transformers_models"]
 
@@ -89,8 +91,16 @@ class GroupModels(Protocol):
         """The model types of the installed libraries that belong to ``group``, sorted (before other groups claim
         theirs: a type two groups list belongs to the one declared first)."""
 
-    def materialize(self, name: str, out_dir: Path, /, *, seed: int = 0) -> Path:
-        """Write the tiny checkpoint of ``name`` to ``out_dir`` (reused when already there) and return it."""
+    def materialize(self, name: str, out_dir: Path, /, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                    dims: TinyDims = ...) -> Path:
+        """Write the tiny checkpoint of ``name`` to ``out_dir`` (reused when already there) and return it: from
+        ``base`` (a checkpoint's config) instead of the class's defaults, and with ``dims`` instead of the tiny ones
+        where given (a real checkpoint's slice keeps width)."""
+
+    def config_kwargs(self, name: str, /, *, base: Mapping[str, Any] | None = None,
+                      dims: TinyDims = ...) -> dict[str, Any]:
+        """The config keyword arguments (a diffusers backbone's arguments) :meth:`materialize` builds ``name`` from,
+        without building it."""
 
     def cpu_check(self, name: str) -> CpuCheck:
         """Build the tiny ``name`` and run it on the CPU as the scenarios will; never raises."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +27,11 @@ from hf_neuron.tiny.audio.feature_extractor import (
 )
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
 from hf_neuron.tiny.transformers.checkpoint import publish
-from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims, tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.transformers.models import build_model
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
+    from transformers import PreTrainedConfig, PreTrainedModel
     from transformers.feature_extraction_utils import FeatureExtractionMixin
 
 __all__ = ["FEATURE_EXTRACTOR_FILE", "apply_generation_config", "content_key", "load_feature_extractor", "materialize"]
@@ -40,15 +41,15 @@ _FORMAT = 1
 FEATURE_EXTRACTOR_FILE = "preprocessor_config.json"
 
 
-def _feature_extractor_recipe(model_type: str) -> Any:
+def _feature_extractor_recipe(model_type: str, config: PreTrainedConfig) -> Any:
     try:
-        return [feature_extractor_class(model_type).__name__,
-                tiny_feature_extractor_kwargs(model_type, tiny_config(model_type))]
+        return [feature_extractor_class(model_type).__name__, tiny_feature_extractor_kwargs(model_type, config)]
     except (FeatureExtractorUnavailableError, ImportError) as why:
         return str(why)
 
 
-def content_key(model_type: str, *, seed: int = 0) -> str:
+def content_key(model_type: str, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                dims: TinyDims = DIMS) -> str:
     """A hash of everything the checkpoint's files depend on."""
     import tokenizers
     import torch
@@ -58,8 +59,8 @@ def content_key(model_type: str, *, seed: int = 0) -> str:
         "format": _FORMAT,
         "model_type": model_type,
         "seed": seed,
-        "config": tiny_config_kwargs(model_type),
-        "feature_extractor": _feature_extractor_recipe(model_type),
+        "config": tiny_config_kwargs(model_type, base=base, dims=dims),
+        "feature_extractor": _feature_extractor_recipe(model_type, tiny_config(model_type, base=base, dims=dims)),
         "reviewed": repr(audio_recipe(model_type)),
         "tokenizer": tokenizer_fingerprint(),
         "versions": [transformers.__version__, torch.__version__, tokenizers.__version__],
@@ -87,11 +88,13 @@ def apply_generation_config(model: PreTrainedModel) -> None:
         model.generation_config = GenerationConfig.from_dict({**current, **fields})
 
 
-def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
-    """Write the tiny audio ``model_type`` checkpoint to ``out_dir`` (reused when already there)."""
+def materialize(model_type: str, out_dir: Path, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                dims: TinyDims = DIMS) -> Path:
+    """Write the tiny audio ``model_type`` checkpoint to ``out_dir`` (reused when already there); from ``base`` (a
+    checkpoint's config) and with ``dims`` where given (a real checkpoint's slice keeps width)."""
 
     def write(staging: Path) -> dict[str, Any]:
-        config = tiny_config(model_type)
+        config = tiny_config(model_type, base=base, dims=dims)
         model = build_model(model_type, seed=seed, config=config)
         apply_generation_config(model)
         model.save_pretrained(staging)
@@ -113,4 +116,4 @@ def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
             saved = type(feature_extractor).__name__
         return {"model_type": model_type, "seed": seed, "feature_extractor": saved}
 
-    return publish(out_dir, content_key(model_type, seed=seed), write)
+    return publish(out_dir, content_key(model_type, seed=seed, base=base, dims=dims), write)

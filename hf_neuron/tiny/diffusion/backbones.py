@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_diffusion import recipe
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims
 
 if TYPE_CHECKING:
     import torch
@@ -197,22 +198,29 @@ def slice_kwargs(name: str, config: Mapping[str, Any], layers: int) -> dict[str,
     return arguments
 
 
-def tiny_config(name: str) -> dict[str, Any]:
-    """The keyword arguments of the tiny ``name`` backbone: its shrunk defaults, then the reviewed overrides."""
-    kwargs = _shrink(_defaults(backbone_class(name)))
+def tiny_config(name: str, *, base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> dict[str, Any]:
+    """The keyword arguments of the tiny ``name`` backbone: its shrunk defaults (or ``base``, a checkpoint's config,
+    over them), then the reviewed overrides; with ``dims`` that keep width, ``base`` with its layers cut
+    (:func:`slice_kwargs`)."""
+    given = {key: value for key, value in (base or {}).items() if not key.startswith("_")}
+    if dims.keep_width:
+        return slice_kwargs(name, given, dims.num_layers)
+    kwargs = {**given, **_shrink({**_defaults(backbone_class(name)), **given})}
     kwargs.update(recipe(name).config)
     return kwargs
 
 
-def build_backbone(name: str, *, seed: int = 0) -> torch.nn.Module:
-    """The tiny ``name`` backbone with weights drawn from ``seed``, in eval mode on the CPU."""
+def build_backbone(name: str, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                   dims: TinyDims = DIMS) -> torch.nn.Module:
+    """The tiny ``name`` backbone (from ``base`` and with ``dims`` where given) with weights drawn from ``seed``, in
+    eval mode on the CPU."""
     import torch
 
     cls = backbone_class(name)
-    config = tiny_config(name)
+    config = tiny_config(name, base=base, dims=dims)
     with torch.device("meta"):
         size = sum(p.numel() for p in cls(**config).parameters())
-    if size > MAX_PARAMETERS:
+    if size > MAX_PARAMETERS and not dims.keep_width:
         raise ValueError(f"the tiny config leaves {size / 1e6:.0f}M parameters (limit {MAX_PARAMETERS / 1e6:.0f}M): "
                          "the generic shrinker does not know its size arguments; give them in "
                          "compat/tiny_diffusion.toml")
@@ -222,8 +230,10 @@ def build_backbone(name: str, *, seed: int = 0) -> torch.nn.Module:
     return model.eval()
 
 
-def materialize(name: str, out_dir: Path, *, seed: int = 0) -> Path:
-    """Save the tiny ``name`` backbone to ``out_dir`` (``save_pretrained``), unless it is there already.
+def materialize(name: str, out_dir: Path, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                dims: TinyDims = DIMS) -> Path:
+    """Save the tiny ``name`` backbone (from ``base`` and with ``dims`` where given) to ``out_dir``
+    (``save_pretrained``), unless it is there already.
 
     It is written to a private directory renamed into place; when a concurrent builder published first, its copy
     is kept and this one dropped, so a reader is never disturbed."""
@@ -233,7 +243,7 @@ def materialize(name: str, out_dir: Path, *, seed: int = 0) -> Path:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-", dir=out_dir.parent))
     try:
-        build_backbone(name, seed=seed).save_pretrained(staging)  # type: ignore[operator]
+        build_backbone(name, seed=seed, base=base, dims=dims).save_pretrained(staging)  # type: ignore[operator]
         (staging / _STAMP).write_text(json.dumps({"model_type": name, "seed": seed}) + "\n")
         try:
             os.rename(staging, out_dir)

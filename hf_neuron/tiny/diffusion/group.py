@@ -3,11 +3,14 @@ denoiser backbones."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from hf_neuron.tiny.groups import CatalogType, CpuCheck, Reviewed
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims
 
-__all__ = ["catalog_types", "cpu_check", "features", "materialize", "reviewed"]
+__all__ = ["catalog_types", "config_kwargs", "cpu_check", "features", "materialize", "reviewed"]
 
 
 def catalog_types(group: str) -> dict[str, CatalogType]:
@@ -17,11 +20,19 @@ def catalog_types(group: str) -> dict[str, CatalogType]:
     return {name: CatalogType(name, name, name) for name in backbone_names()}
 
 
-def materialize(name: str, out_dir: Path, /, *, seed: int = 0) -> Path:
+def materialize(name: str, out_dir: Path, /, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                dims: TinyDims = DIMS) -> Path:
     """The tiny checkpoint of backbone ``name``."""
     from hf_neuron.tiny.diffusion.backbones import materialize as build
 
-    return build(name, out_dir, seed=seed)
+    return build(name, out_dir, seed=seed, base=base, dims=dims)
+
+
+def config_kwargs(name: str, /, *, base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> dict[str, Any]:
+    """The arguments :func:`materialize` builds backbone ``name`` from."""
+    from hf_neuron.tiny.diffusion.backbones import tiny_config
+
+    return tiny_config(name, base=base, dims=dims)
 
 
 def cpu_check(name: str) -> CpuCheck:

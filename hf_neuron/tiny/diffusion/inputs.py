@@ -28,7 +28,10 @@ from hf_neuron.tiny.diffusion.backbones import (
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["INPUTS", "RULES", "build_spec", "denoise", "evaluate", "forward_inputs", "predict"]
+__all__ = ["INPUTS", "LARGEST_LATENT", "RULES", "build_spec", "denoise", "evaluate", "forward_inputs", "predict"]
+
+#: The largest latent side an input is built with.
+LARGEST_LATENT = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +56,9 @@ class _Shape:
 
     @property
     def size(self) -> int:
-        return self.first_int("sample_size", default=LATENT_SIZE)
+        """The latents' side: the config's ``sample_size``, at most :data:`LARGEST_LATENT` (a real checkpoint's 128
+        would make one call of its real-width slice cost minutes; pipelines run smaller images the same way)."""
+        return min(self.first_int("sample_size", default=LATENT_SIZE), LARGEST_LATENT)
 
     @property
     def channels(self) -> int:

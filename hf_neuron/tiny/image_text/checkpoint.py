@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from hf_neuron.tiny.image_text.inputs import features_per_image
 from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
 from hf_neuron.tiny.transformers.checkpoint import publish
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims
 from hf_neuron.tiny.transformers.models import build_model
 
 if TYPE_CHECKING:
@@ -41,18 +43,19 @@ __all__ = ["content_key", "load_image_processor", "materialize", "verified_proce
 _FORMAT = 2
 
 
-def content_key(model_type: str, *, seed: int = 0) -> str:
+def content_key(model_type: str, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                dims: TinyDims = DIMS) -> str:
     """A hash of everything the checkpoint's files depend on."""
     import tokenizers
     import torch
     import transformers
 
-    config = tiny_image_text_config(model_type)
+    config = tiny_image_text_config(model_type, base=base, dims=dims)
     recipe = {
         "format": _FORMAT,
         "model_type": model_type,
         "seed": seed,
-        "config": tiny_image_text_config_kwargs(model_type),
+        "config": tiny_image_text_config_kwargs(model_type, base=base, dims=dims),
         "image_processor": _image_processor_recipe(model_type, config),
         "reviewed": repr(image_text_recipe(model_type)),
         "tokenizer": tokenizer_fingerprint(),
@@ -97,11 +100,13 @@ def load_image_processor(model_type: str, checkpoint: Path) -> BaseImageProcesso
     return image_processor_class(model_type).from_pretrained(checkpoint)
 
 
-def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
-    """Write the tiny image-text ``model_type`` checkpoint to ``out_dir`` (reused when already there)."""
+def materialize(model_type: str, out_dir: Path, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                dims: TinyDims = DIMS) -> Path:
+    """Write the tiny image-text ``model_type`` checkpoint to ``out_dir`` (reused when already there); from ``base``
+    (a checkpoint's config) and with ``dims`` where given (a real checkpoint's slice keeps width)."""
 
     def write(staging: Path) -> dict[str, Any]:
-        config = tiny_image_text_config(model_type)
+        config = tiny_image_text_config(model_type, base=base, dims=dims)
         model = build_model(model_type, seed=seed, config=config)
         model.save_pretrained(staging)
         try:
@@ -118,4 +123,4 @@ def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
             saved = type(processor).__name__
         return {"model_type": model_type, "seed": seed, "processor": saved}
 
-    return publish(out_dir, content_key(model_type, seed=seed), write)
+    return publish(out_dir, content_key(model_type, seed=seed, base=base, dims=dims), write)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS
-from hf_neuron.tiny.transformers.config import config_class, tiny_config_kwargs
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims, config_class, tiny_config_kwargs
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig
@@ -88,18 +88,23 @@ def _clamp_feature_layers(kwargs: dict[str, Any], full: Mapping[str, Any], layer
                 kwargs[key] = [clamp(index) for index in value]
 
 
-def tiny_image_text_config_kwargs(model_type: str) -> dict[str, Any]:
-    """:func:`~hf_neuron.tiny.transformers.config.tiny_config_kwargs` with the image resolution lists rescaled, vision
-    feature layers inside the tiny tower and an unset image token id set."""
-    kwargs = tiny_config_kwargs(model_type)
+def tiny_image_text_config_kwargs(model_type: str, *, base: Mapping[str, Any] | None = None,
+                                  dims: TinyDims = DIMS) -> dict[str, Any]:
+    """:func:`~hf_neuron.tiny.transformers.config.tiny_config_kwargs` (from ``base``, a checkpoint's config, and
+    with ``dims`` where given) with the vision feature layers inside the cut tower, an unset image token id set and,
+    where the tower shrank, the image resolution lists rescaled."""
+    kwargs = tiny_config_kwargs(model_type, base=base, dims=dims)
+    given = {key: value for key, value in (base or {}).items() if key != "model_type"}
     try:
-        full = config_class(model_type)()
+        full = config_class(model_type)(**given)
     except Exception:  # noqa: BLE001 - a few classes' defaults fail their own validation: nothing to adjust from
         return kwargs
     layers = _vision_layers(kwargs)
     if layers is not None:
         _clamp_feature_layers(kwargs, full.to_dict(), layers)
     _unset_image_token(model_type, kwargs)
+    if dims.keep_width:  # the tower keeps its image size: its resolutions stand
+        return kwargs
     full_side, tiny = _image_size(full), config_class(model_type)(**kwargs)
     tiny_side = _image_size(tiny)
     if not full_side or not tiny_side:
@@ -118,6 +123,8 @@ def _tile(resolutions: list[list[int]], side: int) -> int:
     return side if all(n % side == 0 for n in values) else math.gcd(*values)
 
 
-def tiny_image_text_config(model_type: str) -> PreTrainedConfig:
-    """The tiny config of ``model_type`` with eager attention."""
-    return config_class(model_type)(**{**tiny_image_text_config_kwargs(model_type), "attn_implementation": "eager"})
+def tiny_image_text_config(model_type: str, *, base: Mapping[str, Any] | None = None,
+                           dims: TinyDims = DIMS) -> PreTrainedConfig:
+    """The tiny config of ``model_type`` (from ``base`` and with ``dims`` where given) with eager attention."""
+    kwargs = tiny_image_text_config_kwargs(model_type, base=base, dims=dims)
+    return config_class(model_type)(**{**kwargs, "attn_implementation": "eager"})

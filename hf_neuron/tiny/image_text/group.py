@@ -3,29 +3,40 @@ vision-language models (token ids with the images behind them)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_image_text import image_text_recipe
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.tiny.groups import CpuCheck, Reviewed
 from hf_neuron.tiny.image_text.rows import inputs_for as model_inputs
 from hf_neuron.tiny.image_text.rows import sample_ids
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims
 from hf_neuron.tiny.transformers.inputs import catalog_types, features
 from hf_neuron.tiny.transformers.outputs import decode, forward_outputs, no_training_loss, training_inputs
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-__all__ = ["catalog_types", "cpu_check", "decode", "features", "forward_outputs", "lora_targets", "materialize",
+__all__ = ["catalog_types", "config_kwargs", "cpu_check", "decode", "features", "forward_outputs", "lora_targets",
+           "materialize",
            "model_inputs", "no_training_loss", "reviewed", "sample_ids", "training_inputs"]
 
 
-def materialize(name: str, out_dir: Path, /, *, seed: int = 0) -> Path:
+def materialize(name: str, out_dir: Path, /, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                dims: TinyDims = DIMS) -> Path:
     """The tiny checkpoint of ``name`` with its image processor (:mod:`hf_neuron.tiny.image_text.checkpoint`)."""
     from hf_neuron.tiny.image_text.checkpoint import materialize as build
 
-    return build(name, out_dir, seed=seed)
+    return build(name, out_dir, seed=seed, base=base, dims=dims)
+
+
+def config_kwargs(name: str, /, *, base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> dict[str, Any]:
+    """The config keyword arguments :func:`materialize` builds ``name`` from."""
+    from hf_neuron.tiny.image_text.config import tiny_image_text_config_kwargs
+
+    return tiny_image_text_config_kwargs(name, base=base, dims=dims)
 
 
 def cpu_check(name: str) -> CpuCheck:

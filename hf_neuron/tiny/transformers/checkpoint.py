@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
-from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims, tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.transformers.models import build_model
 
 __all__ = ["STAMP", "content_key", "materialize", "publish"]
@@ -36,8 +36,9 @@ STAMP = "hf-neuron-tiny.json"
 _FORMAT = 1
 
 
-def content_key(model_type: str, *, seed: int = 0, overrides: Mapping[str, Any] | None = None) -> str:
-    """A hash of everything the checkpoint's bytes depend on: type, seed, the resolved tiny config, versions."""
+def content_key(model_type: str, *, seed: int = 0, overrides: Mapping[str, Any] | None = None,
+                base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> str:
+    """A hash of everything the checkpoint's bytes depend on: type, seed, the resolved config, versions."""
     import tokenizers
     import torch
     import transformers
@@ -46,7 +47,7 @@ def content_key(model_type: str, *, seed: int = 0, overrides: Mapping[str, Any] 
         "format": _FORMAT,
         "model_type": model_type,
         "seed": seed,
-        "config": tiny_config_kwargs(model_type, overrides),
+        "config": tiny_config_kwargs(model_type, overrides, base=base, dims=dims),
         "tokenizer": tokenizer_fingerprint(),
         "versions": [transformers.__version__, torch.__version__, tokenizers.__version__],
     }
@@ -104,14 +105,16 @@ def publish(out_dir: Path, key: str, write: Callable[[Path], Mapping[str, Any]])
     return out_dir
 
 
-def materialize(model_type: str, out_dir: Path, *, seed: int = 0, overrides: Mapping[str, Any] | None = None) -> Path:
-    """Write the tiny ``model_type`` checkpoint to ``out_dir`` (reused when already there) and return ``out_dir``.
+def materialize(model_type: str, out_dir: Path, *, seed: int = 0, overrides: Mapping[str, Any] | None = None,
+                base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> Path:
+    """Write the tiny ``model_type`` checkpoint to ``out_dir`` (reused when already there) and return ``out_dir``;
+    from ``base`` (a checkpoint's config) and with ``dims`` where given (a real checkpoint's slice keeps width).
 
     Safe to call from several processes at once for the same or different content (see the module docstring).
     """
 
     def write(staging: Path) -> dict[str, Any]:
-        config = tiny_config(model_type, overrides)
+        config = tiny_config(model_type, overrides, base=base, dims=dims)
         model = build_model(model_type, seed=seed, config=config)
         model.save_pretrained(staging)
         if model.config is not config:  # the decoder of a composite: keep the model_type the auto classes know
@@ -120,4 +123,4 @@ def materialize(model_type: str, out_dir: Path, *, seed: int = 0, overrides: Map
         tiny_tokenizer().save_pretrained(staging)
         return {"model_type": model_type, "seed": seed, "overrides": dict(overrides or {})}
 
-    return publish(out_dir, content_key(model_type, seed=seed, overrides=overrides), write)
+    return publish(out_dir, content_key(model_type, seed=seed, overrides=overrides, base=base, dims=dims), write)

@@ -390,8 +390,11 @@ def _shrink_value(name: str, value: Any, shrink: _Shrink) -> Any:
 class _ConfigShrinker:
     """Shrinks one config class's fields, recursing into its sub-configs."""
 
-    def __init__(self, dims: TinyDims) -> None:
+    def __init__(self, dims: TinyDims, *, from_checkpoint: bool = False) -> None:
         self.dims = dims
+        #: a checkpoint's config is shrunk (not class defaults): a sub-config it does not give is the one its
+        #: config built (older configs give a text model's fields at the top level)
+        self.from_checkpoint = from_checkpoint
         self.reserved: dict[str, int] = {}
         self.text_original: dict[str, Any] | None = None
 
@@ -418,6 +421,8 @@ class _ConfigShrinker:
                 continue
             value = rebuilt.get(key, default)
             if key in cls.sub_configs:
+                if not isinstance(value, Mapping) and self.from_checkpoint:  # built from legacy top-level fields
+                    value = full.get(key)
                 result[key] = self._sub_config(cls, key, value if isinstance(value, Mapping) else None)
             elif key == "rope_parameters" and isinstance(full.get(key), Mapping) and not self.dims.keep_width:
                 # often derived: use the result
@@ -508,15 +513,17 @@ def tiny_config_kwargs(model_type: str, overrides: Mapping[str, Any] | None = No
 
     ``base`` is a checkpoint's config (its ``config.json``): shrunk instead of the class's defaults, so that the model
     keeps what the checkpoint sets (rope scaling, window pattern, layer types, routing, softcaps, tying). ``reviewed``
-    defaults to the entries of ``compat/tiny_overrides.toml``; ``overrides`` is merged last.
+    defaults to the entries of ``compat/tiny_overrides.toml`` (none for a slice that keeps width: a real checkpoint's
+    config is consistent as it is); ``overrides`` is merged last.
     """
     cls = config_class(model_type)
     given = {key: value for key, value in (base or {}).items() if key != "model_type"}
-    result = _ConfigShrinker(dims).shrink(cls, given)
+    result = _ConfigShrinker(dims, from_checkpoint=base is not None).shrink(cls, given)
     group = generative_types().get(model_type, ("",))[0]
     if group == "decoder" and "is_decoder" in _field_defaults(cls):
         result["is_decoder"] = True  # encoder architectures (BERT...) are causal language models only as decoders
-    reviewed = load_overrides() if reviewed is None else reviewed
+    if reviewed is None:
+        reviewed = {} if dims.keep_width else load_overrides()
     if model_type in reviewed:
         result = deep_merge(result, reviewed[model_type].config)
     return deep_merge(result, overrides or {})

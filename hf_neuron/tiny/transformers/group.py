@@ -3,22 +3,32 @@ asks of a group, for transformers models that read and write token ids alone."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.tiny.groups import CpuCheck, Reviewed
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims, tiny_config_kwargs
 from hf_neuron.tiny.transformers.inputs import catalog_types, features, lora_targets, model_inputs, sample_ids
 from hf_neuron.tiny.transformers.outputs import decode, forward_outputs, no_training_loss, training_inputs
 
-__all__ = ["catalog_types", "cpu_check", "decode", "features", "forward_outputs", "lora_targets", "materialize",
+__all__ = ["catalog_types", "config_kwargs", "cpu_check", "decode", "features", "forward_outputs", "lora_targets",
+           "materialize",
            "model_inputs", "no_training_loss", "reviewed", "sample_ids", "training_inputs"]
 
 
-def materialize(name: str, out_dir: Path, /, *, seed: int = 0) -> Path:
+def materialize(name: str, out_dir: Path, /, *, seed: int = 0, base: Mapping[str, Any] | None = None,
+                dims: TinyDims = DIMS) -> Path:
     """The tiny checkpoint of ``name`` (:func:`hf_neuron.tiny.transformers.checkpoint.materialize`)."""
     from hf_neuron.tiny.transformers.checkpoint import materialize as build
 
-    return build(name, out_dir, seed=seed)
+    return build(name, out_dir, seed=seed, base=base, dims=dims)
+
+
+def config_kwargs(name: str, /, *, base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> dict[str, Any]:
+    """The config keyword arguments :func:`materialize` builds ``name`` from."""
+    return tiny_config_kwargs(name, base=base, dims=dims)
 
 
 def cpu_check(name: str) -> CpuCheck:
