@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One shard of the fixed CI slice of the compatibility matrix (compat/slices.toml [ci]: a dozen architectures x
-# every scenario), on the reference device unless the real TorchNeuron is installed.
+# One shard of the fixed CI slice of the compatibility matrix (compat/slices.toml [ci]: a dozen architectures' tiny
+# models x every scenario, and the real-width slice of the checkpoint it names), on the reference device unless the
+# real TorchNeuron is installed.
 #
 #   scripts/ci_matrix_shard.sh [SHARD] [RESULTS]      e.g. scripts/ci_matrix_shard.sh 1/2 results/ci-1
 #
@@ -27,4 +28,5 @@ export HF_HUB_OFFLINE=1
 
 resume=()
 [[ -f $results/run.json ]] && resume=(--resume)  # a retried CI job continues its shard
-exec "$python" -m hf_neuron.cli matrix run --slice ci --shard "$shard" --results "$results" "${resume[@]}"
+exec "$python" -m hf_neuron.cli matrix run --slice ci --models tiny checkpoints --shard "$shard" --results "$results" \
+    "${resume[@]}"

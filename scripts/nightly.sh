@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The nightly compatibility matrix on one machine: every architecture of the catalog x every scenario, then the
-# merged records, the report site and its history.
+# The nightly compatibility matrix on one machine: every architecture's tiny model x every scenario and every
+# catalogued checkpoint's real-width slice (compat/checkpoints.toml), then the merged records, the report site and
+# its history.
 #
 #   scripts/nightly.sh [OUT [SELECTION...]]     default OUT: nightly/<UTC date>; SELECTION: `matrix run` options
 #
@@ -48,7 +49,8 @@ mkdir -p "$out" "$history"
 resume=()
 [[ -f $out/results/run.json ]] && resume=(--resume)
 status=0
-hfn matrix run --run-id "nightly-$day" --results "$out/results" "${resume[@]}" "${selection[@]}" || status=$?
+hfn matrix run --run-id "nightly-$day" --results "$out/results" --models tiny checkpoints "${resume[@]}" \
+    "${selection[@]}" || status=$?
 if (( status > 1 )); then
     echo "nightly: the matrix run did not finish (status $status); run this script again with the same OUT" >&2
     exit "$status"

@@ -2,7 +2,7 @@
 # The main job: a matrix run on the reference neuron device, then its report (after ./scripts/setup.sh, which sets
 # up .venv and the reference device when they are missing, and takes seconds when they are there).
 #
-#   ./scripts/run_matrix.sh                  # the CI slice (a dozen architectures, all scenarios)
+#   ./scripts/run_matrix.sh                  # the CI slice (a dozen architectures, all scenarios; one checkpoint)
 #   ./scripts/run_matrix.sh --group decoder  # any `hf-neuron matrix run` selection instead
 #
 # Records go to results/ (replaced on each run), the report to site/index.html; the run's summary is added to
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 export HF_NEURON_EMULATOR=1 HF_HUB_OFFLINE=1
 
 selection=("$@")
-[ ${#selection[@]} -gt 0 ] || selection=(--slice ci)
+[ ${#selection[@]} -gt 0 ] || selection=(--slice ci --models tiny checkpoints)
 
 rm -rf results
 .venv/bin/hf-neuron matrix run "${selection[@]}" -n 2 --results results

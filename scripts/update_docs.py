@@ -70,11 +70,12 @@ def scenarios() -> str:
     from hf_neuron.matrix.scenarios.registry import load_scenarios
 
     declared = load_scenarios()
-    rows = ["| scenario | kind | trains | requires | groups | passes when |", "|---|---|---|---|---|---|"]
+    rows = ["| scenario | kind | trains | requires | runs on | groups | passes when |",
+            "|---|---|---|---|---|---|---|"]
     for name in declared:
         d = declared[name]
         rows.append(f"| `{name}` | {d.kind} | {'yes' if d.trains else 'no'} | {d.requires or '—'} | "
-                    f"{', '.join(d.groups())} | {_cell(d.passes)} |")
+                    f"{', '.join(d.models)} | {', '.join(d.groups())} | {_cell(d.passes)} |")
     return "\n".join(rows)
 
 
@@ -145,6 +146,8 @@ list belongs.
 
 The built-in scenario set (`hf_neuron/matrix/scenarios/builtin.py`), in run order. *core*: an architecture must pass
 it (or it must not apply) to run unmodified; *variant*: reported on its own; *extra*: reported and in the verdict.
+*runs on*: the architectures' tiny models, the checkpoints' real-width slices (`hf-neuron check`, `--models
+checkpoints`), or both.
 
 {scenarios()}
 

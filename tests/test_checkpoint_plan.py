@@ -191,3 +191,19 @@ def test_a_quantized_checkpoint_is_planned_dequantized(tmp_path: Path) -> None:
     quantized = {**LLAMA_3_1_8B, "torch_dtype": "float16", "quantization_config": {"quant_method": "mxfp4"}}
     found = plan(resolve(str(_config(tmp_path, quantized))))
     assert found.dtype == "bfloat16" and found.memory.weights == 2 * found.parameters
+
+
+@pytest.mark.slow
+def test_published_parameter_counts_of_catalogued_checkpoints_within_one_percent() -> None:
+    """Every catalogued checkpoint whose model card or paper publishes its size: the plan's count within 1%."""
+    from hf_neuron.compat.checkpoints import load_checkpoints
+
+    published = [checkpoint for checkpoint in load_checkpoints() if checkpoint.parameters is not None]
+    assert len(published) >= 5
+    off = {checkpoint.id: plan(resolve(str(checkpoint.config_path))).parameters / checkpoint.parameters - 1
+           for checkpoint in published}
+    assert {name: f"{share:+.2%}" for name, share in off.items() if abs(share) > 0.01} == {}
+    mixtral = next(c for c in published if c.id == "mistralai/Mixtral-8x7B-v0.1")
+    active = plan(resolve(str(mixtral.config_path))).active_parameters
+    assert mixtral.active_parameters is not None and active is not None
+    assert abs(active / mixtral.active_parameters - 1) < 0.01
