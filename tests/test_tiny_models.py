@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from hf_neuron.compat import checkpoints
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.tiny.dataset import examples, tiny_dataset
 from hf_neuron.tiny.dataset import materialize as materialize_dataset
@@ -20,7 +21,7 @@ from hf_neuron.tiny.tokenizer import (
     tiny_tokenizer,
 )
 from hf_neuron.tiny.transformers.checkpoint import STAMP, materialize
-from hf_neuron.tiny.transformers.config import tiny_config, tiny_config_kwargs
+from hf_neuron.tiny.transformers.config import checkpoint_base, model_fields, tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.transformers.cpu_check import check_text_model as probe
 from hf_neuron.tiny.transformers.model_types import generative_types
 from hf_neuron.tiny.transformers.models import build_model
@@ -47,8 +48,9 @@ def test_tiny_config_dimensions_agree(model_type: str) -> None:
     assert 2 <= config.num_hidden_layers <= 4
     assert config._attn_implementation == "eager"
     for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
-        value = getattr(config, name, None)
-        assert value is None or 0 <= value < VOCAB_SIZE, (name, value)
+        value = getattr(config, name, None)  # a checkpoint's EOS may be a list (gemma-3-1b-it's [1, 106])
+        assert all(0 <= token < VOCAB_SIZE for token in ([] if value is None else [value]
+                                                         if isinstance(value, int) else value)), (name, value)
     heads = getattr(config, "num_attention_heads", None)
     if heads and model_type not in ("mamba", "falcon_mamba"):
         assert heads == 4
@@ -92,6 +94,13 @@ def test_representative_layers_keep_every_layer_kind() -> None:
     assert tiny_config("recurrent_gemma").block_types == ["recurrent", "attention"]  # a cyclic pattern
 
 
+@pytest.fixture
+def class_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiny models from their config classes' defaults: no catalogued checkpoint to start from."""
+    monkeypatch.setattr(checkpoints, "tiny_bases", lambda *args, **kwargs: {})
+
+
+@pytest.mark.usefixtures("class_defaults")
 def test_attention_kind_and_moe_sizes_are_kept() -> None:
     mistral, llama, mixtral = tiny_config("mistral"), tiny_config("llama"), tiny_config("mixtral")
     assert (mistral.num_attention_heads, mistral.num_key_value_heads) == (4, 2)  # GQA stays GQA
@@ -109,10 +118,37 @@ def test_special_token_ids_move_inside_the_vocabulary() -> None:
     assert gemma3.boi_token_index in RESERVED_TOKEN_IDS and gemma3.boi_token_index != gemma3.image_token_id
 
 
+@pytest.mark.usefixtures("class_defaults")
 def test_only_changed_fields_are_passed() -> None:
     kwargs = tiny_config_kwargs("gpt2")
     assert kwargs == {"vocab_size": VOCAB_SIZE, "n_positions": 512, "n_embd": 64, "n_layer": 2, "n_head": 4,
                       "bos_token_id": BOS_TOKEN_ID, "eos_token_id": EOS_TOKEN_ID, "pad_token_id": PAD_TOKEN_ID}
+
+
+def test_a_tiny_model_starts_from_its_architectures_catalogued_checkpoint() -> None:
+    """Llama's tiny model keeps what Llama 3.1's config.json sets and its class defaults leave out."""
+    base = checkpoint_base("llama")
+    first = checkpoints.tiny_bases()["llama"]
+    assert base == checkpoints.model_config(first) and base["rope_scaling"]["rope_type"] == "llama3"
+    llama = tiny_config("llama")
+    assert llama.rope_parameters["rope_type"] == "llama3" and llama.rope_parameters["factor"] == 8.0
+    assert (llama.num_attention_heads, llama.num_key_value_heads) == (4, 2)  # Llama 3's GQA (32 / 8), shrunk
+    assert (llama.hidden_size, llama.vocab_size, llama.tie_word_embeddings) == (64, VOCAB_SIZE, False)
+
+
+def test_a_checkpoint_states_its_storage_the_model_is_built_without_it() -> None:
+    stated = {"torch_dtype": "bfloat16", "quantization_config": {"quant_method": "fp8"}, "hidden_size": 8,
+              "vision_config": {"dtype": "bfloat16", "depth": 2}}
+    assert model_fields(stated) == {"hidden_size": 8, "vision_config": {"depth": 2}}
+    config = tiny_config("qwen2_5_vl")  # its checkpoint's vision config states bfloat16, its rope is the legacy key
+    assert config.vision_config.dtype in (None, "float32", torch.float32)
+    text = config.text_config
+    assert sum(text.rope_parameters["mrope_section"]) * 2 == text.hidden_size // text.num_attention_heads
+
+
+def test_a_checkpoint_that_says_use_mtp_still_decodes_without_it() -> None:
+    model = build_model("minimax_m2")
+    assert model.config.use_mtp and not model.generation_config.use_mtp
 
 
 def test_reviewed_and_explicit_overrides_apply() -> None:

@@ -121,11 +121,6 @@ def slice_dims(source: CheckpointSource, *, layers: int = DEFAULT_LAYERS, vocab:
                                experts_per_token=None if experts is None or top_k is None else min(top_k, experts))
 
 
-def _base(source: CheckpointSource) -> dict[str, Any]:
-    """The checkpoint's config as a slice is built from it: dequantized (without its ``quantization_config``)."""
-    return {key: value for key, value in source.config.items() if key != "quantization_config"}
-
-
 def slice_config(source: CheckpointSource, *, layers: int = DEFAULT_LAYERS, vocab: int | None = None,
                  experts: int | None = None) -> dict[str, Any]:
     """The config keyword arguments (a diffusers backbone's arguments) of ``source``'s slice, as its group builds
@@ -133,7 +128,7 @@ def slice_config(source: CheckpointSource, *, layers: int = DEFAULT_LAYERS, voca
     from hf_neuron.tiny.groups import group_models
 
     dims = slice_dims(source, layers=layers, vocab=vocab, experts=experts)
-    return group_models(source.group).config_kwargs(source.architecture, base=_base(source), dims=dims)
+    return group_models(source.group).config_kwargs(source.architecture, base=source.config, dims=dims)
 
 
 def _meta(source: CheckpointSource, kwargs: Mapping[str, Any]) -> torch.nn.Module:
@@ -196,7 +191,7 @@ def materialize(source: CheckpointSource, planned: CheckpointSlice, out_dir: Pat
 
     if not planned.fits or planned.dims is None:
         raise ValueError(f"the slice of {source.name} does not fit its budget: it is not built")
-    return group_models(source.group).materialize(source.architecture, out_dir, seed=seed, base=_base(source),
+    return group_models(source.group).materialize(source.architecture, out_dir, seed=seed, base=source.config,
                                                   dims=planned.dims)
 
 

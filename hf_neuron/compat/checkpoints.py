@@ -25,6 +25,7 @@ a broken rule raises :class:`~hf_neuron.vocabulary.datafiles.DataFileError` nami
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Collection, Mapping
@@ -34,7 +35,8 @@ from typing import Any
 from hf_neuron.compat.files import COMPAT_DIR, read_toml
 from hf_neuron.vocabulary.datafiles import DataFileError
 
-__all__ = ["CHECKPOINTS_DIR", "CHECKPOINTS_PATH", "CatalogCheckpoint", "FileSource", "load_checkpoints"]
+__all__ = ["CHECKPOINTS_DIR", "CHECKPOINTS_PATH", "CatalogCheckpoint", "FileSource", "load_checkpoints", "model_config",
+           "tiny_bases"]
 
 CHECKPOINTS_PATH = COMPAT_DIR / "checkpoints.toml"
 #: Where the files of the checkpoints live; a catalog at another path keeps them in ``checkpoints/`` beside it.
@@ -269,3 +271,30 @@ def load_checkpoints(path: Path = CHECKPOINTS_PATH, *,
     _check_order(path, checkpoints)
     _check_strays(path, directory, checkpoints)
     return tuple(checkpoints)
+
+
+def model_config(checkpoint: CatalogCheckpoint) -> dict[str, Any]:
+    """The model's config a catalogued checkpoint holds: its ``config.json``, or for a diffusers pipeline its
+    denoiser's config (the listed file whose ``_class_name`` is the architecture)."""
+    for name in checkpoint.files:
+        config = json.loads((checkpoint.directory / name).read_text(encoding="utf-8"))
+        if name == _CONFIG or config.get("_class_name") == checkpoint.architecture:
+            return dict(config)
+    raise DataFileError(CHECKPOINTS_PATH, f"{checkpoint.id} lists no config of {checkpoint.architecture}")
+
+
+def tiny_bases(path: Path = CHECKPOINTS_PATH) -> dict[str, CatalogCheckpoint]:
+    """The checkpoint each architecture's tiny model starts from: its first in the catalog (none where the catalog
+    holds none of it, or there is no catalog: an installed package has no ``compat/``)."""
+    if not path.is_file():
+        return {}
+    bases: dict[str, CatalogCheckpoint] = {}
+    for checkpoint in _loaded(path, path.stat().st_mtime_ns):
+        bases.setdefault(checkpoint.architecture, checkpoint)
+    return bases
+
+
+@functools.cache
+def _loaded(path: Path, mtime_ns: int) -> tuple[CatalogCheckpoint, ...]:
+    """The catalog at ``path`` as it was at ``mtime_ns`` (read once per process and version of the file)."""
+    return load_checkpoints(path)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_diffusion import recipe
-from hf_neuron.tiny.transformers.config import DIMS, TinyDims
+from hf_neuron.tiny.transformers.config import DIMS, TinyDims, checkpoint_base
 
 if TYPE_CHECKING:
     import torch
@@ -200,9 +200,9 @@ def slice_kwargs(name: str, config: Mapping[str, Any], layers: int) -> dict[str,
 
 def tiny_config(name: str, *, base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> dict[str, Any]:
     """The keyword arguments of the tiny ``name`` backbone: its shrunk defaults (or ``base``, a checkpoint's config,
-    over them), then the reviewed overrides; with ``dims`` that keep width, ``base`` with its layers cut
-    (:func:`slice_kwargs`)."""
-    given = {key: value for key, value in (base or {}).items() if not key.startswith("_")}
+    over them: by default the catalogued checkpoint its tiny model starts from), then the reviewed overrides; with
+    ``dims`` that keep width, ``base`` with its layers cut (:func:`slice_kwargs`)."""
+    given = {key: value for key, value in (checkpoint_base(name, base, dims) or {}).items() if not key.startswith("_")}
     if dims.keep_width:
         return slice_kwargs(name, given, dims.num_layers)
     kwargs = {**given, **_shrink({**_defaults(backbone_class(name)), **given})}

@@ -18,7 +18,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS
-from hf_neuron.tiny.transformers.config import DIMS, TinyDims, config_class, tiny_config_kwargs
+from hf_neuron.tiny.transformers.config import (
+    DIMS,
+    TinyDims,
+    checkpoint_base,
+    config_class,
+    model_fields,
+    tiny_config_kwargs,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig
@@ -93,8 +100,9 @@ def tiny_image_text_config_kwargs(model_type: str, *, base: Mapping[str, Any] | 
     """:func:`~hf_neuron.tiny.transformers.config.tiny_config_kwargs` (from ``base``, a checkpoint's config, and
     with ``dims`` where given) with the vision feature layers inside the cut tower, an unset image token id set and,
     where the tower shrank, the image resolution lists rescaled."""
+    base = checkpoint_base(model_type, base, dims)
     kwargs = tiny_config_kwargs(model_type, base=base, dims=dims)
-    given = {key: value for key, value in (base or {}).items() if key != "model_type"}
+    given = {key: value for key, value in model_fields(base or {}).items() if key != "model_type"}
     try:
         full = config_class(model_type)(**given)
     except Exception:  # noqa: BLE001 - a few classes' defaults fail their own validation: nothing to adjust from

@@ -33,7 +33,7 @@ from hf_neuron.tiny.transformers.model_types import generative_types
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig
 
-__all__ = ["DIMS", "TinyDims", "config_class", "tiny_config", "tiny_config_kwargs"]
+__all__ = ["DIMS", "TinyDims", "checkpoint_base", "config_class", "model_fields", "tiny_config", "tiny_config_kwargs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,8 +188,8 @@ _RULE_TABLE: tuple[tuple[str, Rule, bool, RuleKind], ...] = (
         (r"^head_dim$", _set(lambda d: d.head_dim), True, "size"),
         (r"head_dim|head_size|d_head|dim_head|kv_channels|headdim|rotary_dim|rope_dim", _set(lambda d: d.head_dim),
          False, "size"),
-        (r"intermediate|ffn|ff_|_ff$|dim_ff|d_inner|dff|inner_size|mlp_dim", _cap(lambda d: d.intermediate_size),
-         False, "size"),
+        (r"intermediate|ffn|ff_|_ff$|dim_ff|d_inner|dff|inner_size|mlp_dim|^n_inner$",
+         _cap(lambda d: d.intermediate_size), False, "size"),
         (r"shared_experts?$|num_shared_experts", _cap(lambda d: 1), False, "size"),
         (r"experts_per_tok|^top_?k$|moe_k$|moe_top_?k$|experts_per_token",
          _cap(lambda d: d.experts_per_token or _UNSET), True, "experts"),
@@ -435,6 +435,9 @@ class _ConfigShrinker:
                 new = _shrink_value(names.get(key, key), value, shrink)
                 if new != default or key in given:
                     result[key] = new
+        legacy = given.get("rope_scaling")  # a checkpoint's rope before transformers 5 named it rope_parameters
+        if isinstance(legacy, Mapping) and "rope_scaling" not in _field_defaults(cls) and not self.dims.keep_width:
+            result["rope_scaling"] = _shrink_rope(legacy, original, self.dims)
         return result
 
     def _layer_overrides(self, names: Mapping[str, str], layer: Mapping[str, Any], shrink: _Shrink) -> dict[str, Any]:
@@ -505,6 +508,31 @@ class _ConfigShrinker:
         return result
 
 
+def checkpoint_base(model_type: str, base: Mapping[str, Any] | None = None,
+                    dims: TinyDims = DIMS) -> Mapping[str, Any] | None:
+    """What a model of ``model_type`` is built from: ``base`` when given; for a tiny model (not a slice that keeps
+    width), the config of the catalogued checkpoint its architecture's tiny model starts from
+    (:func:`hf_neuron.compat.checkpoints.tiny_bases`); else None (the class defaults)."""
+    if base is not None or dims.keep_width:
+        return base
+    from hf_neuron.compat.checkpoints import model_config, tiny_bases
+
+    found = tiny_bases().get(model_type)
+    return None if found is None else model_config(found)
+
+
+#: What a checkpoint's config states about its stored weights rather than its model: the matrix builds models in the
+#: dtype a scenario asks for (a sub-config's stated bfloat16 would build that tower in bfloat16 beside a float32
+#: rest), and dequantized.
+_STORAGE = frozenset({"dtype", "torch_dtype", "quantization_config"})
+
+
+def model_fields(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` without what it states about its stored weights (:data:`_STORAGE`), sub-configs included."""
+    return {key: model_fields(value) if isinstance(value, Mapping) else value
+            for key, value in config.items() if key not in _STORAGE}
+
+
 def tiny_config_kwargs(model_type: str, overrides: Mapping[str, Any] | None = None, *,
                        reviewed: Mapping[str, Override] | None = None, dims: TinyDims = DIMS,
                        base: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -512,12 +540,14 @@ def tiny_config_kwargs(model_type: str, overrides: Mapping[str, Any] | None = No
     those ``base`` gives).
 
     ``base`` is a checkpoint's config (its ``config.json``): shrunk instead of the class's defaults, so that the model
-    keeps what the checkpoint sets (rope scaling, window pattern, layer types, routing, softcaps, tying). ``reviewed``
-    defaults to the entries of ``compat/tiny_overrides.toml`` (none for a slice that keeps width: a real checkpoint's
-    config is consistent as it is); ``overrides`` is merged last.
+    keeps what the checkpoint sets (rope scaling, window pattern, layer types, routing, softcaps, tying); by default,
+    the config of the catalogued checkpoint the architecture's tiny model starts from (:func:`checkpoint_base`).
+    ``reviewed`` defaults to the entries of ``compat/tiny_overrides.toml`` (none for a slice that keeps width: a real
+    checkpoint's config is consistent as it is); ``overrides`` is merged last.
     """
     cls = config_class(model_type)
-    given = {key: value for key, value in (base or {}).items() if key != "model_type"}
+    base = checkpoint_base(model_type, base, dims)
+    given = {key: value for key, value in model_fields(base or {}).items() if key != "model_type"}
     result = _ConfigShrinker(dims, from_checkpoint=base is not None).shrink(cls, given)
     group = generative_types().get(model_type, ("",))[0]
     if group == "decoder" and "is_decoder" in _field_defaults(cls):
