@@ -160,11 +160,18 @@ def _flex_attention_mask(model: Path, tmp: Path) -> Any:
     return _error(lambda: type(mask(batch_size=1, q_length=16, kv_length=16, device="neuron")).__name__)
 
 
+def _unchosen_backend(model: Path, tmp: Path) -> Any:
+    from transformers import CompileConfig
+
+    return type(CompileConfig().backend).__name__
+
+
 def _compile_config(model: Path, tmp: Path) -> Any:
     from transformers import AutoModelForCausalLM, CompileConfig
 
     on_neuron = AutoModelForCausalLM.from_pretrained(model, device_map="neuron")
-    return _error(lambda: type(on_neuron.get_compiled_call(CompileConfig())).__name__)
+    on_neuron.get_compiled_call(CompileConfig())  # torch.compile is lazy: nothing is compiled yet
+    return str(on_neuron._last_compile_config.backend)
 
 
 def _peft(model: Path, tmp: Path) -> Any:
@@ -239,7 +246,8 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.trainer-restores-neuron-rng": (_restores_rng, True, False),
     "transformers.flex-attention-explains-neuron": (_flex_attention, "NotImplementedError", "ValueError"),
     "transformers.flex-attention-mask-explains-neuron": (_flex_attention_mask, "NotImplementedError", "InductorError"),
-    "transformers.compile-config-explains-neuron": (_compile_config, "ValueError", "function"),
+    "transformers.compile-config-remembers-unchosen-backend": (_unchosen_backend, "UnchosenBackend", "str"),
+    "transformers.compile-config-uses-device-backend": (_compile_config, "neuron", "inductor"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),
     "peft.shira-dense-delta-on-neuron": (_shira, torch.strided, "RuntimeError"),
     "peft.frod-dense-s-on-neuron": (_frod_tensors, torch.strided, "RuntimeError"),
