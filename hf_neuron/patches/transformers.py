@@ -14,6 +14,7 @@ from typing import Any
 from hf_neuron.backends import neuron_module
 from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
+from hf_neuron.vocabulary.failures import LIMITATIONS
 
 __all__ = ["PATCHES"]
 
@@ -102,7 +103,7 @@ def _restores_neuron_rng(original: Callable[[Any, str | None], None]) -> Callabl
 
 #: What a user on neuron can use instead of what needs Inductor.
 _INSTEAD = {
-    "flex_attention": "load the model with attn_implementation='sdpa' (or 'eager') on neuron",
+    "flex_attention": LIMITATIONS["flex-attention"],
     "compile_config": "pass CompileConfig(backend='neuron', dynamic=False, mode='default'), or a CompileConfig without "
                       "a backend (on neuron, hf-neuron then compiles with the device's backend)",
 }
