@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import os
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,17 @@ def _compile_config(model: Path, tmp: Path) -> Any:
     return str(on_neuron._last_compile_config.backend)
 
 
+def _glm5_topk_mask(model: Path, tmp: Path) -> Any:
+    from transformers.models.glm5_next.modeling_glm5_next import Glm5NextTextAttention
+
+    attention = types.SimpleNamespace(config=types.SimpleNamespace(_attn_implementation="sdpa"))
+    topk = torch.tensor([[[0, 2, 2, -1]]], device="neuron")  # a repeated hit, and one the indexer left out
+    torch._dynamo.reset()
+    build = torch.compile(lambda t: Glm5NextTextAttention.build_attention_mask_from_topk(attention, t, None, 4),
+                          backend="neuron")
+    return _error(lambda: build(topk).cpu().tolist())
+
+
 def _peft(model: Path, tmp: Path) -> Any:
     from peft.utils import infer_device
 
@@ -248,6 +260,8 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.flex-attention-mask-explains-neuron": (_flex_attention_mask, "NotImplementedError", "InductorError"),
     "transformers.compile-config-remembers-unchosen-backend": (_unchosen_backend, "UnchosenBackend", "str"),
     "transformers.compile-config-uses-device-backend": (_compile_config, "neuron", "inductor"),
+    "transformers.glm5-next-topk-mask-compiles-on-neuron": (_glm5_topk_mask, [[[[True, False, True, False]]]],
+                                                            "BackendCompilerFailed"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),
     "peft.shira-dense-delta-on-neuron": (_shira, torch.strided, "RuntimeError"),
     "peft.frod-dense-s-on-neuron": (_frod_tensors, torch.strided, "RuntimeError"),

@@ -182,6 +182,27 @@ def _uses_device_backend(original: Callable[[Any, Any], Any]) -> Callable[[Any, 
     return compiled_call
 
 
+def _counts_topk_in_float(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def build_attention_mask_from_topk(self: Any, topk_indices: Any, query_states: Any, kv_length: int) -> Any:
+        if topk_indices.device.type != neuron_device.DEVICE:
+            return original(self, topk_indices, query_states, kv_length)
+        import torch
+
+        # transformers 5.24's body, counting in float32 (exact: a row counts at most its top-k hits)
+        topk_valid = topk_indices.ge(0) & topk_indices.lt(kv_length)
+        safe_indices = topk_indices.clamp(0, kv_length - 1)
+        counts = torch.zeros(*topk_indices.shape[:2], kv_length, dtype=torch.float32, device=topk_indices.device)
+        counts.scatter_add_(-1, safe_indices, topk_valid.to(torch.float32))
+        mask = counts.ne(0).unsqueeze(1)
+        if self.config._attn_implementation == "sdpa":
+            return mask
+        visible = torch.full((), 0.0, device=query_states.device, dtype=query_states.dtype)
+        return torch.where(mask, visible, torch.finfo(query_states.dtype).min)
+
+    return build_attention_mask_from_topk
+
+
 PATCHES: list[Patch] = [
     Patch(
         id="transformers.detect-neuron-by-device",
@@ -302,5 +323,20 @@ PATCHES: list[Patch] = [
         replace=_uses_device_backend,
         upstream_fix="`CompileConfig(backend=None)` by default, resolved by `get_compiled_call()` to "
         "`_default_compile_config()`'s values for the model's device.",
+    ),
+    Patch(
+        id="transformers.glm5-next-topk-mask-compiles-on-neuron",
+        library="transformers",
+        module="transformers.models.glm5_next.modeling_glm5_next",
+        attribute="Glm5NextTextAttention.build_attention_mask_from_topk",
+        versions=VERSIONS,
+        reason="transformers/models/glm5_next/modeling_glm5_next.py `Glm5NextTextAttention."
+        "build_attention_mask_from_topk()` counts each key's top-k hits with an int32 `scatter_add_`, and only "
+        "asks whether a count is nonzero. Compiled (`torch.compile(backend='neuron')`, static-cache generation), the "
+        "Neuron compiler rejects integer scatter-with-compute (NCC_EVRF060: it computes in float32). On neuron the "
+        "replacement counts in float32, exact for counts up to 2**24 (a row counts at most its top-k), and builds the "
+        "same mask.",
+        replace=_counts_topk_in_float,
+        upstream_fix="Count in the query's float dtype, or scatter booleans, in `build_attention_mask_from_topk()`.",
     ),
 ]
