@@ -175,6 +175,15 @@ def _compile_config(model: Path, tmp: Path) -> Any:
     return str(on_neuron._last_compile_config.backend)
 
 
+def _vibevoice_negative_branch(model: Path, tmp: Path) -> Any:
+    from transformers import AutoModelForCausalLM, CompileConfig
+    from transformers.models.vibevoice.generation_vibevoice import VibeVoiceGenerationMixin
+
+    on_neuron = AutoModelForCausalLM.from_pretrained(model, device_map="neuron")
+    VibeVoiceGenerationMixin._get_negative_compiled_call(on_neuron, CompileConfig())  # lazy: nothing compiles
+    return str(on_neuron._last_negative_compile_config.backend)
+
+
 def _glm5_topk_mask(model: Path, tmp: Path) -> Any:
     from transformers.models.glm5_next.modeling_glm5_next import Glm5NextTextAttention
 
@@ -260,6 +269,7 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.flex-attention-mask-explains-neuron": (_flex_attention_mask, "NotImplementedError", "InductorError"),
     "transformers.compile-config-remembers-unchosen-backend": (_unchosen_backend, "UnchosenBackend", "str"),
     "transformers.compile-config-uses-device-backend": (_compile_config, "neuron", "inductor"),
+    "transformers.vibevoice-negative-branch-uses-device-backend": (_vibevoice_negative_branch, "neuron", "inductor"),
     "transformers.glm5-next-topk-mask-compiles-on-neuron": (_glm5_topk_mask, [[[[True, False, True, False]]]],
                                                             "BackendCompilerFailed"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),

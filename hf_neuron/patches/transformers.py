@@ -325,6 +325,19 @@ PATCHES: list[Patch] = [
         "`_default_compile_config()`'s values for the model's device.",
     ),
     Patch(
+        id="transformers.vibevoice-negative-branch-uses-device-backend",
+        library="transformers",
+        module="transformers.models.vibevoice.generation_vibevoice",
+        attribute="VibeVoiceGenerationMixin._get_negative_compiled_call",
+        versions=VERSIONS,
+        reason="transformers/models/vibevoice/generation_vibevoice.py `_get_negative_compiled_call()` compiles the "
+        "classifier-free guidance branch with the user's `CompileConfig` as given, beside `get_compiled_call()`: "
+        "the same resolution as `transformers.compile-config-uses-device-backend` (a CompileConfig without a chosen "
+        "backend compiles with the device's on neuron; an explicit 'inductor' is refused).",
+        replace=_uses_device_backend,
+        upstream_fix="As for `get_compiled_call()`: `CompileConfig(backend=None)` resolved to the device's backend.",
+    ),
+    Patch(
         id="transformers.glm5-next-topk-mask-compiles-on-neuron",
         library="transformers",
         module="transformers.models.glm5_next.modeling_glm5_next",
