@@ -1,6 +1,7 @@
 """Environment switches of hf-neuron, parsed and validated in one place.
 
-Every variable hf-neuron reads — the package, its commands and its scripts — is declared here once, with its type,
+Every variable hf-neuron reads — the package, its commands and its scripts, and the real backend's own
+(``TORCH_NEURONX_*``) where the reference device honours it as TorchNeuron does — is declared here once, with its type,
 default, meaning and who reads it; the reference table (``docs/reference.md``) is generated from :data:`SWITCHES`,
 and a test keeps every ``HF_NEURON_*`` name the repository spells declared here. A bad value raises
 :class:`SettingError` naming the variable, the value, and what is accepted: nothing is silently ignored.
@@ -147,8 +148,12 @@ SWITCHES: tuple[Switch, ...] = (
     Switch("HF_NEURON_EMULATOR_COMPILE_CONTRACT", _choice("trainium", "lenient"), "trainium",
            "`trainium`: `torch.compile(backend=\"neuron\")` also refuses what the Neuron compiler rejects by default, "
            "integer scatter-with-compute (`scatter_add`, `index_add`, `scatter_reduce`, accumulating `index_put` on "
-           "integers: NCC_EVRF060) and complex data types (NCC_EVRF004); `lenient` compiles them as the CPU does. "
-           "`dynamic=True` is refused either way."),
+           "integers: NCC_EVRF060); `lenient` compiles it as the CPU does. `dynamic=True` is refused either way."),
+    Switch("TORCH_NEURONX_COMPLEX_DECOMPOSE", _flag, "1",
+           "The real backend's own switch (AWS docs, `torch/reference/env-vars`: on by default for PyTorch >= 2.13): "
+           "complex operations are decomposed into real ones before the Neuron compiler sees a graph. The reference "
+           "device's `neuron` backend honours it: `0` makes it reject a compiled graph with a complex dtype as the "
+           "compiler does (NCC_EVRF004).", "the reference device (and TorchNeuron, whose variable it is)"),
     Switch("HF_NEURON_EMULATOR_DISPATCH", _choice("cpu", "trainium"), "cpu",
            "`trainium` takes the real backend's dispatch routes: an operator TorchNeuron does not implement "
            "(`hf_neuron/device/trainium_ops.toml`) runs its composite kernel, whose parts are dispatched and logged "

@@ -42,7 +42,14 @@ from hf_neuron.vocabulary.failures import FAILURE_CLASSES, RULES, classify, fail
         ("MemoryError: ", "out-of-memory"),
         ("ValueError: something else entirely", "other"),
         ("NotImplementedError: attn_implementation='flex_attention' needs Inductor (...), which has no lowering for "
-         "the neuron device: load the model with attn_implementation='sdpa'", "needs-inductor"),
+         "the neuron device: load the model with attn_implementation='sdpa'", "flex-attention"),
+        ("ValueError: FlexAttention is only supported on CUDA, CPU, HPU, or MPS devices. Found input tensors on "
+         "neuron device.", "flex-attention"),
+        ("ValueError: FuyuModel does not support an attention implementation through torch's flex_attention. Please "
+         "request the support for this architecture", "other"),  # the model's: the CPU fails the same way
+        ("ValueError: generate(compile_config=CompileConfig(backend='inductor')) compiles with Inductor, which has no "
+         "lowering for the neuron device: pass CompileConfig(backend='neuron', dynamic=False, mode='default')",
+         "needs-inductor"),
         ("torch._inductor.exc.InductorError: LoweringException: AssertionError:\n  target: aten.mean.dim\n"
          "  Pointwise(\n      'neuron',", "needs-inductor"),
         ("torch._dynamo.exc.BackendCompilerFailed: backend='neuron' raised:\nNeuronCompilerRejectionError: the "

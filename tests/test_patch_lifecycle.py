@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import os
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -160,11 +161,38 @@ def _flex_attention_mask(model: Path, tmp: Path) -> Any:
     return _error(lambda: type(mask(batch_size=1, q_length=16, kv_length=16, device="neuron")).__name__)
 
 
+def _unchosen_backend(model: Path, tmp: Path) -> Any:
+    from transformers import CompileConfig
+
+    return type(CompileConfig().backend).__name__
+
+
 def _compile_config(model: Path, tmp: Path) -> Any:
     from transformers import AutoModelForCausalLM, CompileConfig
 
     on_neuron = AutoModelForCausalLM.from_pretrained(model, device_map="neuron")
-    return _error(lambda: type(on_neuron.get_compiled_call(CompileConfig())).__name__)
+    on_neuron.get_compiled_call(CompileConfig())  # torch.compile is lazy: nothing is compiled yet
+    return str(on_neuron._last_compile_config.backend)
+
+
+def _vibevoice_negative_branch(model: Path, tmp: Path) -> Any:
+    from transformers import AutoModelForCausalLM, CompileConfig
+    from transformers.models.vibevoice.generation_vibevoice import VibeVoiceGenerationMixin
+
+    on_neuron = AutoModelForCausalLM.from_pretrained(model, device_map="neuron")
+    VibeVoiceGenerationMixin._get_negative_compiled_call(on_neuron, CompileConfig())  # lazy: nothing compiles
+    return str(on_neuron._last_negative_compile_config.backend)
+
+
+def _glm5_topk_mask(model: Path, tmp: Path) -> Any:
+    from transformers.models.glm5_next.modeling_glm5_next import Glm5NextTextAttention
+
+    attention = types.SimpleNamespace(config=types.SimpleNamespace(_attn_implementation="sdpa"))
+    topk = torch.tensor([[[0, 2, 2, -1]]], device="neuron")  # a repeated hit, and one the indexer left out
+    torch._dynamo.reset()
+    build = torch.compile(lambda t: Glm5NextTextAttention.build_attention_mask_from_topk(attention, t, None, 4),
+                          backend="neuron")
+    return _error(lambda: build(topk).cpu().tolist())
 
 
 def _peft(model: Path, tmp: Path) -> Any:
@@ -239,7 +267,11 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.trainer-restores-neuron-rng": (_restores_rng, True, False),
     "transformers.flex-attention-explains-neuron": (_flex_attention, "NotImplementedError", "ValueError"),
     "transformers.flex-attention-mask-explains-neuron": (_flex_attention_mask, "NotImplementedError", "InductorError"),
-    "transformers.compile-config-explains-neuron": (_compile_config, "ValueError", "function"),
+    "transformers.compile-config-remembers-unchosen-backend": (_unchosen_backend, "UnchosenBackend", "str"),
+    "transformers.compile-config-uses-device-backend": (_compile_config, "neuron", "inductor"),
+    "transformers.vibevoice-negative-branch-uses-device-backend": (_vibevoice_negative_branch, "neuron", "inductor"),
+    "transformers.glm5-next-topk-mask-compiles-on-neuron": (_glm5_topk_mask, [[[[True, False, True, False]]]],
+                                                            "BackendCompilerFailed"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),
     "peft.shira-dense-delta-on-neuron": (_shira, torch.strided, "RuntimeError"),
     "peft.frod-dense-s-on-neuron": (_frod_tensors, torch.strided, "RuntimeError"),

@@ -18,6 +18,7 @@ from hf_neuron.compat.catalog import CatalogEntry
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.errors import InputError
 from hf_neuron.report.site import BuildResult, build_site
+from hf_neuron.vocabulary.failures import failure
 from hf_neuron.vocabulary.records import SCHEMA_VERSION
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
@@ -92,7 +93,7 @@ def test_headline_numbers(site: tuple[Path, BuildResult]) -> None:
         "4 of 8 architectures run unmodified on the reference device — CPU kernels, not Trainium, with 3 hf-neuron "
         "patches.")
     assert _by_id(html, "verdicts") == (
-        "2 fully passes 0 passes where tested 0 untested 1 fails on the CPU too 5 fails on neuron")
+        "2 fully passes 0 passes where tested 0 untested 1 fails on the CPU too 0 neuron limitation 5 fails on neuron")
     assert _by_id(html, "top-count") == "2 of the top 3"  # llama yes, mistral no, qwen3 yes
     assert "1 catalog architecture had no record in this run" in html
     assert "This run did not run" not in html
@@ -109,7 +110,7 @@ def test_groups_are_compared_with_the_baseline_like_for_like(site: tuple[Path, B
     html = _page(site)
     decoder = re.search(r'<tr data-group="decoder">(.*?)</tr>', html, re.S).group(1)
     counts = BASELINE.count("decoder", "inference"), BASELINE.count("decoder", "training")
-    assert _text(decoder) == f"decoder 3 7 3 1 0 0 1 5 {counts[0]} / {counts[1]} (3 in this run)"
+    assert _text(decoder) == f"decoder 3 7 3 1 0 0 1 0 5 {counts[0]} / {counts[1]} (3 in this run)"
     assert _by_id(html, "denominators") == (
         "Text generation has two denominators: 3 of 3 causal-LM model types of transformers 5.24.0 (the catalog) "
         "run unmodified, and 2 of the top 3 architectures by the ranking (hub downloads).")
@@ -572,3 +573,21 @@ def test_the_cost_trend_names_each_runs_machine_and_warns_when_they_differ(tmp_p
     unknown = built(run("e", 24, {}), run("f", 25, here))
     assert "machine not recorded AMD EPYC, 2 CPUs, avx2" in _by_id(unknown, "costs")
     assert 'id="cost-machines-differ"' in unknown
+
+
+def test_a_neuron_limitation_is_shown_with_its_fix_and_not_held_against_the_model(tmp_path: Path) -> None:
+    """A backbone whose forward hard-wires flex attention (AnyFlowFARTransformer3DModel): its verdict is the device's
+    limitation, and its page says what a user does instead."""
+    flex = failure("ValueError", "FlexAttention is only supported on CUDA, CPU, HPU, or MPS devices. Found input "
+                   "tensors on neuron device.", "flex_attention.py:_validate_device", outcome="error")
+    records = [_record("anyflow::load", group="diffusion"),
+               _record("anyflow::forward", group="diffusion", outcome="known-failure", failure=flex,
+                       cpu_verdict="not-rerun", reason="it hard-wires flex attention",
+                       known_failure={"reason": "it hard-wires flex attention"})]
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    build_site([tmp_path / "results"], tmp_path / "site", baseline=BASELINE)
+    page = (tmp_path / "site" / "arch" / "anyflow.html").read_text()
+    assert _by_id(page, "arch-verdict").startswith("neuron limitation")
+    assert ("(a limitation of the neuron device, not counted against the model: load the model with "
+            "attn_implementation='sdpa'") in _text(page)

@@ -29,7 +29,8 @@ from hf_neuron.report.tables import (
     scenario_rates,
     variant_scenarios,
 )
-from hf_neuron.vocabulary.records import upgrade
+from hf_neuron.vocabulary.failures import failure
+from hf_neuron.vocabulary.records import case_verdict, upgrade
 from hf_neuron.vocabulary.scenarios import SCHEMA_2_SCENARIOS
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
@@ -68,6 +69,19 @@ def test_a_failure_counts_against_neuron_unless_the_cpu_fails_the_same_way() -> 
     assert cell_status(upgrade(a_record("a::forward", outcome="passed", cpu_outcome="error"))) == "passed"
 
 
+def test_a_failure_at_a_limitation_of_the_device_is_not_the_models() -> None:
+    """AnyFlowFARTransformer3DModel's forward, which hard-wires torch's flex attention: known or not, the case is a
+    limitation of neuron (with its fix), not a failure on neuron; any other failure still is."""
+    flex = failure("ValueError", "FlexAttention is only supported on CUDA, CPU, HPU, or MPS devices. Found input "
+                   "tensors on neuron device.", "flex_attention.py:_validate_device", outcome="error")
+    assert flex["failure_class"] == "flex-attention"
+    for outcome in ("error", "known-failure"):
+        record = upgrade(a_record("a::forward", outcome=outcome, failure=flex, cpu_verdict="not-rerun"))
+        assert (case_verdict(record), cell_status(record)) == ("neuron-limitation", "neuron-limitation")
+    other = failure("ValueError", "something else", "m.py:f", outcome="error")
+    assert cell_status(upgrade(a_record("a::forward", outcome="error", failure=other))) == "error"
+
+
 @pytest.mark.parametrize(
     ("statuses", "expected"),
     [
@@ -83,6 +97,8 @@ def test_a_failure_counts_against_neuron_unless_the_cpu_fails_the_same_way() -> 
         ({"load": "passed", "forward": "passed", "generate": "untested", "train": "passed"}, False),
         ({"load": "passed", "forward": "passed", "generate": "passed", "train": "known-failure"}, False),
         ({"load": "passed", "forward": "passed", "generate": "passed"}, False),
+        # a limitation of the device, with its fix, is not running unmodified either
+        ({"load": "passed", "forward": "neuron-limitation", "generate": "passed", "train": "passed"}, False),
     ],
 )
 def test_runs_unmodified(statuses: dict[str, str], expected: bool) -> None:
@@ -98,6 +114,12 @@ def test_runs_unmodified(statuses: dict[str, str], expected: bool) -> None:
         ({"load": "passed", "forward": "untested"}, "untested"),
         ({"load": "passed", "forward": "fails-on-cpu-too", "train": "fails-on-cpu-too"}, "fails-on-cpu-too"),
         ({"forward": "passed", "compile": "timeout"}, "fails-on-neuron"),
+        # a core case stopped by a limitation of the device (flex attention) is not the model's failure...
+        ({"load": "passed", "forward": "neuron-limitation", "train": "neuron-limitation"}, "neuron-limitation"),
+        ({"forward": "passed", "generate": "neuron-limitation"}, "neuron-limitation"),
+        # ...but it does not hide another failure on neuron, or a harness gap
+        ({"forward": "neuron-limitation", "save": "error"}, "fails-on-neuron"),
+        ({"forward": "untested", "train": "neuron-limitation"}, "untested"),
         ({"forward": "untested", "train": "known-failure"}, "fails-on-neuron"),
         # a variant scenario is reported on its own, not in the verdict
         ({"forward": "passed", "flex_attention": "error"}, "fully-passes"),
@@ -199,7 +221,7 @@ def test_headline_figures(table: pd.DataFrame, cases: pd.DataFrame) -> None:
     head = headline(table, BASELINE, backend="reference", scenarios=FACTS, cases=cases)
     assert (head.backend, head.runs_unmodified, head.architectures) == ("reference", 4, 8)
     assert head.verdicts == {"fully-passes": 2, "passes-where-tested": 0, "untested": 0, "fails-on-cpu-too": 1,
-                             "fails-on-neuron": 5}
+                             "neuron-limitation": 0, "fails-on-neuron": 5}
     assert head.baseline_name == "Optimum Neuron 0.4.5"
     assert "Inf2/Trn1" in head.baseline_means
     assert head.catalog_not_run == 0

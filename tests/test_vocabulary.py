@@ -22,7 +22,10 @@ def test_the_outcome_sets_nest() -> None:
     assert set(outcomes.RESULT_OUTCOMES) <= set(outcomes.ATTEMPT_OUTCOMES) <= set(outcomes.OUTCOMES)
     assert set(outcomes.DID_NOT_WORK) <= set(outcomes.ATTEMPT_OUTCOMES)
     assert set(outcomes.OUTCOMES) - set(outcomes.ATTEMPT_OUTCOMES) == {"known-failure"}
-    assert set(outcomes.STATUSES) == {*outcomes.OUTCOMES, outcomes.FAILS_ON_CPU_TOO, outcomes.NOT_RUN}
+    assert set(outcomes.STATUSES) == {*outcomes.OUTCOMES, outcomes.FAILS_ON_CPU_TOO, outcomes.NEURON_LIMITATION,
+                                      outcomes.NOT_RUN}
+    limitation = outcomes.NEURON_LIMITATION  # one name: the case's verdict, the cell's status, the architecture's
+    assert limitation in outcomes.VERDICTS and limitation in outcomes.ARCH_VERDICTS
 
 
 def test_every_status_and_verdict_has_one_label_and_the_cpu_verdict_shares_the_name() -> None:

@@ -5,7 +5,10 @@ forward and backward graphs, run eagerly on the device (no Inductor, which canno
 device). Its documented rules hold: ``dynamic=True`` is rejected, modes other than ``"default"`` warn and are
 ignored, failures raise (there is no silent fallback to eager), and, with the compile contract ``trainium``
 (``HF_NEURON_EMULATOR_COMPILE_CONTRACT``, the default), a graph the Neuron compiler rejects by default is rejected
-with its documented error code: integer scatter-with-compute (NCC_EVRF060), complex data types (NCC_EVRF004).
+with its documented error code: integer scatter-with-compute (NCC_EVRF060). Complex operations are decomposed into
+real ones before lowering, as TorchNeuron does by default (``TORCH_NEURONX_COMPLEX_DECOMPOSE``, on for PyTorch >=
+2.13), so a graph with complex values compiles; with that switch off, the compiler sees them and rejects the graph
+(NCC_EVRF004).
 
 Registered only while the reference device is active, when Dynamo is first imported, so that the real
 backend's own ``neuron`` entry point is never shadowed and ``import torch`` does not pay for Dynamo.
@@ -81,19 +84,18 @@ def _run_eagerly(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> 
 
     from hf_neuron import settings
 
-    if settings.read("HF_NEURON_EMULATOR_COMPILE_CONTRACT") == "trainium":
-        if found := _integer_scatter(graph):
-            raise NeuronCompilerRejectionError(
-                f"the Neuron compiler rejects integer scatter-with-compute ({found}) [NCC_EVRF060]: it is emulated "
-                "in float32 and imprecise above 2**24. Compute it in float32, or outside the compiled region "
-                "(HF_NEURON_EMULATOR_COMPILE_CONTRACT=lenient compiles it as the CPU does)"
-            )
-        if found := _complex_value(graph):
-            raise NeuronCompilerRejectionError(
-                f"the Neuron compiler rejects complex data types ({found}) [NCC_EVRF004]: complex tensors are not "
-                "supported on the Neuron device. Compute with their real and imaginary parts, or outside the "
-                "compiled region (HF_NEURON_EMULATOR_COMPILE_CONTRACT=lenient compiles it as the CPU does)"
-            )
+    if settings.read("HF_NEURON_EMULATOR_COMPILE_CONTRACT") == "trainium" and (found := _integer_scatter(graph)):
+        raise NeuronCompilerRejectionError(
+            f"the Neuron compiler rejects integer scatter-with-compute ({found}) [NCC_EVRF060]: it is emulated "
+            "in float32 and imprecise above 2**24. Compute it in float32, or outside the compiled region "
+            "(HF_NEURON_EMULATOR_COMPILE_CONTRACT=lenient compiles it as the CPU does)"
+        )
+    if not settings.read("TORCH_NEURONX_COMPLEX_DECOMPOSE") and (found := _complex_value(graph)):
+        raise NeuronCompilerRejectionError(
+            f"the Neuron compiler rejects complex data types ({found}) [NCC_EVRF004]: complex tensors are not "
+            "supported on the Neuron device, and TORCH_NEURONX_COMPLEX_DECOMPOSE=0 keeps them from being decomposed "
+            "into real operations first (unset it, or compute with their real and imaginary parts)"
+        )
     return _with_traced_layouts(make_boxed_func(graph.forward))
 
 

@@ -1,5 +1,6 @@
 """The real backend's behaviours the reference device emulates, each a declared rule: what it does, where the fact comes
-from, and the switch that turns it on (the ``trainium`` matrix profile turns on every one).
+from, and the switch that turns it on (the ``trainium`` matrix profile turns on every one the released backend follows
+by default; a rule of a documented non-default setting, ``released_default=False``, is that setting's).
 
 Sources are TorchNeuron's own (pre-release) source at the commit of ``hf_neuron/device/trainium_ops.toml``'s
 provenance, and the AWS Neuron release documentation; where the two disagree, the documentation wins and the rule says
@@ -30,6 +31,9 @@ class Rule:
     value: str
     #: Where source and documentation disagree, what each says (the documentation wins).
     disagreement: str = ""
+    #: Whether the released backend behaves so by default, and so the ``trainium`` profile turns the rule on; False
+    #: for what a documented non-default setting of the real backend brings (its switch is that setting).
+    released_default: bool = True
 
 
 TRAINIUM_RULES: tuple[Rule, ...] = (
@@ -61,11 +65,14 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "AWS Neuron compiler error codes: NCC_EVRF060",
          "HF_NEURON_EMULATOR_COMPILE_CONTRACT", "trainium"),
     Rule("compile-complex",
-         "torch.compile(backend=\"neuron\") rejects a graph with a complex dtype: NCC_EVRF004 \"Complex data types are "
-         "not supported on the Neuron device\"",
+         "with the real backend's complex decomposition turned off, torch.compile(backend=\"neuron\") rejects a graph "
+         "with a complex dtype: NCC_EVRF004 \"Complex data types are not supported on the Neuron device\"; by default "
+         "(PyTorch >= 2.13) TorchNeuron decomposes complex operations into real ones before lowering, and such a graph "
+         "compiles (not in the trainium profile, which keeps the released default)",
          (),
-         "AWS Neuron compiler error codes: NCC_EVRF004",
-         "HF_NEURON_EMULATOR_COMPILE_CONTRACT", "trainium"),
+         "AWS Neuron compiler error codes: NCC_EVRF004; torch/reference/env-vars: TORCH_NEURONX_COMPLEX_DECOMPOSE "
+         "(default True for PyTorch >= 2.13)",
+         "TORCH_NEURONX_COMPLEX_DECOMPOSE", "0", released_default=False),
     Rule("fallback-log",
          "an operator the device dispatches that TorchNeuron does not register for PrivateUse1 runs through its "
          "catch-all CPU fallback and is reported by get_fallback_ops() (with its calls here), except the fallback's "

@@ -1,8 +1,10 @@
 """transformers: detect ``neuron`` by device, list it, place pipelines on it, keep its RNG in Trainer checkpoints, and
-explain what needs Inductor (flex attention, an Inductor CompileConfig) instead of failing deep inside it."""
+compile generation with the device's backend when the user chose none, and explain what needs Inductor (flex attention,
+an explicit Inductor CompileConfig) instead of failing deep inside it."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
@@ -12,6 +14,7 @@ from typing import Any
 from hf_neuron.backends import neuron_module
 from hf_neuron.patches import neuron_device
 from hf_neuron.patches.registry import Patch
+from hf_neuron.vocabulary.failures import LIMITATIONS
 
 __all__ = ["PATCHES"]
 
@@ -100,9 +103,9 @@ def _restores_neuron_rng(original: Callable[[Any, str | None], None]) -> Callabl
 
 #: What a user on neuron can use instead of what needs Inductor.
 _INSTEAD = {
-    "flex_attention": "load the model with attn_implementation='sdpa' (or 'eager') on neuron",
-    "compile_config": "pass CompileConfig(backend='neuron', dynamic=False), or no compile_config (transformers then "
-                      "compiles with the neuron backend by itself)",
+    "flex_attention": LIMITATIONS["flex-attention"],
+    "compile_config": "pass CompileConfig(backend='neuron', dynamic=False, mode='default'), or a CompileConfig without "
+                      "a backend (on neuron, hf-neuron then compiles with the device's backend)",
 }
 
 
@@ -132,18 +135,72 @@ def _explains_flex_attention(original: dict[str, Callable[..., Any]]) -> dict[st
     return {**original, "flex_attention": flex_attention}
 
 
-def _explains_compile_config(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def get_compiled_call(self: Any, compile_config: Any) -> Any:
-        backend = getattr(compile_config, "backend", None)
-        if self.device.type == neuron_device.DEVICE and backend == "inductor":
-            raise ValueError(
-                "generate(compile_config=CompileConfig()) compiles with backend='inductor', which needs Inductor: it "
-                f"has no lowering for the neuron device: {_INSTEAD['compile_config']}"
-            )
-        return original(self, compile_config)
+class UnchosenBackend(str):
+    """``CompileConfig``'s default backend (``"inductor"``) when the user did not pass one: equal to it everywhere
+    (``torch.compile`` looks it up by name as before), but a model on neuron knows to use the device's backend."""
 
-    return get_compiled_call
+    __slots__ = ()
+
+
+def _remembers_unchosen_backend(original: Callable[..., None]) -> Callable[..., None]:
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807 - replaces CompileConfig.__init__
+        original(self, *args, **kwargs)
+        if "backend" not in signature.bind(self, *args, **kwargs).arguments and isinstance(self.backend, str):
+            self.backend = UnchosenBackend(self.backend)
+
+    return __init__
+
+
+def _for_the_device(model: Any, compile_config: Any) -> Any:
+    """``compile_config`` as ``model`` on neuron compiles it: without a backend the user chose, every field left at
+    ``CompileConfig``'s own default takes the device's (transformers' ``_default_compile_config``: backend 'neuron',
+    dynamic=False, mode='default'); an explicit Inductor backend is refused with what to pass instead; anything else
+    is the user's, unchanged."""
+    if compile_config is None or model.device.type != neuron_device.DEVICE:
+        return compile_config
+    if isinstance(compile_config.backend, UnchosenBackend):
+        device_default = model._default_compile_config()
+        changes = {field.name: getattr(device_default, field.name) for field in dataclasses.fields(compile_config)
+                   if getattr(compile_config, field.name) == field.default}
+        return dataclasses.replace(compile_config, **changes)
+    if compile_config.backend == "inductor":
+        raise ValueError(
+            "generate(compile_config=CompileConfig(backend='inductor')) compiles with Inductor, which has no lowering "
+            f"for the neuron device: {_INSTEAD['compile_config']}"
+        )
+    return compile_config
+
+
+def _uses_device_backend(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    @functools.wraps(original)
+    def compiled_call(self: Any, compile_config: Any) -> Any:
+        return original(self, _for_the_device(self, compile_config))
+
+    return compiled_call
+
+
+def _counts_topk_in_float(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def build_attention_mask_from_topk(self: Any, topk_indices: Any, query_states: Any, kv_length: int) -> Any:
+        if topk_indices.device.type != neuron_device.DEVICE:
+            return original(self, topk_indices, query_states, kv_length)
+        import torch
+
+        # transformers 5.24's body, counting in float32 (exact: a row counts at most its top-k hits)
+        topk_valid = topk_indices.ge(0) & topk_indices.lt(kv_length)
+        safe_indices = topk_indices.clamp(0, kv_length - 1)
+        counts = torch.zeros(*topk_indices.shape[:2], kv_length, dtype=torch.float32, device=topk_indices.device)
+        counts.scatter_add_(-1, safe_indices, topk_valid.to(torch.float32))
+        mask = counts.ne(0).unsqueeze(1)
+        if self.config._attn_implementation == "sdpa":
+            return mask
+        visible = torch.full((), 0.0, device=query_states.device, dtype=query_states.dtype)
+        return torch.where(mask, visible, torch.finfo(query_states.dtype).min)
+
+    return build_attention_mask_from_topk
 
 
 PATCHES: list[Patch] = [
@@ -237,18 +294,62 @@ PATCHES: list[Patch] = [
         upstream_fix="As for the attention: an Inductor lowering for neuron.",
     ),
     Patch(
-        id="transformers.compile-config-explains-neuron",
+        id="transformers.compile-config-remembers-unchosen-backend",
+        library="transformers",
+        module="transformers.generation.configuration_utils",
+        attribute="CompileConfig.__init__",
+        versions=VERSIONS,
+        reason="transformers/generation/configuration_utils.py `CompileConfig` defaults to backend='inductor' (and "
+        "mode='reduce-overhead', CUDA graphs), so `CompileConfig()` cannot tell a backend the user chose from one "
+        "they left out. The replacement keeps a left-out backend as `UnchosenBackend('inductor')`, a string equal to "
+        "'inductor' everywhere, which `transformers.compile-config-uses-device-backend` resolves on neuron.",
+        replace=_remembers_unchosen_backend,
+        upstream_fix="`CompileConfig(backend=None)` by default, resolved to the device's backend (as "
+        "`PreTrainedModel._default_compile_config` does) where the model is compiled.",
+    ),
+    Patch(
+        id="transformers.compile-config-uses-device-backend",
         library="transformers",
         module="transformers.modeling_utils",
         attribute="PreTrainedModel.get_compiled_call",
         versions=VERSIONS,
-        reason="transformers/generation/configuration_utils.py `CompileConfig()` defaults to backend='inductor' "
-        "(and the docs show it so), which cannot lower for the neuron device: `generate(compile_config="
-        "CompileConfig())` on neuron fails inside Inductor. Without a compile_config, transformers picks the neuron "
-        "backend by itself (`_default_compile_config`). On neuron the replacement refuses an Inductor CompileConfig "
-        "at once, saying what to pass instead.",
-        replace=_explains_compile_config,
-        upstream_fix="`CompileConfig(backend=None)` by default, resolved to the device's backend like "
-        "`_default_compile_config` does.",
+        reason="transformers/modeling_utils.py `PreTrainedModel.get_compiled_call()` compiles static-cache decoding "
+        "with the user's `CompileConfig` as given: `generate(compile_config=CompileConfig())`, as transformers' docs "
+        "show it, compiles with Inductor, which cannot lower for the neuron device, while no compile_config picks the "
+        "neuron backend (`_default_compile_config`). For a model on neuron the replacement gives a CompileConfig "
+        "without a chosen backend the device's settings for every field left at its default (backend 'neuron', "
+        "dynamic=False, mode='default'); an explicit backend is kept, and an explicit 'inductor' is refused at once, "
+        "saying what to pass instead.",
+        replace=_uses_device_backend,
+        upstream_fix="`CompileConfig(backend=None)` by default, resolved by `get_compiled_call()` to "
+        "`_default_compile_config()`'s values for the model's device.",
+    ),
+    Patch(
+        id="transformers.vibevoice-negative-branch-uses-device-backend",
+        library="transformers",
+        module="transformers.models.vibevoice.generation_vibevoice",
+        attribute="VibeVoiceGenerationMixin._get_negative_compiled_call",
+        versions=VERSIONS,
+        reason="transformers/models/vibevoice/generation_vibevoice.py `_get_negative_compiled_call()` compiles the "
+        "classifier-free guidance branch with the user's `CompileConfig` as given, beside `get_compiled_call()`: "
+        "the same resolution as `transformers.compile-config-uses-device-backend` (a CompileConfig without a chosen "
+        "backend compiles with the device's on neuron; an explicit 'inductor' is refused).",
+        replace=_uses_device_backend,
+        upstream_fix="As for `get_compiled_call()`: `CompileConfig(backend=None)` resolved to the device's backend.",
+    ),
+    Patch(
+        id="transformers.glm5-next-topk-mask-compiles-on-neuron",
+        library="transformers",
+        module="transformers.models.glm5_next.modeling_glm5_next",
+        attribute="Glm5NextTextAttention.build_attention_mask_from_topk",
+        versions=VERSIONS,
+        reason="transformers/models/glm5_next/modeling_glm5_next.py `Glm5NextTextAttention."
+        "build_attention_mask_from_topk()` counts each key's top-k hits with an int32 `scatter_add_`, and only "
+        "asks whether a count is nonzero. Compiled (`torch.compile(backend='neuron')`, static-cache generation), the "
+        "Neuron compiler rejects integer scatter-with-compute (NCC_EVRF060: it computes in float32). On neuron the "
+        "replacement counts in float32, exact for counts up to 2**24 (a row counts at most its top-k), and builds the "
+        "same mask.",
+        replace=_counts_topk_in_float,
+        upstream_fix="Count in the query's float dtype, or scatter booleans, in `build_attention_mask_from_topk()`.",
     ),
 ]

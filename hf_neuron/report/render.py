@@ -34,6 +34,7 @@ from hf_neuron.report.tables import (
 )
 from hf_neuron.report.upstream import UpstreamView
 from hf_neuron.upstream.summary import ArchSummary
+from hf_neuron.vocabulary.failures import LIMITATIONS
 from hf_neuron.vocabulary.gaps import GAP_MEANINGS
 from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, LABELS, STATUSES
 from hf_neuron.vocabulary.records import parse_time
@@ -148,6 +149,7 @@ def _environment() -> jinja2.Environment:
     )
     env.globals.update(
         LABELS=LABELS,
+        LIMITATIONS=LIMITATIONS,
         STATUS_RANK={status: index for index, status in enumerate(STATUSES)},
         STATUSES=STATUSES,
         ARCH_VERDICTS=ARCH_VERDICTS,

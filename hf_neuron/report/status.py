@@ -1,8 +1,9 @@
 """How a case and an architecture count in the report.
 
 A cell's *status* (:data:`~hf_neuron.vocabulary.outcomes.STATUSES`) is the record's outcome, except that a failure the
-CPU shares is ``fails-on-cpu-too`` (:func:`~hf_neuron.vocabulary.records.case_verdict`), and a case without a record
-is ``not-run``. An architecture's *verdict* sums up its cases (:func:`arch_verdict`), and it *runs unmodified* when
+CPU shares is ``fails-on-cpu-too``, a failure at a documented limitation of the device (flex attention) is
+``neuron-limitation`` (:func:`~hf_neuron.vocabulary.records.case_verdict`), and a case without a record is
+``not-run``. An architecture's *verdict* sums up its cases (:func:`arch_verdict`), and it *runs unmodified* when
 ``forward`` passed and every core scenario its group runs passed or does not apply (:func:`runs_unmodified`): one
 rule for every group. Which scenarios are core and which are variants the records say (their ``scenario_facts``).
 """
@@ -12,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from hf_neuron.vocabulary.outcomes import DID_NOT_WORK, FAILS_ON_CPU_TOO, NOT_RUN, ArchVerdict, Status
+from hf_neuron.vocabulary.outcomes import (
+    DID_NOT_WORK,
+    FAILS_ON_CPU_TOO,
+    NEURON_LIMITATION,
+    NOT_RUN,
+    ArchVerdict,
+    Status,
+)
 from hf_neuron.vocabulary.records import case_verdict
 from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, SCHEMA_2_SCENARIOS, ScenarioFacts
 
@@ -27,8 +35,9 @@ STATUS_ALIASES: dict[str, Status] = {"cpu-fails": FAILS_ON_CPU_TOO}
 
 def cell_status(record: Mapping[str, Any]) -> Status:
     """The status of a case from its record: its outcome, or ``fails-on-cpu-too`` when the CPU fails the same
-    way."""
-    return FAILS_ON_CPU_TOO if case_verdict(record) == FAILS_ON_CPU_TOO else record["outcome"]
+    way, or ``neuron-limitation`` for a documented limitation of the device."""
+    verdict = case_verdict(record)
+    return verdict if verdict in (FAILS_ON_CPU_TOO, NEURON_LIMITATION) else record["outcome"]
 
 
 def runs_unmodified(statuses: Mapping[str, str], core: Collection[str]) -> bool:
@@ -49,6 +58,8 @@ def arch_verdict(statuses: Mapping[str, str], variants: Collection[str]) -> Arch
         return "untested"
     if forward == FAILS_ON_CPU_TOO:
         return FAILS_ON_CPU_TOO
+    if NEURON_LIMITATION in mine.values():
+        return NEURON_LIMITATION
     if all(status in ("passed", "skipped", NOT_RUN) for status in mine.values()):
         return "fully-passes"
     return "passes-where-tested"

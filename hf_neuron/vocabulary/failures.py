@@ -29,6 +29,7 @@ __all__ = [
     "EXCUSING_CLASSES",
     "FAILURE_CLASSES",
     "FAILURE_FIELDS",
+    "LIMITATIONS",
     "NEURON_ONLY_CLASSES",
     "RULES",
     "Failure",
@@ -47,6 +48,7 @@ FailureClass = Literal[
     "crash",
     "out-of-memory",
     "numerics-mismatch",
+    "flex-attention",
     "needs-inductor",
     "compile",
     "unsupported-dtype",
@@ -62,8 +64,17 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = get_args(FailureClass)
 EXCUSING_CLASSES: frozenset[FailureClass] = frozenset(
     {"compile", "out-of-memory", "unsupported-dtype", "op-missing", "device-hardcoded"}
 )
-#: Classes neuron's by construction: the CPU is not asked (Inductor lowers for the CPU, never for neuron).
-NEURON_ONLY_CLASSES: frozenset[FailureClass] = frozenset({"needs-inductor"})
+#: Classes neuron's by construction: the CPU is not asked (Inductor lowers for the CPU, never for neuron; the CPU runs
+#: flex attention).
+NEURON_ONLY_CLASSES: frozenset[FailureClass] = frozenset({"flex-attention", "needs-inductor"})
+#: Classes that are a documented limitation of the neuron device rather than the model's failure, each with what a
+#: user does instead: a case failing so counts as ``neuron-limitation`` (:func:`~hf_neuron.vocabulary.records.
+#: case_verdict`), never against the model, and the report shows the fix.
+LIMITATIONS: dict[FailureClass, str] = {
+    "flex-attention": "load the model with attn_implementation='sdpa' (or 'eager'), which computes the same "
+                      "attention; a model whose code hard-wires flex attention (a diffusers attention processor that "
+                      "refuses any other backend) runs on the CPU",
+}
 
 
 class Failure(TypedDict):
@@ -101,6 +112,12 @@ RULES: tuple[Rule, ...] = (
           r"|not enough memory",
           "Python's MemoryError, torch's OutOfMemoryError and the allocators' messages (the reference device's "
           "capacity limit raises the same)."),
+    _rule("flex-attention",
+          r"flex_attention' needs Inductor|FlexAttention is only supported on",
+          "torch's flex attention, which neuron does not run: transformers compiles it and its block mask with "
+          "Inductor (hf-neuron's patch says so at once: \"'flex_attention' needs Inductor\"), and torch's "
+          "flex_attention refuses tensors outside CUDA, CPU, XPU, HPU and MPS (\"FlexAttention is only supported on "
+          "...\"). A limitation with a fix (:data:`LIMITATIONS`); checked before needs-inductor."),
     _rule("needs-inductor",
           r"needs Inductor|[Ii]nductor(?s:.*)\b(?:neuron|PrivateUse1|privateuseone)\b",
           "Inductor (torch.compile's default backend, and what flex_attention and CompileConfig() compile with) has no "

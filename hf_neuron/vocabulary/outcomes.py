@@ -19,6 +19,7 @@ __all__ = [
     "DID_NOT_WORK",
     "FAILS_ON_CPU_TOO",
     "LABELS",
+    "NEURON_LIMITATION",
     "NOT_RUN",
     "OUTCOMES",
     "RESULT_OUTCOMES",
@@ -64,26 +65,36 @@ CpuVerdict = Literal["passes", "fails-on-cpu-too", "different-failure", "not-rer
 #: ``different-failure`` (which excuses nothing), or was ``not-rerun`` (neuron's by construction, or its process died).
 CPU_VERDICTS: tuple[CpuVerdict, ...] = get_args(CpuVerdict)
 
-CaseVerdict = Literal["passed", "not-applicable", "untested", "fails-on-cpu-too", "fails-on-neuron"]
+#: The one name of "a documented limitation of the neuron device, with a fix, not the model's failure" (a failure of a
+#: class in :data:`~hf_neuron.vocabulary.failures.LIMITATIONS`: flex attention): the case's verdict, the report's cell
+#: status and the architecture's verdict all say it so.
+NEURON_LIMITATION: Literal["neuron-limitation"] = "neuron-limitation"
+
+CaseVerdict = Literal["passed", "not-applicable", "untested", "fails-on-cpu-too", "neuron-limitation",
+                      "fails-on-neuron"]
 #: How a case counts: ``passed``; ``not-applicable`` (skipped); ``untested`` (a harness gap); ``fails-on-cpu-too``;
-#: ``fails-on-neuron`` (every other failure, known failures included: a known failure is expected, not excused).
+#: ``neuron-limitation`` (a documented limitation of the device, with its fix); ``fails-on-neuron`` (every other
+#: failure, known failures included: a known failure is expected, not excused).
 VERDICTS: tuple[CaseVerdict, ...] = get_args(CaseVerdict)
 
 #: The status of a case the run has no record of.
 NOT_RUN: Literal["not-run"] = "not-run"
 
-Status = Literal["passed", "skipped", "untested", "fails-on-cpu-too", "known-failure", "failed", "error", "timeout",
-                 "crashed", "not-run"]
-#: A report cell: the record's outcome, except ``fails-on-cpu-too`` for a failure the CPU shares, and ``not-run``.
+Status = Literal["passed", "skipped", "untested", "fails-on-cpu-too", "neuron-limitation", "known-failure", "failed",
+                 "error", "timeout", "crashed", "not-run"]
+#: A report cell: the record's outcome, except ``fails-on-cpu-too`` for a failure the CPU shares,
+#: ``neuron-limitation`` for a documented limitation of the device, and ``not-run``.
 #: Best first: the sort order of a table.
 STATUSES: tuple[Status, ...] = get_args(Status)
 
-ArchVerdict = Literal["fully-passes", "passes-where-tested", "untested", "fails-on-cpu-too", "fails-on-neuron"]
+ArchVerdict = Literal["fully-passes", "passes-where-tested", "untested", "fails-on-cpu-too", "neuron-limitation",
+                      "fails-on-neuron"]
 #: An architecture's verdict over the scenarios of its group (variants aside), in this order of precedence:
 #: ``fails-on-neuron`` (a case fails on neuron), ``untested`` (forward was not tested: a harness gap),
-#: ``fails-on-cpu-too`` (forward fails on the CPU the same way), ``fully-passes`` (every case passed or does not
-#: apply), ``passes-where-tested`` (forward passed, nothing fails on neuron, some cases untested or failing on the CPU
-#: too).
+#: ``fails-on-cpu-too`` (forward fails on the CPU the same way), ``neuron-limitation`` (a case stops at a documented
+#: limitation of the device, with its fix, and nothing else fails on neuron), ``fully-passes`` (every case passed or
+#: does not apply), ``passes-where-tested`` (forward passed, nothing fails on neuron, some cases untested or failing on
+#: the CPU too).
 ARCH_VERDICTS: tuple[ArchVerdict, ...] = get_args(ArchVerdict)
 
 #: The short text of each outcome, status and verdict on a page (colour is never the only signal).
@@ -98,6 +109,7 @@ LABELS: dict[str, str] = {
     "untested": "untested",
     "known-failure": "known",
     FAILS_ON_CPU_TOO: "fails on the CPU too",
+    NEURON_LIMITATION: "neuron limitation",
     "fails-on-neuron": "fails on neuron",
     "fully-passes": "fully passes",
     "passes-where-tested": "passes where tested",

@@ -31,13 +31,22 @@ from datetime import UTC, datetime
 from typing import Any, Generic, Literal, NotRequired, TypedDict, TypeVar, cast, get_args
 
 from hf_neuron.vocabulary.backends import BACKEND_KINDS, BackendKind
-from hf_neuron.vocabulary.failures import FAILURE_CLASSES, FAILURE_FIELDS, Failure, classify, cpu_verdict, failure_text
+from hf_neuron.vocabulary.failures import (
+    FAILURE_CLASSES,
+    FAILURE_FIELDS,
+    LIMITATIONS,
+    Failure,
+    classify,
+    cpu_verdict,
+    failure_text,
+)
 from hf_neuron.vocabulary.gaps import GAPS, Gap
 from hf_neuron.vocabulary.groups import GROUP_ALIASES, GROUPS, Group
 from hf_neuron.vocabulary.outcomes import (
     CPU_VERDICTS,
     DID_NOT_WORK,
     FAILS_ON_CPU_TOO,
+    NEURON_LIMITATION,
     OUTCOMES,
     RESULT_OUTCOMES,
     CaseVerdict,
@@ -283,7 +292,8 @@ def scenario_facts(scenario: str) -> ScenarioFacts:
 
 
 def case_verdict(record: Mapping[str, Any]) -> CaseVerdict:
-    """How a record (in the current shape: :func:`upgrade`) counts."""
+    """How a record (in the current shape: :func:`upgrade`) counts: a failure of a documented limitation of the device
+    (:data:`~hf_neuron.vocabulary.failures.LIMITATIONS`, known or not) is ``neuron-limitation``, never the model's."""
     outcome = record["outcome"]
     if outcome == "passed":
         return "passed"
@@ -291,6 +301,8 @@ def case_verdict(record: Mapping[str, Any]) -> CaseVerdict:
         return "not-applicable"
     if outcome == "untested":
         return "untested"
+    if (record.get("failure") or {}).get("failure_class") in LIMITATIONS:
+        return NEURON_LIMITATION
     if outcome != "known-failure" and record.get("cpu_verdict") == FAILS_ON_CPU_TOO:
         return FAILS_ON_CPU_TOO
     return "fails-on-neuron"

@@ -180,14 +180,14 @@ def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedMod
 
     transformers compiles static-cache decoding on neuron by itself (not on the CPU), so the device's compiled
     decoding is held to the CPU's eager one, what a user compares it with. On the CPU re-run of a neuron case, the
-    "device" side compiles on the CPU with the device's settings (:func:`compile_backend`): a failure of the compile
-    stack itself then fails on the CPU too."""
+    "device" side compiles on the CPU with the device's settings (:func:`compile_backend`, in place of any
+    ``compile_config`` the scenario passes): a failure of the compile stack itself then fails on the CPU too."""
     dtype = str(reference.dtype).removeprefix("torch.")
     kwargs: dict[str, Any] = {} if cache is None else {"cache_implementation": cache}
     rerun_compiled = (_cpu_compile_config() if cache == "static" and ctx.rerun_on_cpu
                       and ctx.device_under_test.startswith("neuron") else {})
     before = device_graphs()
-    actual = greedy(model, input_ids, **{**kwargs, **rerun_compiled, **generate_kwargs})
+    actual = greedy(model, input_ids, **{**kwargs, **generate_kwargs, **rerun_compiled})
     facts = {"cache": actual.cache, "graphs": device_graphs() - before}
     if actual.scores is not None:  # the tokens it decoded (a generation of other outputs has no steps to count)
         facts[DEVICE_STEPS] = len(actual.scores)
@@ -248,17 +248,22 @@ def _no_generate(model: PreTrainedModel) -> ScenarioResult | None:
 
 
 def generate(ctx: CaseContext) -> ScenarioResult:
-    """Greedy decoding on the device picks the CPU's tokens, with the default cache and with a static cache."""
+    """Greedy decoding on the device picks the CPU's tokens, with the default cache and with a static cache (its
+    compile facts the case's own: Dynamo starts afresh)."""
+    fresh_dynamo()
     model = load_model(ctx, ctx.device)
     return _no_generate(model) or _greedy_agrees(ctx, model, load_model(ctx, "cpu"), CACHES)
 
 
 def generate_compiled(ctx: CaseContext) -> ScenarioResult:
-    """Greedy decoding with a static cache and an explicit ``compile_config=CompileConfig()`` (as transformers' docs
-    show it: its default backend is Inductor) agrees with the CPU's. It does not apply where transformers compiles
-    nothing: a model without static-cache decoding, or one whose decoding it does not compile."""
+    """Greedy decoding with a static cache and ``compile_config=CompileConfig()``, as transformers' docs show it
+    (no backend chosen: on a neuron device hf-neuron's shim compiles it with the device's backend, where
+    ``CompileConfig``'s own default is Inductor), agrees with the CPU's eager decoding; the record says how many graphs
+    it compiled. It does not apply where transformers compiles nothing: a model without static-cache decoding, or one
+    whose decoding it does not compile."""
     from transformers import CompileConfig
 
+    fresh_dynamo()
     model = load_model(ctx, ctx.device)
     if (skipped := _no_generate(model)) is not None:
         return skipped

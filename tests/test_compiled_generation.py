@@ -1,0 +1,92 @@
+"""Compiled generation on neuron: ``generate(compile_config=CompileConfig())`` compiles with the device's backend when
+the user chose none, and a user's explicit backend is kept (``transformers.compile-config-*`` patches)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from _helpers_patches import reinstalled
+
+from hf_neuron.vocabulary.failures import classify
+
+NEW_TOKENS = 4
+
+pytestmark = pytest.mark.usefixtures("neuron")
+
+
+def _generate(model: Any, compile_config: Any) -> torch.Tensor:
+    input_ids = torch.arange(1, 6, device=model.device).unsqueeze(0)
+    return model.generate(input_ids, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
+                          cache_implementation="static", compile_config=compile_config)
+
+
+def _models(checkpoint: Path) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM
+
+    return (AutoModelForCausalLM.from_pretrained(checkpoint, device_map="neuron").eval(),
+            AutoModelForCausalLM.from_pretrained(checkpoint).eval())
+
+
+def test_a_compile_config_without_a_backend_compiles_with_the_neuron_backend(tiny_llama: Path) -> None:
+    from transformers import CompileConfig
+
+    torch._dynamo.reset()
+    on_neuron, on_cpu = _models(tiny_llama)
+    tokens = _generate(on_neuron, CompileConfig())
+    assert torch.equal(tokens.cpu(), _generate(on_cpu, None))
+    assert on_neuron._last_compile_config == CompileConfig(backend="neuron", dynamic=False, mode="default")
+    compiled = torch._dynamo.utils.counters["aot_autograd"]["total"]  # the neuron backend's compilations
+    assert compiled == 1, f"one graph for the {NEW_TOKENS - 1} decoding steps (one shape), not one a token"
+
+
+def test_a_users_choices_are_kept(tiny_llama: Path) -> None:
+    from transformers import CompileConfig
+
+    on_neuron, _ = _models(tiny_llama)
+    _generate(on_neuron, CompileConfig(fullgraph=True))
+    assert on_neuron._last_compile_config == CompileConfig(fullgraph=True, backend="neuron", dynamic=False,
+                                                           mode="default")
+    _generate(on_neuron, CompileConfig(backend="aot_eager"))
+    assert on_neuron._last_compile_config == CompileConfig(backend="aot_eager")
+    with pytest.raises(Exception, match="Neuron backend does not support dynamic=True"):
+        _generate(on_neuron, CompileConfig(dynamic=True))  # the device's backend, with the user's dynamic=True
+
+
+def test_an_explicit_inductor_backend_is_refused_saying_what_to_pass(tiny_llama: Path) -> None:
+    from transformers import CompileConfig
+
+    on_neuron, _ = _models(tiny_llama)
+    refusal = (r"CompileConfig\(backend='inductor'\)\) compiles with Inductor, which has no lowering for the neuron "
+               r"device: pass CompileConfig\(backend='neuron'")
+    with pytest.raises(ValueError, match=refusal) as error:
+        _generate(on_neuron, CompileConfig(backend="inductor"))
+    assert classify("error", f"ValueError: {error.value}") == "needs-inductor"
+
+
+def test_without_the_shim_a_compile_config_fails_in_inductor(tiny_llama: Path) -> None:
+    """The input that breaks the backend choice: the patches reverted (``HF_NEURON_PATCHES=0`` does the same), the
+    docs' ``CompileConfig()`` compiles with Inductor, which cannot lower for neuron."""
+    from transformers import CompileConfig
+
+    with reinstalled():
+        on_neuron, _ = _models(tiny_llama)
+        assert type(CompileConfig().backend) is str
+        with pytest.raises(Exception) as error:  # noqa: PT011 - Inductor's own error, whatever its type
+            _generate(on_neuron, CompileConfig())
+    assert classify("error", f"{type(error.value).__name__}: {error.value}") == "needs-inductor"
+
+
+def test_the_unchosen_backend_is_inductor_everywhere_but_on_neuron(tiny_llama: Path) -> None:
+    from transformers import CompileConfig
+
+    config = CompileConfig()
+    assert config.backend == "inductor" and config == CompileConfig(backend="inductor")
+    assert type(copy.deepcopy(config).backend) is type(config.backend), "generate deep-copies its configuration"
+    assert type(CompileConfig(backend="inductor").backend) is str
+    _, on_cpu = _models(tiny_llama)
+    on_cpu.get_compiled_call(config)  # off neuron the user's config is used as given (lazily: nothing compiles)
+    assert on_cpu._last_compile_config is config
