@@ -286,7 +286,7 @@ def test_decoding_is_skipped_for_a_model_class_without_generate(scenario: str,
 def test_a_checkpoint_is_built_once_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[Path] = []
 
-    def materialize(model_type: str, out_dir: Path, *, seed: int = 0) -> Path:
+    def materialize(model_type: str, out_dir: Path, *, seed: int = 0, **built_from: object) -> Path:
         out_dir.mkdir(parents=True)
         (out_dir / "config.json").write_text(model_type)
         built.append(out_dir)
