@@ -155,8 +155,8 @@ def _build(args: argparse.Namespace) -> int:
         top_n=args.top,
         on_conflict=args.on_conflict,
         upstream=args.upstream,
-        library_bugs=load_library_bugs(bugs_path, scenario_names=load_scenarios().names,
-                                       model_types=catalog.by_type() if catalog else None,
+        library_bugs=load_library_bugs(bugs_path, scenario_names=load_scenarios().names,  # the checkout's names
+                                       model_types=load_catalog().by_type() if DEFAULT_CATALOG.is_file() else None,
                                        required=args.library_bugs is not None) if bugs_path else None,
     )
     _print_problems(result.problems)

@@ -10,7 +10,7 @@ from pathlib import Path
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.catalog import load_catalog
 from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
-from hf_neuron.compat.library_bugs import load_library_bugs
+from hf_neuron.compat.library_bugs import LIBRARY_BUGS_PATH, load_library_bugs
 from hf_neuron.compat.ranking import load_ranking
 from hf_neuron.compat.slices import SLICES_PATH, load_slices
 from hf_neuron.compat.tiny_diffusion import load_recipes
@@ -24,11 +24,12 @@ __all__ = ["check_reviewed_data"]
 def check_reviewed_data(*, catalog: Path | None, known_failures: Path, known_failures_required: bool,
                         scenario_names: Collection[str]) -> KnownFailures:
     """Read and check every file of ``compat/`` (the ``catalog`` and ``known_failures`` the run was given, whose
-    scenarios must be among ``scenario_names``; the library bugs' architectures must be the catalog's); the first
-    malformed one raises its :class:`~hf_neuron.vocabulary.datafiles.DataFileError`. Returns the known failures."""
-    architectures = load_catalog(catalog).by_type()
+    scenarios must be among ``scenario_names``; the library bugs' architectures must be the checkout's catalog's,
+    whatever catalog the run reads); the first malformed one raises its
+    :class:`~hf_neuron.vocabulary.datafiles.DataFileError`. Returns the known failures."""
+    load_catalog(catalog)
     known = load_known_failures(known_failures, scenario_names, required=known_failures_required)
-    load_library_bugs(scenario_names=scenario_names, model_types=architectures)
+    load_library_bugs(LIBRARY_BUGS_PATH, scenario_names=scenario_names, model_types=load_catalog().by_type())
     load_overrides()
     load_image_text()
     load_recipes()

@@ -131,8 +131,8 @@ PATCHES: list[Patch] = [
         module="torch",
         attribute="_VF.lstm",
         versions=VERSIONS,
-        reason="`nn.LSTM` runs `_VF.lstm` (`aten::lstm.input`), a composite whose cell (aten/src/ATen/native/RNN.cpp, "
-        "`LSTMCell`) calls the fused `aten::_thnn_fused_lstm_cell` on every device but the CPU; only CUDA has a "
+        reason="torch/nn/modules/rnn.py `LSTM.forward` runs `_VF.lstm` (`aten::lstm.input`), a composite whose cell "
+        "(aten/src/ATen/native/RNN.cpp, `LSTMCell`) calls the fused `aten::_thnn_fused_lstm_cell` on every device but the CPU; only CUDA has a "
         "kernel for it. TorchNeuron does not implement it (hf_neuron/device/trainium_ops.toml), so it reaches the "
         "catch-all CPU fallback, which finds no CPU kernel either: every LSTM fails on neuron (EnCodec's decoder: "
         "bark, musicgen and musicgen_melody generate; parakeet's and the Nemotron ASR models' prediction networks). "
