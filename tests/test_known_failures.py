@@ -191,25 +191,3 @@ def test_a_passing_case_is_reported_only_when_its_entry_names_the_architecture(t
     summary = summarize([named, every], ["mamba::forward", "llama::forward"])  # type: ignore[list-item]
     assert summary.known_now_passing == ("mamba::forward",), "an entry for every architecture stays on the list"
 
-
-def test_blip_still_cannot_decode_with_a_static_cache_on_the_cpu() -> None:
-    """The evidence of the project file's blip entry: transformers' own BLIP fails greedy decoding with a static cache
-    on the CPU (the default cache decodes); when this test fails, transformers fixed it: take the entry off."""
-    torch = pytest.importorskip("torch")
-    from transformers import BlipForConditionalGeneration
-
-    from hf_neuron.tiny.image_text.config import tiny_image_text_config
-
-    config = tiny_image_text_config("blip")
-    torch.manual_seed(0)
-    model = BlipForConditionalGeneration(config).eval()
-    pixel_values = torch.randn(1, 3, config.vision_config.image_size, config.vision_config.image_size)
-    input_ids = torch.tensor([[config.text_config.bos_token_id, 10, 11, 12, 13]])
-    decode = {"pixel_values": pixel_values, "input_ids": input_ids, "max_new_tokens": 4, "do_sample": False}
-    assert model.generate(**decode).shape == (1, 8)  # the last prompt token is BLIP's to drop
-    with pytest.raises(IndexError) as error:
-        model.generate(**decode, cache_implementation="static")
-    known = load_known_failures(KNOWN_FAILURES_FILE, SCENARIO_NAMES, required=True)
-    entry = _matched(known, "blip", "generate", f"IndexError: {error.value}")
-    assert entry is not None and "static cache" in entry.reason
-    assert _matched(known, "blip", "generate", "IndexError: index 3 is out of bounds for dimension 0") is None

@@ -122,8 +122,8 @@ def test_the_matrix_root_is_short_and_its_stages_are_subpackages() -> None:
     assert {"catalog", "scenarios", "case", "results"} <= stages
 
 
-@pytest.mark.parametrize("reader", ["catalog.json", "ranking.csv", "known_failures.toml", "slices.toml",
-                                    "tiny_overrides.toml", "tiny_diffusion.toml", "baselines",
+@pytest.mark.parametrize("reader", ["catalog.json", "ranking.csv", "known_failures.toml", "library_bugs.toml",
+                                    "slices.toml", "tiny_overrides.toml", "tiny_diffusion.toml", "baselines",
                                     "upstream_not_applicable.toml", "checkpoints.toml"])
 def test_only_the_compat_package_names_the_reviewed_data_files(reader: str) -> None:
     """One reader per data file: outside ``hf_neuron/compat/`` no module spells a file name of ``compat/``."""

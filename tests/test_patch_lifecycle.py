@@ -143,6 +143,52 @@ def _moe(model: Path, tmp: Path) -> Any:
         return str(error).split(" not implemented")[0]
 
 
+def _lstm(model: Path, tmp: Path) -> Any:
+    """A two-layer bidirectional LSTM's output and gradients on neuron are the CPU's within float32 rounding
+    (patched), or the error its forward raises (torch's fused LSTM cell has no kernel but CUDA's)."""
+    torch.manual_seed(0)
+    lstm, inputs = torch.nn.LSTM(4, 6, num_layers=2, bidirectional=True, batch_first=True), torch.randn(2, 5, 4)
+
+    def step(device: str) -> tuple[torch.Tensor, ...]:
+        lstm.zero_grad()
+        output, (h, c) = lstm.to(device)(inputs.to(device))
+        (output.sum() + h.sum() + c.sum()).backward()
+        return output.cpu(), h.cpu(), c.cpu(), *(p.grad.cpu() for p in lstm.parameters())  # type: ignore[union-attr]
+
+    expected = step("cpu")
+    return _error(lambda: all(torch.allclose(a, e, atol=1e-5) for a, e in zip(step("neuron"), expected, strict=True)))
+
+
+def _git_text_only_loss(model: Path, tmp: Path) -> Any:
+    """GIT's training loss on text alone (no image), on neuron: the next-token loss over every logit (patched), or the
+    error its loss raises (it drops as many logits as an image would have tokens)."""
+    from transformers import GitConfig, GitForCausalLM
+
+    torch.manual_seed(0)
+    vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "image_size": 32, "patch_size": 8}
+    config = GitConfig(vision_config=vision, vocab_size=100, hidden_size=32, intermediate_size=64,
+                       num_hidden_layers=1, num_attention_heads=2)
+    git, ids = GitForCausalLM(config).eval().to("neuron"), torch.randint(4, 100, (2, 8))
+    expected = torch.nn.functional.cross_entropy(git(input_ids=ids.to("neuron")).logits[:, :-1].reshape(-1, 100).cpu(),
+                                                 ids[:, 1:].reshape(-1))
+    return _error(lambda: torch.allclose(git(input_ids=ids.to("neuron"), labels=ids.to("neuron")).loss.cpu(), expected))
+
+
+def _reformer_bfloat16(model: Path, tmp: Path) -> Any:
+    """A Reformer with axial position embeddings loaded onto neuron in bfloat16: its logits' dtype (patched), or the
+    error its forward raises (the axial weights stay float32 and the first layer norm refuses the mix)."""
+    from transformers import ReformerConfig, ReformerModelWithLMHead
+
+    config = ReformerConfig(is_decoder=True, vocab_size=100, hidden_size=32, attention_head_size=8,
+                            num_attention_heads=4, feed_forward_size=64, attn_layers=["local", "lsh"],
+                            axial_pos_embds_dim=[16, 16], axial_pos_shape=[4, 8], max_position_embeddings=32,
+                            local_attn_chunk_length=32, lsh_attn_chunk_length=32)
+    ReformerModelWithLMHead(config).save_pretrained(tmp)
+    reformer = ReformerModelWithLMHead.from_pretrained(tmp, dtype=torch.bfloat16, device_map="neuron")
+    return _error(lambda: str(reformer(input_ids=torch.randint(4, 100, (1, 8), device="neuron")).logits.dtype))
+
+
 class _Attention(torch.nn.Module):
     is_causal, num_key_value_groups = True, 1
 
@@ -252,6 +298,7 @@ def _diffusers(model: Path, tmp: Path) -> Any:
 #: patch id -> (probe, its answer with the patch, its answer without)
 EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "torch.integer-histc-on-neuron": (_moe, True, '"histogram_cpu"'),
+    "torch.lstm-of-native-operators-on-neuron": (_lstm, True, "NotImplementedError"),
     "safetensors.open-on-neuron": (_safetensors, "neuron:1", "SafetensorError"),
     "accelerate.detect-neuron-by-device": (_accelerate_detects, True, False),
     "accelerate.launch-device-option": (_launch_option, "cpu", None),
@@ -272,6 +319,8 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.vibevoice-negative-branch-uses-device-backend": (_vibevoice_negative_branch, "neuron", "inductor"),
     "transformers.glm5-next-topk-mask-compiles-on-neuron": (_glm5_topk_mask, [[[[True, False, True, False]]]],
                                                             "BackendCompilerFailed"),
+    "transformers.git-text-only-training-loss": (_git_text_only_loss, True, "ValueError"),
+    "transformers.reformer-axial-positions-in-model-dtype": (_reformer_bfloat16, "torch.bfloat16", "RuntimeError"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),
     "peft.shira-dense-delta-on-neuron": (_shira, torch.strided, "RuntimeError"),
     "peft.frod-dense-s-on-neuron": (_frod_tensors, torch.strided, "RuntimeError"),
@@ -310,7 +359,7 @@ def test_patch_applies_has_its_effect_and_reverts_everywhere(patch_id: str, tiny
     assert probe(tiny_llama, tmp_path / "patched") == patched
     with reinstalled():
         assert getattr(owner, name) is original
-        assert all(vars(module)[key] is original for module, key in holders)
+        assert all(getattr(module, key) is original for module, key in holders)  # an inherited one: deleted
         assert probe(tiny_llama, tmp_path / "reverted") == unpatched
     assert installation().finder.registry.state(patch_id).status == "applied"  # type: ignore[union-attr]
     assert getattr(owner, name) is not original

@@ -23,7 +23,7 @@ from hf_neuron.tiny.tokenizer import (
 from hf_neuron.tiny.transformers.checkpoint import STAMP, materialize
 from hf_neuron.tiny.transformers.config import checkpoint_base, model_fields, tiny_config, tiny_config_kwargs
 from hf_neuron.tiny.transformers.cpu_check import check_text_model as probe
-from hf_neuron.tiny.transformers.model_types import generative_types
+from hf_neuron.tiny.transformers.model_types import generative_type_of, generative_types
 from hf_neuron.tiny.transformers.models import build_model
 from hf_neuron.vocabulary.datafiles import DataFileError
 
@@ -269,6 +269,19 @@ def test_composite_decoder_checkpoint_loads_through_the_auto_class(tmp_path: Pat
     assert json.loads((directory / "config.json").read_text())["model_type"] == "emu3"
     model = AutoModelForCausalLM.from_pretrained(directory)
     assert type(model).__name__ == "Emu3ForCausalLM"
+    # the loaded decoder's config is the text config, whose model type no auto mapping lists: the scenarios find the
+    # group of the type the case loaded (they raised "'emu3_text_model' is not a model type of any transformers
+    # group" in nightly-20261204, in every scenario of emu3 and mllama)
+    assert model.config.model_type == "emu3_text_model"
+    assert generative_type_of(model.config) == generative_types()["emu3"]
+    assert generative_type_of(tiny_config("llama")) == generative_types()["llama"]
+
+
+def test_a_config_of_no_generative_type_has_no_group() -> None:
+    from transformers import BertConfig, CLIPVisionConfig
+
+    assert generative_type_of(CLIPVisionConfig()) is None
+    assert generative_type_of(BertConfig()) == generative_types()["bert"]
 
 
 def test_dataset_files_load_with_datasets(tmp_path: Path) -> None:
@@ -318,3 +331,26 @@ def test_a_check_reports_the_stage_it_failed_in_and_never_raises() -> None:
     assert (failed.stage, failed.error, failed.parameters) == ("forward", "ValueError: the outputs are not finite", 12)
     assert staged_check("some-model", lambda progress: None).ok
     assert probe("no-such-model-type").stage == "config", "an unknown type fails where its config is made"
+
+
+def test_a_model_that_trains_on_one_length_gets_its_prompt_padded_to_it() -> None:
+    """Reformer's axial position embeddings refuse any training length but the product of their shape (nightly-20261204:
+    "If training, make sure that config.axial_pos_shape factors ... multiply to sequence length" in reformer's train,
+    lora and ddp, on the CPU too): the step pads the prompt to it, masked out of the attention and of the loss."""
+    from hf_neuron.tiny.transformers.outputs import IGNORED_LABEL, training_inputs, training_length
+
+    reformer = build_model("reformer", seed=0).train()
+    assert training_length(reformer.config) == 32
+    ids = torch.randint(8, 500, (2, 12))
+    inputs = training_inputs(reformer, {"input_ids": ids})
+    assert {key: tuple(value.shape) for key, value in inputs.items()} == dict.fromkeys(
+        ("input_ids", "labels", "attention_mask"), (2, 32))
+    assert torch.equal(inputs["input_ids"][:, :12], ids) and torch.equal(inputs["labels"][:, :12], ids)
+    assert (inputs["labels"][:, 12:] == IGNORED_LABEL).all() and (inputs["attention_mask"][:, 12:] == 0).all()
+    assert (inputs["input_ids"][:, 12:] == reformer.config.pad_token_id).all()
+    assert torch.isfinite(reformer(**inputs).loss)
+    with pytest.raises(ValueError, match="multiply to sequence length"):
+        reformer(input_ids=ids, labels=ids)
+    llama = build_model("llama", seed=0)
+    assert training_length(llama.config) is None
+    assert training_inputs(llama, {"input_ids": ids}).keys() == {"input_ids", "labels"}

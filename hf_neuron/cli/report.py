@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from hf_neuron.compat.baselines import BASELINE_PATH as DEFAULT_BASELINE
 from hf_neuron.compat.catalog import CATALOG_PATH as DEFAULT_CATALOG
+from hf_neuron.compat.library_bugs import LIBRARY_BUGS_PATH as DEFAULT_LIBRARY_BUGS
 from hf_neuron.compat.ranking import RANKING_PATH as DEFAULT_RANKING
 from hf_neuron.errors import InputError
 from hf_neuron.vocabulary.exits import EXIT_OK
@@ -57,6 +58,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument(
         "--ranking", type=Path, metavar="FILE",
         help=f"ranking CSV with columns model_type,rank,source (default: {DEFAULT_RANKING} if present)",
+    )
+    build.add_argument(
+        "--library-bugs", type=Path, metavar="FILE",
+        help="the libraries' bugs that fail cases on every device, shown on their architectures' pages (default: "
+        f"{DEFAULT_LIBRARY_BUGS} if present)",
     )
     build.add_argument("--top", type=int, default=100, metavar="N", help="size of the top-N view (default: 100)")
     build.add_argument(
@@ -127,7 +133,9 @@ def _screenshot(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from hf_neuron.compat.baselines import load_baseline
     from hf_neuron.compat.catalog import load_catalog
+    from hf_neuron.compat.library_bugs import load_library_bugs
     from hf_neuron.compat.ranking import load_ranking, ranking
+    from hf_neuron.matrix.scenarios.registry import load_scenarios
     from hf_neuron.report.site import build_site
 
     if args.top < 1:
@@ -135,16 +143,21 @@ def _build(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     catalog_path = _optional(args.catalog, DEFAULT_CATALOG)
     ranking_path = _optional(args.ranking, DEFAULT_RANKING)
+    bugs_path = _optional(args.library_bugs, DEFAULT_LIBRARY_BUGS)
+    catalog = load_catalog(catalog_path) if catalog_path else None
     result = build_site(
         args.results,
         args.out,
         baseline=load_baseline(args.baseline),
-        catalog=load_catalog(catalog_path) if catalog_path else None,
+        catalog=catalog,
         ranking=ranking(load_ranking(ranking_path)) if ranking_path else None,
         history_dir=args.history,
         top_n=args.top,
         on_conflict=args.on_conflict,
         upstream=args.upstream,
+        library_bugs=load_library_bugs(bugs_path, scenario_names=load_scenarios().names,  # the checkout's names
+                                       model_types=load_catalog().by_type() if DEFAULT_CATALOG.is_file() else None,
+                                       required=args.library_bugs is not None) if bugs_path else None,
     )
     _print_problems(result.problems)
     if result.replaced:

@@ -11,6 +11,7 @@ from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.catalog import load_catalog
 from hf_neuron.compat.checkpoints import CHECKPOINTS_PATH, load_checkpoints
 from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
+from hf_neuron.compat.library_bugs import LIBRARY_BUGS_PATH, load_library_bugs
 from hf_neuron.compat.ranking import load_ranking
 from hf_neuron.compat.slices import SLICES_PATH, load_slices
 from hf_neuron.compat.tiny_diffusion import load_recipes
@@ -25,13 +26,14 @@ def check_reviewed_data(*, catalog: Path | None, known_failures: Path, known_fai
                         scenario_names: Collection[str]) -> KnownFailures:
     """Read and check every file of ``compat/`` (the ``catalog`` and ``known_failures`` the run was given, whose
     scenarios must be among ``scenario_names``); the first malformed one raises its
-    :class:`~hf_neuron.vocabulary.datafiles.DataFileError`. Returns the known failures. The checkpoint catalog's
-    architectures are checked against the project's catalog (``compat/catalog.json``), whatever catalog the run was
-    given."""
+    :class:`~hf_neuron.vocabulary.datafiles.DataFileError`. Returns the known failures. The architectures of the
+    checkpoint catalog and of the library bugs are checked against the checkout's catalog (``compat/catalog.json``),
+    whatever catalog the run reads."""
     run_catalog = load_catalog(catalog)
     project = run_catalog if catalog is None else load_catalog()
     load_checkpoints(CHECKPOINTS_PATH, architectures=project.by_type())
     known = load_known_failures(known_failures, scenario_names, required=known_failures_required)
+    load_library_bugs(LIBRARY_BUGS_PATH, scenario_names=scenario_names, model_types=project.by_type())
     load_overrides()
     load_image_text()
     load_recipes()

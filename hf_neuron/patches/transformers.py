@@ -1,6 +1,8 @@
 """transformers: detect ``neuron`` by device, list it, place pipelines on it, keep its RNG in Trainer checkpoints, and
 compile generation with the device's backend when the user chose none, and explain what needs Inductor (flex attention,
-an explicit Inductor CompileConfig) instead of failing deep inside it."""
+an explicit Inductor CompileConfig) instead of failing deep inside it; and two bugs of transformers that fail on every
+device, each with a small and certain fix (GIT's text-only training loss, Reformer's axial position weights in
+bfloat16). Bugs without one are recorded in ``compat/library_bugs.toml``."""
 
 from __future__ import annotations
 
@@ -203,6 +205,45 @@ def _counts_topk_in_float(original: Callable[..., Any]) -> Callable[..., Any]:
     return build_attention_mask_from_topk
 
 
+def _git_text_only_loss(original: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        labels = bound.arguments.get("labels")
+        if labels is None or any(bound.arguments.get(name) is not None for name in ("pixel_values", "inputs_embeds")):
+            return original(self, *args, **kwargs)
+        extra = dict(bound.arguments.get("kwargs", {}))
+        shift_labels = extra.pop("shift_labels", None)
+        bound.arguments.update(labels=None, kwargs=extra)
+        if bound.arguments.get("use_cache") is None:
+            bound.arguments["use_cache"] = False  # as the original does for a training step
+        outputs = original(*bound.args, **bound.kwargs)
+        logits = outputs[0] if isinstance(outputs, tuple) else outputs.logits
+        if shift_labels is None:  # next-token prediction over the text: no image token comes first
+            logits, shift_labels = logits[:, :-1, :], labels[:, 1:]
+        loss = self.loss_function(logits=logits.contiguous(), labels=None, vocab_size=self.config.vocab_size,
+                                  shift_labels=shift_labels.contiguous(), **extra)
+        return (loss, *outputs) if isinstance(outputs, tuple) else type(outputs)(loss=loss, **outputs)
+
+    return forward
+
+
+def _axial_positions_in_default_dtype(original: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(original)
+    def __init__(self: Any, config: Any) -> None:  # noqa: N807 - replaces AxialPositionEmbeddings.__init__
+        original(self, config)
+        import torch
+
+        dtype = torch.get_default_dtype()  # from_pretrained(dtype=...) builds the model with it as the default
+        for index, weight in enumerate(self.weights):
+            if weight.dtype != dtype:
+                self.weights[index] = torch.nn.Parameter(weight.detach().to(dtype))
+
+    return __init__
+
+
 PATCHES: list[Patch] = [
     Patch(
         id="transformers.detect-neuron-by-device",
@@ -351,5 +392,36 @@ PATCHES: list[Patch] = [
         "same mask.",
         replace=_counts_topk_in_float,
         upstream_fix="Count in the query's float dtype, or scatter booleans, in `build_attention_mask_from_topk()`.",
+    ),
+    Patch(
+        id="transformers.git-text-only-training-loss",
+        library="transformers",
+        module="transformers.models.git.modeling_git",
+        attribute="GitForCausalLM.forward",
+        versions=VERSIONS,
+        reason="transformers/models/git/modeling_git.py `GitForCausalLM.forward` computes its loss on the logits after "
+        "the image's tokens (`logits[:, num_image_tokens:-1]`) whether or not an image was given: a text-only "
+        "training step (`labels` without `pixel_values`, which the model accepts and `forward` runs) drops the "
+        "first `image_patch_tokens` logits, and fails on every device (\"Expected input batch_size (0) to match "
+        "target batch_size\" when the text is shorter, a mismatch otherwise). For `input_ids` and `labels` without "
+        "`pixel_values` the replacement computes the same next-token loss over every logit; any other call is the "
+        "original's.",
+        replace=_git_text_only_loss,
+        upstream_fix="`num_image_tokens = ... if pixel_values is not None else 0` in `GitForCausalLM.forward`.",
+    ),
+    Patch(
+        id="transformers.reformer-axial-positions-in-model-dtype",
+        library="transformers",
+        module="transformers.models.reformer.modeling_reformer",
+        attribute="AxialPositionEmbeddings.__init__",
+        versions=VERSIONS,
+        reason="transformers/models/reformer/modeling_reformer.py `AxialPositionEmbeddings.__init__` creates its "
+        "weights with `torch.ones(..., dtype=torch.float32)`, so `from_pretrained(..., dtype=torch.bfloat16)` "
+        "leaves them in float32 while every other weight is bfloat16: the position encodings make the hidden "
+        "states float32 and the first layer norm fails on every device (\"mixed dtype (CPU): expect parameter to "
+        "have scalar type of Float\"). The replacement makes them in the default dtype the model is built in, as "
+        "every other weight is (float32 unless the loader says otherwise).",
+        replace=_axial_positions_in_default_dtype,
+        upstream_fix="`torch.ones(ax_shape)` without `dtype=torch.float32` in `AxialPositionEmbeddings.__init__`.",
     ),
 ]

@@ -27,6 +27,7 @@ from hf_neuron.report.load import LoadedRecords
 from hf_neuron.report.tables import (
     Change,
     Headline,
+    LibraryBug,
     RunInfo,
     ScenarioFallback,
     frame_rows,
@@ -82,7 +83,7 @@ class IndexPage:
 class ArchPage:
     """Everything an architecture's page shows: its row of the matrix table and its cases by scenario (rows as
     :func:`~hf_neuron.report.tables.frame_rows` gives them), its statuses in the previous run (None when there
-    is no previous run), and its catalog entry when known."""
+    is no previous run), its catalog entry when known, and the libraries' bugs that fail its cases."""
 
     model_type: str
     row: Mapping[str, Any]
@@ -95,6 +96,8 @@ class ArchPage:
     scenario_fallbacks: Sequence[ScenarioFallback] = ()
     #: the libraries' own tests that ran on it: (library, its summary) each
     upstream: tuple[tuple[str, ArchSummary], ...] = ()
+    #: the bugs of the libraries that fail its cases on every device (``compat/library_bugs.toml``)
+    library_bugs: Sequence[LibraryBug] = ()
 
 
 def reproduce_command(model_type: str, scenario: str) -> str:

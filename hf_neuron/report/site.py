@@ -11,6 +11,7 @@ import pandas as pd
 
 from hf_neuron.compat.baselines import Baseline
 from hf_neuron.compat.catalog import Catalog
+from hf_neuron.compat.library_bugs import LibraryBugs
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.errors import InputError
 from hf_neuron.report.chart import trend_chart
@@ -36,6 +37,7 @@ from hf_neuron.report.tables import (
     frame_rows,
     headline,
     lane,
+    library_bugs_of,
     matrix_table,
     run_info,
     scenario_costs,
@@ -131,6 +133,7 @@ def build_site(
     top_n: int = 100,
     on_conflict: ConflictPolicy = "error",
     upstream: Sequence[Path] = (),
+    library_bugs: LibraryBugs | None = None,
 ) -> BuildResult:
     """Build the site of the run whose records are in ``results`` (directories or record files) into ``out``.
 
@@ -140,7 +143,9 @@ def build_site(
     diff, all summaries the trend, and this run's summary is added to it. Raises :class:`InputError` when no valid
     record is found, several runs of one backend mix, or records of one case disagree (unless ``on_conflict`` is
     ``"latest"``). With ``upstream`` (directories of ``hf-neuron upstream`` records), the index gets a column and a
-    section per library, and each architecture's page a section per library that ran tests on it.
+    section per library, and each architecture's page a section per library that ran tests on it. Each page shows
+    the bugs of ``library_bugs`` (``compat/library_bugs.toml``) that name its architecture, in the library versions
+    the run used, as the libraries' bugs, beside the cases they fail.
     """
     entries = catalog.by_type() if catalog else {}
     if bad := sorted(m for m in entries if not is_name(m)):
@@ -193,6 +198,7 @@ def build_site(
             fallback_ops=fallback_ops(cases, row["model_type"]),
             scenario_fallbacks=scenario_fallbacks(cases, row["model_type"]),
             upstream=upstream_view.for_arch(row["model_type"]) if upstream_view else (),
+            library_bugs=library_bugs_of(library_bugs, row["model_type"], cases, run.env) if library_bugs else (),
         )
         for row in frame_rows(table)
     )

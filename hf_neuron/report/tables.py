@@ -17,6 +17,8 @@ import pandas as pd
 
 from hf_neuron.compat.baselines import Baseline, Mode
 from hf_neuron.compat.catalog import Catalog
+from hf_neuron.compat.expected_failures import EVERY
+from hf_neuron.compat.library_bugs import LibraryBugs, affects
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.report.status import FAILING, arch_verdict, cell_status, runs_unmodified, scenario_order
 from hf_neuron.vocabulary.backends import BackendKind
@@ -30,6 +32,7 @@ __all__ = [
     "GroupFigures",
     "Headline",
     "Lane",
+    "LibraryBug",
     "RunInfo",
     "ScenarioFallback",
     "Statuses",
@@ -43,6 +46,7 @@ __all__ = [
     "frame_rows",
     "headline",
     "lane",
+    "library_bugs_of",
     "matrix_table",
     "run_info",
     "scenario_columns",
@@ -175,6 +179,47 @@ class Change:
         if self.scenario_added:
             return "scenario-added"
         return "new-pass" if self.after == "passed" else "other"
+
+
+@dataclass(frozen=True)
+class LibraryBug:
+    """A bug of a library (``compat/library_bugs.toml``) as an architecture's page shows it: the entry's fields, the
+    library's version in the run (None when the records do not name one version), and the run's cases it explains:
+    those of its scenarios that fail as it says, the same way on the CPU."""
+
+    library: str
+    versions: str
+    scenarios: tuple[str, ...]
+    reason: str
+    reproduction: str
+    fixed_in: str | None
+    upstream: str | None
+    run_version: str | None
+    explains: tuple[str, ...]
+
+
+def library_bugs_of(bugs: LibraryBugs, model_type: str, cases: pd.DataFrame, env: Mapping[str, str]
+                    ) -> list[LibraryBug]:
+    """The bugs of ``bugs`` that name ``model_type`` and are in the version of their library the run used (every one
+    when the records do not say which version ran), each with the cases of ``cases`` it explains."""
+    own = cases[(cases["model_type"] == model_type) & (cases["cpu_verdict"] == FAILS_ON_CPU_TOO)]
+    found = []
+    for entry in bugs.entries:
+        if not {model_type, EVERY} & set(entry.names["model_type"]):
+            continue
+        library = entry.fields["library"]
+        version = env.get(library)
+        version = version if version and "," not in version else None  # shards on several versions: not one
+        if not affects(entry, version):
+            continue
+        explains = tuple(
+            case["scenario"] for case in frame_rows(own)
+            if entry.selects({"model_type": model_type, "scenario": case["scenario"]})
+            and entry.expects(f"{case['failure_type']}: {case['failure_message']}"))
+        found.append(LibraryBug(library, entry.fields["versions"], entry.names["scenario"], entry.reason,
+                                entry.fields["reproduction"].strip(), entry.fields.get("fixed_in"),
+                                entry.fields.get("upstream"), version, explains))
+    return found
 
 
 def baseline_mode(facts: ScenarioFacts) -> Mode:

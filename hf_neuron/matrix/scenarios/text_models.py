@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.tiny.groups import Decoding, TransformersModels, transformers_models
-from hf_neuron.tiny.transformers.model_types import generative_types
+from hf_neuron.tiny.transformers.model_types import generative_type_of, generative_types
 
 if TYPE_CHECKING:
     import torch
@@ -120,7 +120,7 @@ def _unwrapped(model: PreTrainedModel) -> PreTrainedModel:
 
 def _models(model: PreTrainedModel) -> TransformersModels:
     """The package of the group ``model``'s type belongs to."""
-    found = generative_types().get(model.config.model_type)
+    found = generative_type_of(model.config)
     if found is None:
         raise LookupError(f"{model.config.model_type!r} is not a model type of any transformers group")
     return transformers_models(found.group)

@@ -22,7 +22,7 @@ from hf_neuron.vocabulary.groups import REGISTRY, Group, GroupDeclaration
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel
 
-__all__ = ["GenerativeType", "generative_types", "model_class", "model_config", "types_of"]
+__all__ = ["GenerativeType", "generative_type_of", "generative_types", "model_class", "model_config", "types_of"]
 
 
 class GenerativeType(NamedTuple):
@@ -67,6 +67,29 @@ def model_class(model_type: str) -> type[PreTrainedModel]:
     if model_type not in types:
         raise KeyError(f"{model_type!r} is not a generative model type of transformers {transformers.__version__}")
     return getattr(transformers, types[model_type].model_class)
+
+
+def generative_type_of(config: PreTrainedConfig) -> GenerativeType | None:
+    """Where a loaded model's ``config`` belongs: its own ``model_type``'s entry, or, for the decoder of a composite
+    that its auto class loads with the decoder's text config (``AutoModelForCausalLM`` loads an ``emu3`` checkpoint as
+    ``Emu3ForCausalLM`` with an ``Emu3TextConfig``, whose model type ``emu3_text_model`` no auto mapping lists), the
+    entry of the type whose model class takes that config class. None when neither is a generative type."""
+    types = generative_types()
+    if (found := types.get(config.model_type)) is not None:
+        return found
+    return _types_by_config_class().get(type(config).__name__)
+
+
+@functools.cache
+def _types_by_config_class() -> dict[str, GenerativeType]:
+    import transformers
+
+    found: dict[str, GenerativeType] = {}
+    for entry in generative_types().values():
+        config_class = getattr(getattr(transformers, entry.model_class), "config_class", None)
+        if config_class is not None:
+            found.setdefault(config_class.__name__, entry)
+    return found
 
 
 def model_config(model_type: str, config: PreTrainedConfig) -> PreTrainedConfig:

@@ -1,6 +1,7 @@
 """What the transformers scenarios compute with a language model, the default every transformers group's package
 may take: the outputs a forward pass compares (its ``logits``), greedy decoding (new tokens and each step's scores),
-and a training step's inputs (the prompt as labels: its ``loss`` is the next-token loss). A group whose models make
+and a training step's inputs (the prompt as labels: its ``loss`` is the next-token loss; padded to the one length a
+model trains on, where its config fixes one). A group whose models make
 something else than tokens (a waveform, audio codes, a spectrogram) or train with other labels gives its own
 (:class:`hf_neuron.tiny.groups.TransformersModels`).
 """
@@ -17,7 +18,11 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["compileable", "decode", "forward_outputs", "greedy_decoding", "no_training_loss", "training_inputs"]
+__all__ = ["compileable", "decode", "forward_outputs", "greedy_decoding", "no_training_loss", "training_inputs",
+           "training_length"]
+
+#: The label of a position a training step leaves out of the loss (transformers' losses ignore it).
+IGNORED_LABEL = -100
 
 
 def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -64,9 +69,34 @@ def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_token
     return greedy_decoding(model, inputs, new_tokens, **generate_kwargs)
 
 
+def training_length(config: Any) -> int | None:
+    """The one sequence length a model of ``config`` trains on, when its config fixes one, else None: axial position
+    embeddings (Reformer's ``axial_pos_embds``) train on exactly the product of ``axial_pos_shape`` (their forward
+    refuses any other length in training: "If training, make sure that config.axial_pos_shape factors ... multiply
+    to sequence length ... consider padding your sequence length")."""
+    import math
+
+    shape = getattr(config, "axial_pos_shape", None)
+    return math.prod(shape) if getattr(config, "axial_pos_embds", False) and shape else None
+
+
 def training_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """``inputs`` with the prompt (:func:`prompt_of`) as ``labels``."""
-    return {**inputs, "labels": prompt_of(inputs)}
+    """``inputs`` with the prompt (:func:`prompt_of`) as ``labels``; a prompt shorter than the one length its model
+    trains on (:func:`training_length`) is padded to it at the end, as a user pads a batch: pad tokens, masked out
+    of the attention and of the loss."""
+    import torch
+
+    labelled = {**inputs, "labels": prompt_of(inputs)}
+    length = training_length(model.config)
+    ids = labelled.get("input_ids")
+    if length is None or ids is None or ids.shape[1] >= length or set(labelled) - {"input_ids", "attention_mask",
+                                                                                  "labels"}:
+        return labelled
+    mask = labelled.get("attention_mask", torch.ones_like(ids))
+    pad_id = getattr(model.config, "pad_token_id", None) or 0
+    padding = {"input_ids": pad_id, "attention_mask": 0, "labels": IGNORED_LABEL}
+    return {key: torch.nn.functional.pad(value, (0, length - ids.shape[1]), value=padding[key])
+            for key, value in {**labelled, "attention_mask": mask}.items()}
 
 
 def no_training_loss(model: PreTrainedModel) -> str | None:
