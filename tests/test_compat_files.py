@@ -38,7 +38,7 @@ def test_an_error_in_a_table_names_its_line_table_and_key(tmp_path: Path) -> Non
     with pytest.raises(DataFileError) as error:
         load_tables(path, lambda p, name, table: check_table(p, name, table, ()))
     assert str(error.value) == (f"{path}:6: [mamba] gap: 'audio' is not a gap; gaps are inputs, pipeline-recipe, "
-                                "lora-targets, tiny-build, devices, checks")
+                                "lora-targets, tiny-build, devices, checks, memory-budget")
 
 
 def test_tables_out_of_order_are_refused_as_the_headers_say(tmp_path: Path) -> None:

@@ -132,13 +132,14 @@ PATCHES: list[Patch] = [
         attribute="_VF.lstm",
         versions=VERSIONS,
         reason="torch/nn/modules/rnn.py `LSTM.forward` runs `_VF.lstm` (`aten::lstm.input`), a composite whose cell "
-        "(aten/src/ATen/native/RNN.cpp, `LSTMCell`) calls the fused `aten::_thnn_fused_lstm_cell` on every device "
-        "but the CPU; only CUDA has a kernel for it. TorchNeuron does not implement it (hf_neuron/device/trainium_ops.toml), so it reaches the "
-        "catch-all CPU fallback, which finds no CPU kernel either: every LSTM fails on neuron (EnCodec's decoder: "
-        "bark, musicgen and musicgen_melody generate; parakeet's and the Nemotron ASR models' prediction networks). "
-        "On neuron inputs the replacement computes the LSTM with the CPU kernel's unfused cell, of linear, sigmoid, "
-        "tanh and elementwise operators that TorchNeuron runs natively (forward and backward); a backend that "
-        "registers its own fused cell keeps it. Packed sequences (`lstm.data`) are left to torch.",
+        "(aten/src/ATen/native/RNN.cpp, `LSTMCell`) calls the fused `aten::_thnn_fused_lstm_cell` on every device but "
+        "the CPU; only CUDA has a kernel for it. TorchNeuron does not implement it "
+        "(hf_neuron/device/trainium_ops.toml), so it reaches the catch-all CPU fallback, which finds no CPU kernel "
+        "either: every LSTM fails on neuron (EnCodec's decoder: bark, musicgen and musicgen_melody generate; "
+        "parakeet's and the Nemotron ASR models' prediction networks). On neuron inputs the replacement computes "
+        "the LSTM with the CPU kernel's unfused cell, of linear, sigmoid, tanh and elementwise operators that "
+        "TorchNeuron runs natively (forward and backward); a backend that registers its own fused cell keeps it. "
+        "Packed sequences (`lstm.data`) are left to torch.",
         replace=_lstm_on_neuron,
         upstream_fix="torch: take the unfused cell where the device has no `_thnn_fused_lstm_cell` kernel (test "
         "the dispatch key, not `is_privateuseone()`); or TorchNeuron: a kernel for the fused cell.",
