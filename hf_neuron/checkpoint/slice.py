@@ -65,7 +65,8 @@ _BUDGET_SHARE = 0.75
 class CheckpointSlice:
     """A checkpoint's slice: the config keyword arguments that build it (``kwargs``; a diffusers backbone's
     arguments), its ``parameters``, its estimated peak ``bytes`` against the ``budget`` (bytes), whether it ``fits``,
-    the ``layers`` asked for, and what was cut to fit (``reductions``, in order, each a sentence)."""
+    the ``layers`` it keeps, what was cut to fit (``reductions``, in order, each a sentence), and the shrinker's
+    ``dims`` its group builds it with."""
 
     kwargs: Mapping[str, Any]
     parameters: int
@@ -73,8 +74,8 @@ class CheckpointSlice:
     budget: int
     fits: bool
     layers: int
-    reductions: tuple[str, ...] = ()
-    dims: TinyDims | None = None
+    reductions: tuple[str, ...]
+    dims: TinyDims
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +190,7 @@ def materialize(source: CheckpointSource, planned: CheckpointSlice, out_dir: Pat
     model's group), reused when already there; safe from several processes at once."""
     from hf_neuron.tiny.groups import group_models
 
-    if not planned.fits or planned.dims is None:
+    if not planned.fits:
         raise ValueError(f"the slice of {source.name} does not fit its budget: it is not built")
     return group_models(source.group).materialize(source.architecture, out_dir, seed=seed, base=source.config,
                                                   dims=planned.dims)
