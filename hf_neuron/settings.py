@@ -178,6 +178,10 @@ SWITCHES: tuple[Switch, ...] = (
     Switch("HF_NEURON_MATRIX_WORKERS", _positive_int, "1",
            "Worker processes of `hf-neuron matrix run` when `-n` is not given (`scripts/ci_matrix_shard.sh` and "
            "`scripts/nightly.sh` set it to the number of cores unless it is set).", "hf-neuron matrix run"),
+    Switch("HF_NEURON_MATRIX_MAX_GB", _gibibytes, "",
+           "Memory budget of a checkpoint's real-width slice, GiB, when `--max-gb` is not given (unset: 3/4 of the "
+           "memory available when the run starts, shared by its workers). `scripts/nightly.sh` sets 4 unless it is "
+           "set, so that nights on different machines slice alike.", "hf-neuron matrix run"),
     Switch("HF_NEURON_MATRIX_TIMEOUT", _seconds, "300",
            "Seconds one matrix case may take before it is recorded as `timeout`, when `--timeout` is not given.",
            "hf-neuron matrix run"),

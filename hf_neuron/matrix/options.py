@@ -109,8 +109,8 @@ OPTIONS: tuple[Option, ...] = (
            f"layers a checkpoint's slice keeps (default {DEFAULT_LAYERS}; one of every kind its config declares)",
            metavar="N", default=DEFAULT_LAYERS, type=int),
     Option("matrix_max_gb", "--max-gb", "--max-gb", "run",
-           "memory budget of a checkpoint's slice, GiB (default: 3/4 of the memory available when the run starts, "
-           "shared by the workers)", metavar="GIB", type=float),
+           "memory budget of a checkpoint's slice, GiB (default $HF_NEURON_MATRIX_MAX_GB, else 3/4 of the memory "
+           "available when the run starts, shared by the workers)", metavar="GIB", type=float),
 )
 
 
@@ -181,6 +181,7 @@ class MatrixConfig:
         shard = get("matrix_shard")
         known = get("matrix_known_failures")
         layers, max_gb = get("matrix_layers"), get("matrix_max_gb")
+        max_gb = settings.read("HF_NEURON_MATRIX_MAX_GB") if max_gb is None else max_gb
         if layers < 1:
             raise InputError(f"--layers {layers}: a slice keeps at least one layer")
         if max_gb is not None and not max_gb > 0:

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import pytest
 
-from hf_neuron import cpus
+from hf_neuron import cpus, settings
 from hf_neuron.checkpoint.instances import GIB
 from hf_neuron.checkpoint.slice import default_budget
 from hf_neuron.compat.files import REPO_ROOT
@@ -69,7 +69,8 @@ def run(values: Mapping[str, Any], workers: int, out: IO[str] | None = None) -> 
             f"the matrix suite is not at {SUITE_DIR}: it ships with the hf-neuron source tree; run from a checkout"
         )
     if values.get("matrix_max_gb") is None:  # one budget for every process of the run, so every slice is the same
-        values = {**values, "matrix_max_gb": round(default_budget(workers) / GIB, 2)}
+        given = settings.read("HF_NEURON_MATRIX_MAX_GB")
+        values = {**values, "matrix_max_gb": given if given is not None else round(default_budget(workers) / GIB, 2)}
     config = MatrixConfig.from_values(values)
     cases = config.cases()
     environment.require_backend(config.device, environment.collect())
