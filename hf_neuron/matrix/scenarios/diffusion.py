@@ -31,7 +31,7 @@ from hf_neuron.matrix.scenarios.rounding import judged_with_rounding, round_weig
 from hf_neuron.tiny import UnbuildableInputError
 from hf_neuron.tiny.diffusion.backbones import BATCH, backbone_class
 from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs, predict
-from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shipped_pipelines
+from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shipped_pipelines, unmet_requirement
 from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ def generate(ctx: CaseContext) -> ScenarioResult:
             return ScenarioResult.skipped(f"diffusers {diffusers.__version__} ships no pipeline for {ctx.model_type}")
         return ScenarioResult.untested(f"compat/tiny_diffusion.toml has no pipeline recipe for {ctx.model_type} "
                                        f"(diffusers ships {', '.join(shipped)})", "pipeline-recipe")
+    if (unmet := unmet_requirement(backbone_recipe)) is not None:
+        return ScenarioResult.untested(unmet, "pipeline-recipe")
 
     def on_cpu(rounding: int | None = None) -> dict[str, torch.Tensor]:
         pipeline = build_pipeline(_load(ctx, "cpu"), backbone_recipe, seed=ctx.seed, presets=presets())
