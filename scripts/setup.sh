@@ -7,7 +7,9 @@
 # Idempotent: when .venv was installed from the same pyproject.toml and scripts/constraints.txt, pip is not run
 # again, and a device already in the build cache (~/.cache/hf-neuron) is only found, so a second run takes seconds.
 # torch is the CPU build pinned in scripts/constraints.txt (found on this project's machines without a download);
-# elsewhere set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu to take it from PyTorch's CPU index.
+# elsewhere set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu to take it from PyTorch's CPU index, with the
+# torchvision built for it (hf-neuron[vision]: the pipelines of OmniGen and Qwen-Image 2.1 need it; without it the
+# matrix leaves them untested and says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +24,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     echo "setup: installing hf-neuron[dev] into .venv" >&2
     .venv/bin/python -m pip install --quiet --upgrade pip
     if [ -n "${TORCH_INDEX_URL:-}" ]; then
-        .venv/bin/python -m pip install --quiet --constraint scripts/constraints.txt --index-url "$TORCH_INDEX_URL" torch
+        .venv/bin/python -m pip install --quiet --constraint scripts/constraints.txt --index-url "$TORCH_INDEX_URL" \
+            torch torchvision
     fi
     .venv/bin/python -m pip install --quiet --constraint scripts/constraints.txt --editable '.[dev]'
     echo "$wanted" >"$stamp"

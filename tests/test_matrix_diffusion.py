@@ -73,6 +73,9 @@ def test_every_named_family_has_a_pipeline_recipe_and_runs_on_the_cpu(name: str)
          r"\[backbones.X\] components.vae: = 'nope' names no"),
         ('[backbones.X]\npipeline = "P"\npipeline_gap = "g"\n', "pipeline_gap says why .* instead of a 'pipeline'"),
         ('[backbones.X]\ninit = { a = 1 }\n', "has components, a slot or init arguments but no 'pipeline'"),
+        ('[backbones.X]\npipeline = "P"\nrequires = ["numpy"]\n',
+         r"\[backbones.X\] requires: lists the optional packages a 'pipeline' needs, of torchvision"),
+        ('[backbones.X]\nrequires = ["torchvision"]\n', r"\[backbones.X\] requires: lists the optional packages"),
         ('[components.p]\nclass = "diffusers.X"\nmodel_type = "llama"\n', "model_type names the transformers"),
         ('[components.p]\nclass = "diffusers.X"\nparts = { a = "q" }\n',
          r"\[components.p\] parts: names no preset \['q'\]"),
@@ -132,11 +135,44 @@ def test_generate_of_a_shipped_pipeline_without_a_recipe_is_a_harness_gap(tmp_pa
         result.message and "FluxPipeline" in result.message
 
 
-def test_a_reviewed_pipeline_gap_makes_generate_untested_with_its_reason(tmp_path: Path) -> None:
-    gap = recipe("OmniGenTransformer2DModel").pipeline_gap
-    assert gap is not None and "torchvision" in gap
+def test_a_reviewed_pipeline_gap_makes_generate_untested_with_its_reason(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_neuron.compat.tiny_diffusion import Recipe
+    from hf_neuron.matrix.scenarios import diffusion
+
+    monkeypatch.setattr(diffusion, "recipe", lambda name: Recipe(pipeline_gap="its decoder needs 4 GB"))
+    result = generate(CaseContext("FluxTransformer2DModel", "diffusion", "generate", "cpu", tmp_path))
+    assert (result.outcome, result.gap, result.message) == ("untested", "pipeline-recipe", "its decoder needs 4 GB")
+
+
+def test_a_recipe_whose_optional_package_does_not_import_is_untested_with_what_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import importlib.util
+
+    from hf_neuron.tiny.diffusion.pipelines import unmet_requirement
+
+    omnigen = recipe("OmniGenTransformer2DModel")
+    assert omnigen.pipeline == "OmniGenPipeline" and omnigen.requires == ("torchvision",)
+    real_find_spec, real_import = importlib.util.find_spec, importlib.import_module
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torchvision" else real_find_spec(name, *a))
     result = generate(CaseContext("OmniGenTransformer2DModel", "diffusion", "generate", "cpu", tmp_path))
-    assert (result.outcome, result.gap, result.message) == ("untested", "pipeline-recipe", gap)
+    assert (result.outcome, result.gap) == ("untested", "pipeline-recipe")
+    assert result.message is not None and result.message.startswith(
+        "OmniGenPipeline needs torchvision, which is not installed: hf-neuron[vision]")
+
+    def broken(name: str, *args: object) -> object:
+        if name == "torchvision":
+            raise RuntimeError("operator torchvision::nms does not exist")
+        return real_import(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(importlib, "import_module", broken)
+    assert "which does not import (RuntimeError: operator torchvision::nms does not exist)" in (
+        unmet_requirement(omnigen) or "")
+    monkeypatch.setattr(importlib, "import_module", lambda name, *a: object())
+    assert unmet_requirement(omnigen) is None
 
 
 def test_the_shrinker_knows_short_and_prefixed_size_names_and_every_rotary_axes_name() -> None:

@@ -47,9 +47,24 @@ def test_an_exact_pin_would_be_caught() -> None:
 
 def test_the_set_up_pins_the_cpu_wheel_inside_the_range() -> None:
     pins = [Requirement(line) for line in CONSTRAINTS.read_text().splitlines() if line and not line.startswith("#")]
-    assert [str(pin) for pin in pins] == ["torch==2.13.0"]
+    assert [str(pin) for pin in pins] == ["torch==2.13.0", "torchvision==0.28.0"]
     assert _torch_specifier(PYPROJECT.read_text()).contains("2.13.0")
     assert "--constraint scripts/constraints.txt" in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+def test_the_vision_extra_admits_the_torchvision_of_every_torchneuron_line_and_the_pinned_one() -> None:
+    """torchvision pins its torch exactly: 0.28 is made for torch 2.13, 0.29 for 2.14."""
+    (torchvision,) = [Requirement(r) for r in tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]
+                      ["vision"]]
+    made_for = {"0.28.0": "2.13.0", "0.28.1": "2.13.1", "0.29.0": "2.14.0", "0.29.1": "2.14.1"}
+    assert sorted(made_for.values()) == sorted(NEURON_TORCHES)
+    assert all(torchvision.specifier.contains(version) for version in made_for)
+    assert not any(torchvision.specifier.contains(v) for v in ("0.27.1", "0.30.0"))
+    pins = {Requirement(line).name: Requirement(line) for line in CONSTRAINTS.read_text().splitlines()
+            if line and not line.startswith("#")}
+    (pinned,) = [version for version, torch in made_for.items() if pins["torch"].specifier.contains(torch)
+                 and pins["torchvision"].specifier.contains(version)]
+    assert torchvision.specifier.contains(pinned)
 
 
 def test_a_missing_compat_file_outside_a_checkout_says_that_it_comes_with_one(

@@ -295,6 +295,35 @@ def _diffusers(model: Path, tmp: Path) -> Any:
     return is_torch_neuronx_available()
 
 
+def _spectrogram_encoder(name: str) -> Probe:
+    """The spectrogram pipeline's note or context encoder on a padded batch: its masked position must get no
+    attention (the output of the unmasked positions does not change when the masked token does)."""
+
+    def probe(model: Path, tmp: Path) -> Any:
+        from diffusers.pipelines.deprecated.spectrogram_diffusion import continuous_encoder, notes_encoder
+
+        sizes = {"d_model": 16, "dropout_rate": 0.0, "num_layers": 1, "num_heads": 2, "d_kv": 8, "d_ff": 32,
+                 "feed_forward_proj": "gated-gelu"}
+        torch.manual_seed(0)
+        mask = torch.tensor([[1, 1, 1, 0]])
+        if name == "notes":
+            encoder = notes_encoder.SpectrogramNotesEncoder(max_length=4, vocab_size=8, **sizes).eval()
+            inputs = [torch.tensor([[1, 2, 3, 4]]), torch.tensor([[1, 2, 3, 7]])]
+        else:
+            encoder = continuous_encoder.SpectrogramContEncoder(input_dims=4, targets_context_length=4,
+                                                                **sizes).eval()
+            first = torch.randn(1, 4, 4)
+            inputs = [first, torch.cat([first[:, :3], torch.randn(1, 1, 4)], dim=1)]
+        try:
+            with torch.no_grad():
+                outputs = [encoder(x, mask)[0][:, :3] for x in inputs]
+        except AttributeError as error:
+            return type(error).__name__
+        return torch.allclose(*outputs, atol=1e-6)
+
+    return probe
+
+
 #: patch id -> (probe, its answer with the patch, its answer without)
 EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "torch.integer-histc-on-neuron": (_moe, True, '"histogram_cpu"'),
@@ -328,6 +357,9 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "trl.loads-model-on-the-process-device": (_trl_device_map, None, "auto"),
     "trl.peak-flops-by-device": (_trl, None, "AssertionError"),
     "diffusers.detect-neuron-by-device": (_diffusers, True, False),
+    "diffusers.notes-encoder-builds-its-attention-mask": (_spectrogram_encoder("notes"), True, "AttributeError"),
+    "diffusers.continuous-encoder-builds-its-attention-mask": (_spectrogram_encoder("context"), True,
+                                                               "AttributeError"),
 }
 
 
@@ -358,8 +390,8 @@ def test_patch_applies_has_its_effect_and_reverts_everywhere(patch_id: str, tiny
                if value is replacement]
     assert probe(tiny_llama, tmp_path / "patched") == patched
     with reinstalled():
-        assert getattr(owner, name) is original
-        assert all(getattr(module, key) is original for module, key in holders)  # an inherited one: deleted
+        assert getattr(owner, name, None) is original  # what a patch added is gone; an inherited one is its class's
+        assert all(getattr(module, key, None) is original for module, key in holders)
         assert probe(tiny_llama, tmp_path / "reverted") == unpatched
     assert installation().finder.registry.state(patch_id).status == "applied"  # type: ignore[union-attr]
     assert getattr(owner, name) is not original

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 import re
@@ -107,6 +108,29 @@ def test_missing_target_is_skipped(fakelib: str) -> None:
         importlib.import_module(f"{fakelib}.core")
         assert _state(registry, f"{fakelib}.shout") == (
             "target-missing", f"{fakelib}.core.Greeter.greet does not exist in {fakelib} 1.0")
+
+
+def test_a_patch_that_adds_a_missing_attribute_adds_it_and_revert_removes_it(fakelib: str) -> None:
+    core = importlib.import_module(f"{fakelib}.core")
+    given: list[object] = []
+
+    def wave(original: object) -> Callable[[], str]:
+        given.append(original)
+        return lambda: "wave"
+
+    adds = dataclasses.replace(_patch(fakelib, wave, attribute="wave", suffix="wave"), adds=True)
+    kept = dataclasses.replace(_patch(fakelib, lambda original: given.append(original) or original,
+                                      suffix="kept"), adds=True)
+    registry = _registry(adds, kept)
+    installed = hook(registry)
+    assert core.wave() == "wave" and given == [None, core.greet]  # an attribute that exists is handed over
+    assert core.__doc__ is None  # nothing else that is None became the added function
+    assert _state(registry, f"{fakelib}.wave")[0] == "applied"
+    installed.revert()
+    assert not hasattr(core, "wave") and core.greet() == "hello"
+    absent = _registry(_patch(fakelib, wave, attribute="wave", suffix="wave"))  # without `adds`: missing
+    with hook(absent):
+        assert _state(absent, f"{fakelib}.wave")[0] == "target-missing"
 
 
 def test_failing_replacement_is_reported_and_import_still_works(fakelib: str) -> None:

@@ -6,7 +6,8 @@ the latents: one of :data:`LAYOUTS`), each with a ``reason``; and the two-step p
 that ``generate`` runs: ``pipeline`` (a diffusers pipeline class) with ``components`` naming, per argument of the
 pipeline, a ``[components.<name>]`` preset or ``"none"``, and optional ``call`` arguments. A preset is a
 ``class`` (``diffusers.X``, ``transformers.X``, ``tiny-tokenizer`` or ``tiny-guardrail``) and its ``config``, and the
-``methods`` a user calls on it once it is built (``enable_tiling`` of a VAE that decodes only in tiles).
+``methods`` a user calls on it once it is built (``enable_tiling`` of a VAE that decodes only in tiles), and
+``requires``: the optional packages of :data:`REQUIREMENTS` the pipeline needs.
 
 ``inputs`` (with the ``reason``) says how to build a ``forward`` parameter the generic rules of
 :mod:`~hf_neuron.tiny.diffusion.inputs` cannot, one :class:`InputSpec` per parameter: a ``shape`` whose sizes are
@@ -34,6 +35,7 @@ __all__ = [
     "INPUT_KINDS",
     "LAYOUTS",
     "RECIPES_FILE",
+    "REQUIREMENTS",
     "Component",
     "InputSpec",
     "Layout",
@@ -57,7 +59,15 @@ NONE = "none"
 #: unconditional branch).
 BACKBONE = "backbone"
 _BACKBONE_KEYS = {"reason", "config", "layout", "inputs", "pipeline", "slot", "components", "init", "call",
-                  "pipeline_gap"}
+                  "pipeline_gap", "requires"}
+#: The optional packages a pipeline recipe may require (``requires``), each with its extra of hf-neuron and what to do
+#: where it does not import: ``generate`` is then untested (gap ``pipeline-recipe``) with that reason.
+REQUIREMENTS: Mapping[str, str] = {
+    "torchvision": "hf-neuron[vision]: PyPI's torchvision wheels for x86_64 are CUDA builds, which do not import "
+                   "beside torch's CPU build, and PyPI has no CPU build; install the torchvision built for the "
+                   "installed torch from the index torch came from (./scripts/setup.sh does with TORCH_INDEX_URL, "
+                   "PyTorch's CPU index)",
+}
 _COMPONENT_KEYS = {"class", "config", "model_type", "subconfig", "parts", "methods"}
 #: How an input spec builds its value (exactly one per spec): random normal, a constant, random integers in
 #: ``[low, high)``, ``arange(start, stop)``, a literal tensor (with a shape: broadcast to it), a plain Python value, an
@@ -121,6 +131,8 @@ class Recipe:
     inputs: Mapping[str, InputSpec] = dataclasses.field(default_factory=dict)
     #: Why the harness cannot run the pipeline diffusers ships for the backbone (``generate`` is then untested).
     pipeline_gap: str | None = None
+    #: The optional packages (of :data:`REQUIREMENTS`) the pipeline needs besides hf-neuron's matrix extra.
+    requires: tuple[str, ...] = ()
 
 
 def _error(path: Path, where: str, problem: str) -> DataFileError:
@@ -264,6 +276,11 @@ def _recipe(path: Path, name: str, raw: Any, presets: Mapping[str, Component]) -
             Component(BACKBONE, BACKBONE, {}) if preset == BACKBONE else presets[preset])
     if (components or "slot" in table or "init" in table) and not isinstance(table.get("pipeline"), str):
         raise _error(path, where, "has components, a slot or init arguments but no 'pipeline' class")
+    requires = table.get("requires", [])
+    if not isinstance(requires, list) or not set(requires) <= set(REQUIREMENTS) or (requires and "pipeline" not in
+                                                                                   table):
+        raise _error(path, f"{where}.requires", f"lists the optional packages a 'pipeline' needs, of "
+                     f"{', '.join(REQUIREMENTS)}")
     gap = table.get("pipeline_gap")
     if gap is not None and (not isinstance(gap, str) or not gap.strip() or "pipeline" in table):
         raise _error(path, where, "pipeline_gap says why the shipped pipeline cannot run (a non-empty "
@@ -279,6 +296,7 @@ def _recipe(path: Path, name: str, raw: Any, presets: Mapping[str, Component]) -
         inputs={parameter: _input(path, f"{where}.inputs.{parameter}", spec)
                 for parameter, spec in _table(path, f"{where}.inputs", table.get("inputs", {})).items()},
         pipeline_gap=gap,
+        requires=tuple(requires),
     )
 
 

@@ -56,7 +56,10 @@ class Patch:
     code it works around (file and function); ``upstream_fix`` the upstream change that would make it unnecessary.
     ``replace`` builds the replacement from the original object. A patch with ``needs_device`` applies only when a
     ``neuron`` device is registered. ``reference_device_gap`` marks a patch that works around a gap of the reference
-    device itself (it runs the CPU's kernels), which Trainium may not have: the report flags it.
+    device itself (it runs the CPU's kernels), which Trainium may not have: the report flags it. A patch that
+    ``adds`` targets an attribute absent from the versions it is for (a method a library's code calls that another
+    library removed): ``replace`` receives ``None`` there (or the object a version that still has it provides), and
+    reverting removes what it added.
     """
 
     id: str
@@ -69,6 +72,7 @@ class Patch:
     upstream_fix: str = ""
     needs_device: bool = True
     reference_device_gap: bool = False
+    adds: bool = False
 
     def __post_init__(self) -> None:
         if not self.id.startswith(f"{self.library}."):
@@ -151,12 +155,15 @@ def _add_swap(swaps: dict[int, tuple[Any, Any]], old: Any, new: Any) -> None:
     swaps[id(old)] = (old, new)
 
 
-def _resolve(module: types.ModuleType, path: str) -> tuple[Any, str]:
+def _resolve(module: types.ModuleType, path: str, *, absent_ok: bool = False) -> tuple[Any, str]:
+    """The object that holds the attribute at ``path`` and its name; AttributeError when a part is missing (the
+    attribute itself may be, with ``absent_ok``)."""
     *owners, name = path.split(".")
     owner: Any = module
     for part in owners:
         owner = getattr(owner, part)
-    getattr(owner, name)
+    if not absent_ok:
+        getattr(owner, name)
     return owner, name
 
 
@@ -235,13 +242,13 @@ class Registry:
             entry.status, entry.detail = "no-device", "no neuron device is registered in torch"
             return
         try:
-            owner, name = _resolve(module, patch.attribute)
+            owner, name = _resolve(module, patch.attribute, absent_ok=patch.adds)
         except AttributeError:
             entry.status, entry.detail = "target-missing", f"{patch.target} does not exist in {patch.library} {version}"
             logger.warning("patch %s skipped: %s", patch.id, entry.detail)
             return
         owned = name in vars(owner)
-        original = vars(owner)[name] if owned else getattr(owner, name)
+        original = vars(owner)[name] if owned else getattr(owner, name, None)
         try:
             replacement = patch.replace(original)
         except Exception as error:  # noqa: BLE001 - a patch must never break the import it runs in
@@ -252,7 +259,7 @@ class Registry:
         entry.owner, entry.original, entry.replacement, entry.owned = owner, original, replacement, owned
         entry.status, entry.detail = "applied", f"{patch.library} {version}"
         self._applied.append(entry)
-        if isinstance(owner, types.ModuleType):  # copies exist of module attributes only
+        if isinstance(owner, types.ModuleType) and original is not None:  # copies exist of module attributes only
             _add_swap(swaps, original, replacement)
 
     def module_executed(self, module: types.ModuleType) -> None:
@@ -299,7 +306,8 @@ class Registry:
                     setattr(entry.owner, entry.name, entry.original)
                 else:
                     delattr(entry.owner, entry.name)
-                _add_swap(swaps, entry.replacement, entry.original)
+                if entry.original is not None:  # what a patch added has no original to restore its copies to
+                    _add_swap(swaps, entry.replacement, entry.original)
                 entry.status, entry.detail = "reverted", "reverted by request"
                 self._applied.remove(entry)
             rebind(swaps, modules_in(self.scope))

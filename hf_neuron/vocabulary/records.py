@@ -61,6 +61,7 @@ __all__ = [
     "CPU_ISA",
     "DEVICE_STEPS",
     "READABLE_SCHEMAS",
+    "ROUNDING_NOISE",
     "SCHEMA_VERSION",
     "CheckpointFacts",
     "CompileFacts",
@@ -92,6 +93,9 @@ SCHEMA_VERSION = 6
 #: The key of a record's ``details`` (and a leg's) that says how many steps the case ran on the device: optimizer
 #: steps of a training scenario, tokens decoded of a decoding one. The report divides fallback calls by it.
 DEVICE_STEPS = "device_steps"
+#: The key of a record's ``details`` that holds the rounding noise a float32 comparison was judged against
+#: (:mod:`hf_neuron.matrix.scenarios.rounding`): the largest, of which tensor, over how many draws, and its multiple.
+ROUNDING_NOISE = "rounding_noise"
 #: The record schemas this module reads (older ones through :func:`upgrade`).
 READABLE_SCHEMAS = (1, 2, 3, 4, 5, SCHEMA_VERSION)
 

@@ -395,17 +395,21 @@ def compare(
 def compare_named(
     actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], what: str,
     tolerance: Tolerance | None = None, reference: str = "the CPU's", *, device: str | None = None,
+    tolerances: Mapping[str, Tolerance] | None = None,
 ) -> ScenarioResult:
     """:func:`compare` for each name of ``expected``, tensor by tensor (one tensor's values loosen no other's check);
     the result of the worst one (by difference / bound), named in the message. A name in only one of the two fails;
     a tensor with nothing to hold to the tolerance counts only when no tensor has (then the result is
-    ``untested``)."""
+    ``untested``). A name's own entry of ``tolerances``, where it has one, is its tolerance in place of
+    ``tolerance``."""
     missing, extra = sorted(set(expected) - set(actual)), sorted(set(actual) - set(expected))
     if missing:
         return ScenarioResult.failed(f"{what}: {len(missing)} missing on the device, e.g. {', '.join(missing[:3])}")
     if extra:
         return ScenarioResult.failed(f"{what}: {len(extra)} on the device only, e.g. {', '.join(extra[:3])}")
-    results = {name: compare(actual[name], expected[name], f"{what} {name}", tolerance, reference, device=device)
+    own = tolerances or {}
+    results = {name: compare(actual[name], expected[name], f"{what} {name}", own.get(name, tolerance), reference,
+                             device=device)
                for name in expected}
     if not results:
         return ScenarioResult.passed()

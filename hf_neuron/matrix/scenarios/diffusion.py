@@ -27,10 +27,11 @@ from hf_neuron.matrix.scenarios.contract import (
     worst_of,
 )
 from hf_neuron.matrix.scenarios.ddp import WORLD, data_parallel, fewer_devices, on_ranks, rank_context
+from hf_neuron.matrix.scenarios.rounding import judged_with_rounding, round_weights
 from hf_neuron.tiny import UnbuildableInputError
 from hf_neuron.tiny.diffusion.backbones import BATCH, backbone_class
 from hf_neuron.tiny.diffusion.inputs import denoise, forward_inputs, predict
-from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shipped_pipelines
+from hf_neuron.tiny.diffusion.pipelines import build_pipeline, run_pipeline, shipped_pipelines, unmet_requirement
 from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ __all__ = ["ATTENTION_PROJECTIONS", "DDP_PARTS", "backward", "batch_of", "batche
 #: The attention projections ``lora`` adapts, by the module names diffusers gives them (its LoRA training examples'
 #: ``target_modules``): those a backbone has are targeted.
 ATTENTION_PROJECTIONS = ("to_q", "to_k", "to_v", "to_out.0")
+#: The names :func:`forward` and the training step's judgement give the denoiser's output and the loss.
+OUTPUT, LOSS = "output", "loss"
 
 
 def _load(ctx: CaseContext, device: str, **kwargs: Any) -> torch.nn.Module:
@@ -88,12 +91,23 @@ def _on(value: object, device: str) -> object:
 
 
 def forward(ctx: CaseContext) -> ScenarioResult:
-    """One denoiser call on the device predicts what the CPU's does, within the float32 tolerance."""
+    """One denoiser call on the device predicts what the CPU's does, within the float32 tolerance (widened by the
+    call's own rounding noise where it fails it: :mod:`~hf_neuron.matrix.scenarios.rounding`)."""
     reference = _load(ctx, "cpu")
     inputs = forward_inputs(reference, seed=ctx.seed)
     model = _load(ctx, ctx.device)
     actual = denoise(model, {name: _on(value, ctx.device) for name, value in inputs.items()})
-    return compare(actual, denoise(reference, inputs), "denoiser output", device=ctx.device)
+    expected = denoise(reference, inputs)
+
+    def rounded(seed: int) -> dict[str, torch.Tensor]:
+        again = _load(ctx, "cpu")
+        round_weights([again], seed)
+        return {OUTPUT: denoise(again, inputs)}
+
+    return judged_with_rounding(
+        compare(actual, expected, "denoiser output", device=ctx.device), {OUTPUT: expected}, rounded,
+        lambda tolerances: compare(actual, expected, "denoiser output", tolerances[OUTPUT], device=ctx.device),
+        ctx.seed)
 
 
 def generate(ctx: CaseContext) -> ScenarioResult:
@@ -114,12 +128,30 @@ def generate(ctx: CaseContext) -> ScenarioResult:
             return ScenarioResult.skipped(f"diffusers {diffusers.__version__} ships no pipeline for {ctx.model_type}")
         return ScenarioResult.untested(f"compat/tiny_diffusion.toml has no pipeline recipe for {ctx.model_type} "
                                        f"(diffusers ships {', '.join(shipped)})", "pipeline-recipe")
-    expected = run_pipeline(build_pipeline(_load(ctx, "cpu"), backbone_recipe, seed=ctx.seed, presets=presets()),
-                            backbone_recipe, seed=ctx.seed)
+    if (unmet := unmet_requirement(backbone_recipe)) is not None:
+        return ScenarioResult.untested(unmet, "pipeline-recipe")
+
+    def on_cpu(rounding: int | None = None) -> dict[str, torch.Tensor]:
+        pipeline = build_pipeline(_load(ctx, "cpu"), backbone_recipe, seed=ctx.seed, presets=presets())
+        if rounding is not None:
+            round_weights(_modules(pipeline), rounding)
+        return run_pipeline(pipeline, backbone_recipe, seed=ctx.seed)
+
+    expected = on_cpu()
     pipeline = build_pipeline(_load(ctx, "cpu"), backbone_recipe, seed=ctx.seed, presets=presets()).to(ctx.device)
     if pipeline.device.type != ctx.device.split(":")[0]:
         return ScenarioResult.failed(f"the pipeline runs on {pipeline.device}, not on {ctx.device}")
-    return compare_named(run_pipeline(pipeline, backbone_recipe, seed=ctx.seed), expected, "pipeline")
+    actual = run_pipeline(pipeline, backbone_recipe, seed=ctx.seed)
+    return judged_with_rounding(
+        compare_named(actual, expected, "pipeline"), expected, on_cpu,
+        lambda tolerances: compare_named(actual, expected, "pipeline", tolerances=tolerances), ctx.seed)
+
+
+def _modules(pipeline: Any) -> list[torch.nn.Module]:
+    """The pipeline's components that are modules (denoiser, text encoders, VAE, ...)."""
+    import torch
+
+    return [component for component in pipeline.components.values() if isinstance(component, torch.nn.Module)]
 
 
 def _target(shape: torch.Size, seed: int) -> torch.Tensor:
@@ -162,12 +194,24 @@ def _first_step(ctx: CaseContext, model: torch.nn.Module, optimizer: torch.optim
                 ) -> ScenarioResult:
     """One AdamW step on ``model`` (on the device) against ``reference`` (CPU) on the denoising loss: the training
     scenarios' :func:`~hf_neuron.matrix.scenarios.training.first_step_parity`."""
-    from hf_neuron.matrix.scenarios.training import first_step_parity
+    import copy
 
+    from hf_neuron.matrix.scenarios.training import adamw, first_step_parity, gradients
+
+    initial = copy.deepcopy(reference)
     on_device = {name: _on(value, ctx.device) for name, value in inputs.items()}
     loss = _step(model, optimizer, on_device, ctx.seed)
     expected = _step(reference, reference_optimizer, inputs, ctx.seed)
-    result = first_step_parity(model, reference, loss, expected, ctx.device)
+
+    def rounded(seed: int) -> dict[str, torch.Tensor]:
+        again = copy.deepcopy(initial)
+        round_weights([again], seed)
+        return {LOSS: _step(again, adamw(again), inputs, ctx.seed), **gradients(again)}
+
+    result = judged_with_rounding(
+        first_step_parity(model, reference, loss, expected, ctx.device), {LOSS: expected, **gradients(reference)},
+        rounded, lambda tolerances: first_step_parity(model, reference, loss, expected, ctx.device, tolerances),
+        ctx.seed)
     return result if result.outcome == "passed" else result.adding_details({DEVICE_STEPS: 1})
 
 

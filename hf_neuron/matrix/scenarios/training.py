@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from hf_neuron.matrix.scenarios.contract import (
     CaseContext,
     ScenarioResult,
+    Tolerance,
     compare,
     compare_named,
 )
@@ -30,6 +31,8 @@ from hf_neuron.matrix.scenarios.text_models import (
 from hf_neuron.vocabulary.records import DEVICE_STEPS
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import torch
 
 __all__ = ["ADAM_EPS", "LEARNING_RATE", "LORA_RANK", "STEPS", "adamw", "adapter_outside", "adapter_step_changes",
@@ -111,13 +114,17 @@ def _updated_weights(model: torch.nn.Module, reference: torch.nn.Module, device:
 
 
 def first_step_parity(model: torch.nn.Module, reference: torch.nn.Module, loss: torch.Tensor,
-                      expected_loss: torch.Tensor, device: str) -> ScenarioResult:
+                      expected_loss: torch.Tensor, device: str, tolerances: Mapping[str, Tolerance] | None = None
+                      ) -> ScenarioResult:
     """After one AdamW step (:func:`adamw`) on ``model`` (on ``device``) and on ``reference`` (CPU) from the same
     weights, with the gradients left in place: the loss, every gradient and every updated trainable weight
     (:func:`_updated_weights`) against the CPU's. Passed with the gradients' parity (the worst parameter), or the
-    first comparison that failed."""
-    gradient_parity = compare_named(gradients(model), gradients(reference), "gradient of", device=device)
-    for result in (compare(loss, expected_loss, "loss", device=device), gradient_parity,
+    first comparison that failed. ``tolerances`` gives the loss (``"loss"``) and a parameter's gradient (its name) a
+    tolerance of their own in place of their dtype's (:mod:`~hf_neuron.matrix.scenarios.rounding`)."""
+    own = tolerances or {}
+    gradient_parity = compare_named(gradients(model), gradients(reference), "gradient of", device=device,
+                                    tolerances=own)
+    for result in (compare(loss, expected_loss, "loss", own.get("loss"), device=device), gradient_parity,
                    _updated_weights(model, reference, device)):
         if result.outcome != "passed":
             return result

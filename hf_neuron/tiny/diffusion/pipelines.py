@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_diffusion import BACKBONE, NONE, Component, Recipe
+from hf_neuron.compat.tiny_diffusion import BACKBONE, NONE, REQUIREMENTS, Component, Recipe
 from hf_neuron.tiny.diffusion.backbones import LATENT_SIZE
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ __all__ = [
     "pipeline_class",
     "run_pipeline",
     "shipped_pipelines",
+    "unmet_requirement",
 ]
 
 #: Denoising steps of ``generate``; the prompt of text-conditioned pipelines.
@@ -162,6 +163,26 @@ def _build(component: Component, seed: int, presets: Mapping[str, Component] | N
             return cls(config_class(**component.config)).eval()
     raise ValueError(f"component {component.name}: class {component.class_name!r} is not diffusers.X, "
                      "transformers.X, tiny-tokenizer or tiny-guardrail")
+
+
+def unmet_requirement(recipe: Recipe) -> str | None:
+    """Why the recipe's pipeline cannot run here, when one of the optional packages it ``requires`` is not installed
+    or does not import (a build for another torch), with what to do (:data:`REQUIREMENTS`); else None."""
+    import importlib
+    import importlib.util
+
+    for package in recipe.requires:
+        if importlib.util.find_spec(package) is None:
+            problem = "is not installed"
+        else:
+            try:
+                importlib.import_module(package)
+                continue
+            except Exception as error:  # noqa: BLE001 - a build for another torch fails in many ways
+                first_line = (str(error).strip().splitlines() or [""])[0]
+                problem = f"does not import ({type(error).__name__}: {first_line})"
+        return f"{recipe.pipeline} needs {package}, which {problem}: {REQUIREMENTS[package]}"
+    return None
 
 
 def _class(dotted: str) -> Any:
