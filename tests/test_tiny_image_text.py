@@ -68,7 +68,8 @@ def test_the_config_keeps_the_vision_bookkeeping_consistent() -> None:
     assert tiny_image_text_config("vipllava").vision_feature_layers == [-2, -2, -2, -2, 1]  # 2 tiny layers
     blip2 = tiny_image_text_config("blip-2")
     assert blip2.image_token_index in RESERVED_TOKEN_IDS  # left unset by the class; real checkpoints set it
-    assert image_tokens(tiny_image_text_config("qwen2_5_vl")).block(3) == [1021, 1023, 1023, 1023, 1020]
+    # its checkpoint's vision start, image and end tokens, each on a reserved id (in the checkpoint's field order)
+    assert image_tokens(tiny_image_text_config("qwen2_5_vl")).block(3) == [1022, 1020, 1020, 1020, 1023]
 
 
 @pytest.mark.parametrize(("model_type", "counts"), [("llava", [64, 64]), ("qwen2_5_vl", [16, 24]),
