@@ -150,9 +150,11 @@ def build_site(
     """Build the site of the run whose records are in ``results`` (directories or record files) into ``out``.
 
     The records of the reference device make the table; records of the real backend (``env.backend == "real"``),
-    one run of its own, add a Trainium column beside it. ``catalog``'s architectures without records are listed as
-    not run, and each page shows its catalog entry. With ``history_dir``, the previous run's summary there gives the
-    diff, all summaries the trend, and this run's summary is added to it. Raises :class:`InputError` when no valid
+    one run of its own, add a Trainium column beside it. Checkpoint cases make the checkpoint table beside the
+    architecture table (:mod:`hf_neuron.report.checkpoints`), its download, figures and history. ``catalog``'s
+    architectures without records are listed as not run, and each page shows its catalog entry. With
+    ``history_dir``, the previous run's summary there gives the diff, all summaries the trend, and this run's summary
+    is added to it. Raises :class:`InputError` when no valid
     record is found, several runs of one backend mix, or records of one case disagree (unless ``on_conflict`` is
     ``"latest"``). With ``upstream`` (directories of ``hf-neuron upstream`` records), the index gets a column and a
     section per library, and each architecture's page a section per library that ran tests on it.
