@@ -14,6 +14,9 @@ side then)::
 
     python scripts/bench_cost.py --from reports/sample/records.jsonl.gz
 
+Checkpoint cases (``--models checkpoints``) are listed apart from the tiny models' (``all`` and each group), under
+``checkpoints: all`` and ``checkpoints: <group>``: a real-width slice costs far more than a tiny model of its group.
+
 Columns: ``cases``; ``s/case`` on the device (the case's own time, as its record says); ``compile`` the seconds a
 case spends in the device's compilations (Dynamo and the backend), over the cases that measured them (records from
 schema 5 on, ``-`` before); ``cpu s/case`` the same cases
@@ -31,17 +34,22 @@ from pathlib import Path
 import pandas as pd
 from matrix_runs import timed_run  # beside this script
 
-from hf_neuron.report.load import load_records
+from hf_neuron.report.load import load_records, split_sources
 from hf_neuron.report.tables import case_frame, scenario_costs
 
 DEFAULT_SELECTION = ["--slice", "cost"]
+#: The group of a scenario's row over every group (of the tiny models, or of the checkpoints).
+_ALL = "all"
 
 
 def _costs(results: list[Path]) -> pd.DataFrame:
-    cases = case_frame(load_records(results).records)
-    by_group = scenario_costs(cases, by=("scenario", "group"))
-    by_scenario = scenario_costs(cases).assign(group="all").set_index("group", append=True)
-    return pd.concat([by_scenario, by_group]).sort_index(level=0, sort_remaining=False)
+    parts = []
+    for prefix, records in zip(("", "checkpoints: "), split_sources(load_records(results).records), strict=True):
+        if records:
+            cases = case_frame(records).assign(group=lambda c, prefix=prefix: prefix + c["group"])
+            parts += [scenario_costs(cases).assign(group=prefix + _ALL).set_index("group", append=True),
+                      scenario_costs(cases, by=("scenario", "group"))]
+    return pd.concat(parts).sort_index(level=0, sort_remaining=False)
 
 
 def _cell(value: float, width: int, digits: int = 2) -> str:
@@ -49,12 +57,12 @@ def _cell(value: float, width: int, digits: int = 2) -> str:
 
 
 def _print(device: pd.DataFrame, cpu: pd.DataFrame | None) -> None:
-    header = f"{'scenario':<18} {'group':<16} {'cases':>5} {'s/case':>7} {'compile':>7}"
+    header = f"{'scenario':<18} {'group':<24} {'cases':>5} {'s/case':>7} {'compile':>7}"
     print(header + (f" {'cpu s/case':>10} {'device':>6}" if cpu is not None else ""))
     for (scenario, group), row in device.iterrows():
         per_case = row.case_seconds / row.cases
         compile_per_case = row.compile_seconds / row.compile_measured if row.compile_measured else float("nan")
-        line = f"{scenario:<18} {group:<16} {int(row.cases):>5} {_cell(per_case, 7)} {_cell(compile_per_case, 7)}"
+        line = f"{scenario:<18} {group:<24} {int(row.cases):>5} {_cell(per_case, 7)} {_cell(compile_per_case, 7)}"
         if cpu is not None:
             other = cpu.loc[(scenario, group)] if (scenario, group) in cpu.index else None
             cpu_per_case = float("nan") if other is None else other.case_seconds / other.cases
@@ -64,7 +72,7 @@ def _print(device: pd.DataFrame, cpu: pd.DataFrame | None) -> None:
 
 
 def _totals(label: str, costs: pd.DataFrame, wall: float | None) -> None:
-    overall = costs.xs("all", level="group")
+    overall = costs[costs.index.get_level_values("group").str.endswith(_ALL)]
     cases, case_seconds = int(overall.cases.sum()), float(overall.case_seconds.sum())
     compile_seconds = float(overall.compile_seconds.sum(min_count=1)) if overall.compile_measured.sum() else None
     line = f"{label}: {cases} cases, {case_seconds / 60:.1f} case-minutes"

@@ -37,3 +37,19 @@ def test_the_cost_of_each_scenario_is_read_from_its_records(tmp_path: Path) -> N
     compile_row = rows[("compile", "all")]
     assert compile_row[4] == "3.50", "the one case that measured it"
     assert f"recorded: {len(records)} cases" in table
+
+
+def test_checkpoint_cases_are_costed_apart_from_the_tiny_models() -> None:
+    def rows(table: str) -> dict[tuple[str, str], list[str]]:
+        found = {}
+        for line in table.splitlines()[1:]:
+            if line and not line.startswith(("recorded", " ")):
+                scenario, rest = line[:18].strip(), line[19:]
+                found[(scenario, rest[:24].strip())] = rest[24:].split()
+        return found
+
+    alone = rows(_table(RECORDS))
+    both = rows(_table(RECORDS, RECORDS.parent / "checkpoints"))
+    assert {key: value for key, value in both.items() if not key[1].startswith("checkpoints:")} == alone
+    assert both[("forward", "checkpoints: all")][0] == "7"  # the seven checkpoints' forward cases
+    assert both[("forward", "checkpoints: audio")][0] == "1"

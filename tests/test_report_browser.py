@@ -1,7 +1,8 @@
 """The built site in a real browser: Debian's Chromium, headless, driven by Playwright (never a downloaded browser).
 
 Sorts and filters the architecture table, follows a link to an architecture page, checks that a record's markup
-shows as text, that the page asks nothing from the network, and saves a screenshot of the index.
+shows as text, that the page asks nothing from the network, and saves a screenshot of the index; the run has
+checkpoint cases too, which leave the architecture table as it is and make a table of their own.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     common = {"baseline": load_baseline(BASELINE), "catalog": CATALOG, "ranking": RANKING,
               "history_dir": work / "history", "top_n": 3}
     build_site([RECORDS / "run-1"], work / "previous", **common)
-    build_site([RECORDS / "run-2"], work / "site", **common)
+    build_site([RECORDS / "run-2", RECORDS / "checkpoints"], work / "site", **common)
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(work / "site")))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -137,3 +138,19 @@ def test_the_table_reads_without_javascript(browser, site_url: str) -> None:
     assert page.locator("#matrix tbody tr").count() == 9
     assert page.inner_text("#headline-count") == "4 of 8"
     context.close()
+
+
+def test_the_checkpoints_table_beside_the_architectures(browser, site_url: str) -> None:
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    page.goto(site_url + "index.html")
+    assert page.eval_on_selector_all("#checkpoints tbody tr", "rows => rows.map(r => r.dataset.checkpoint)") == [
+        "meta-llama/Llama-3.2-1B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B-AWQ",
+        "facebook/xglm-564M", "openai/whisper-tiny", "Qwen/Qwen3-30B-A3B"]  # by rank (qwen3_moe unranked), then id
+    assert page.locator("#checkpoints").is_visible()
+    assert page.inner_text("#checkpoints-passing") == "3 of 7"
+    assert page.inner_text("#checkpoints tr[data-checkpoint='Qwen/Qwen3-30B-A3B'] th") == "Qwen/Qwen3-30B-A3B"
+    page.click("#checkpoints tr[data-checkpoint='Qwen/Qwen3-0.6B'] a:text-is('qwen3')")
+    page.wait_for_url("**/arch/qwen3.html")
+    assert page.locator("#arch-checkpoints tbody tr").count() == 2
+    assert page.inner_text("#tiny-beside-checkpoints").startswith("The tiny model: fails on neuron.")
+    page.close()

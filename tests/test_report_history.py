@@ -34,8 +34,13 @@ def test_a_summary_round_trips_through_its_file(tmp_path: Path) -> None:
     summary = _summary("nightly/2026-11-28", "2026-11-28T03:00:00+00:00")
     path = write_summary(tmp_path / "history", summary)
     assert path.name == "nightly_2026-11-28.json"
-    assert json.loads(path.read_text())["schema"] == HISTORY_SCHEMA
+    written = json.loads(path.read_text())
+    assert written["schema"] == 6 and "checkpoints" not in written  # no checkpoint figure: the schema before them
     assert read_history(tmp_path / "history") == [summary]
+    with_checkpoints = replace(summary, checkpoints={"checkpoints": 2, "passing": 1})
+    path = write_summary(tmp_path / "history", with_checkpoints)
+    assert json.loads(path.read_text())["schema"] == HISTORY_SCHEMA == 7
+    assert read_history(tmp_path / "history") == [with_checkpoints]
 
 
 def test_a_summary_keeps_each_architectures_group_and_an_older_one_knows_none(tmp_path: Path) -> None:
@@ -61,7 +66,7 @@ def test_no_history_directory_means_no_history(tmp_path: Path) -> None:
 
 def test_a_bad_summary_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema": 1, "run_id": "x"}')
-    schemas = "1 or 2 or 3 or 4 or 5 or 6"
+    schemas = "1 or 2 or 3 or 4 or 5 or 6 or 7"
     with pytest.raises(InputError, match=rf"x.json: not a run summary of schema {schemas}: .*move it out"):
         read_history(tmp_path)
 

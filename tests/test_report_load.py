@@ -9,6 +9,7 @@ import pytest
 
 from hf_neuron.errors import InputError
 from hf_neuron.report.load import load_records, validate_record
+from hf_neuron.vocabulary.records import SCHEMA_VERSION
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
 
@@ -50,7 +51,8 @@ def test_bad_lines_are_skipped_and_named_while_the_rest_loads() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"schema": 6}, "'schema' must be one of 1, 2, 3, 4, 5 (got 6)"),
+        ({"schema": SCHEMA_VERSION + 1}, f"'schema' must be one of {', '.join(map(str, range(1, SCHEMA_VERSION + 1)))} "
+                                         f"(got {SCHEMA_VERSION + 1})"),
         ({"duration_s": -1}, "'duration_s' must be >= 0 (got -1)"),
         ({"duration_s": float("nan")}, "'duration_s' must be a finite number (got NaN)"),
         ({"peak_memory_bytes": 1.5}, "'peak_memory_bytes' must be a whole number >= 0 (got 1.5)"),

@@ -306,9 +306,10 @@ def test_an_architecture_page_shows_legs_compared_values_and_fallbacks_per_step(
     legs = [{"name": "default cache", "outcome": "passed", "reason": None, "parity": parity, "details": None},
             {"name": "static cache", "outcome": "skipped", "reason": "it has no static-cache decoding",
              "parity": None, "details": None}]
-    records = [_record("m::generate", schema=SCHEMA_VERSION, legs=legs, scenario_facts=facts, parity=parity,
-                       fallback_ops={"aten::argmax": 12}, details={"device_steps": 8}),
-               _record("m::forward", schema=SCHEMA_VERSION, legs=None, fallback_ops={"aten::argmax": 1},
+    records = [_record("m::generate", schema=SCHEMA_VERSION, checkpoint=None, legs=legs, scenario_facts=facts,
+                       parity=parity, fallback_ops={"aten::argmax": 12}, details={"device_steps": 8}),
+               _record("m::forward", schema=SCHEMA_VERSION, checkpoint=None, legs=None,
+                       fallback_ops={"aten::argmax": 1},
                        scenario_facts={"kind": "core", "trains": False, "decodes": False})]
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

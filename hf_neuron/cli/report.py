@@ -164,8 +164,9 @@ def _build(args: argparse.Namespace) -> int:
         print(f"warning: {len(result.replaced)} conflicting records were replaced by a later one (--on-conflict "
               "latest); the page counts them", file=sys.stderr)
     compared = f", compared with run {result.previous_run_id}" if result.previous_run_id else ""
+    checkpoints = f", {result.checkpoints} checkpoints" if result.checkpoints else ""
     print(
-        f"built {result.index} from {result.records} records ({result.architectures} architectures) of run "
-        f"{result.run_id}{compared} in {time.perf_counter() - started:.1f} s"
+        f"built {result.index} from {result.records} records ({result.architectures} architectures{checkpoints}) "
+        f"of run {result.run_id}{compared} in {time.perf_counter() - started:.1f} s"
     )
     return EXIT_OK

@@ -1,4 +1,5 @@
-"""The site's downloads: the records as JSON lines, the matrix table as CSV and (when pyarrow is there) Parquet."""
+"""The site's downloads: the records as JSON lines, the matrix table as CSV and (when pyarrow is there) Parquet, and
+the checkpoints' table as CSV when the run has checkpoint cases."""
 
 from __future__ import annotations
 
@@ -23,8 +24,11 @@ class Download:
     size: int
 
 
-def write_downloads(site: Path, records: Sequence[Record], table: pd.DataFrame) -> list[Download]:
-    """Write the downloads under ``site/downloads`` and describe them."""
+def write_downloads(site: Path, records: Sequence[Record], table: pd.DataFrame,
+                    checkpoints: pd.DataFrame | None = None) -> list[Download]:
+    """Write the downloads under ``site/downloads`` and describe them: every record, the architectures' ``table``,
+    and the ``checkpoints``' table (:func:`~hf_neuron.report.checkpoints.checkpoint_table`; None: the run has no
+    checkpoint case, and an earlier build's file is removed)."""
     directory = site / "downloads"
     directory.mkdir(parents=True, exist_ok=True)
     ordered = sorted(records, key=lambda r: r["case_id"])
@@ -36,4 +40,9 @@ def write_downloads(site: Path, records: Sequence[Record], table: pd.DataFrame) 
         files.append(("Table (Parquet)", "matrix.parquet"))
     except ImportError:  # no Parquet engine installed: the CSV carries the same table
         pass
+    if checkpoints is not None:
+        checkpoints.to_csv(directory / "checkpoints.csv")
+        files.append(("Checkpoints (CSV)", "checkpoints.csv"))
+    else:
+        (directory / "checkpoints.csv").unlink(missing_ok=True)
     return [Download(label, f"downloads/{name}", (directory / name).stat().st_size) for label, name in files]

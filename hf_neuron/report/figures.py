@@ -1,8 +1,10 @@
 """A run's figures as a Markdown page: what it ran on, how many architectures run unmodified, by group and by
-scenario, every case by outcome, the harness gaps, the failures by class, the Trainium signals, what it cost — each
-figure with its denominator, computed from the records by the report's own tables (:func:`~.site.run_tables`), so
-no figure about a run is typed by hand. ``scripts/update_docs.py`` writes the sample run's page with it
-(``docs/sample-run.md``) and checks, in the tests, that the page and the records agree. Pure: tables in, text out.
+scenario, every case by outcome, the harness gaps, the failures by class, the Trainium signals, what it cost, and its
+checkpoints (how many pass at real width and in their own 16-bit dtype, and where they disagree with their
+architectures' tiny models) — each figure with its denominator, computed from the records by the report's own
+tables (:func:`~.site.run_tables`), so no figure about a run is typed by hand. ``scripts/update_docs.py`` writes the
+sample run's page with it (``docs/sample-run.md``) and checks, in the tests, that the page and the records agree.
+Pure: tables in, text out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from hf_neuron.report.checkpoints import CheckpointFigures
 from hf_neuron.report.history import RunSummary, machine_label
 from hf_neuron.report.site import RunTables
 from hf_neuron.report.tables import scenario_costs
@@ -46,10 +49,14 @@ def _run(tables: RunTables) -> list[str]:
     commits = sorted({c for c in env.get("hf_neuron_commit", "").split(", ") if c})
     versions = ", ".join(f"{name} {env[name]}" for name in ("torch", "transformers", "diffusers", "accelerate", "peft")
                          if env.get(name))
+    view = tables.checkpoints
+    tiny_seconds = float(tables.cases["duration_s"].sum())
+    checkpoint_seconds = view.figures.case_seconds if view else 0.0
+    of_checkpoints = f" ({_hours(checkpoint_seconds)} of them the checkpoints' cases)" if view else ""
     return [
         f"- Run `{run.run_id}`, from {run.started_at} to {run.finished_at}: {wall / 60:.1f} minutes from the first "
         f"case's start to the last case's end; the cases' own times sum to "
-        f"{_hours(float(tables.cases['duration_s'].sum()))} case-hours.",
+        f"{_hours(tiny_seconds + checkpoint_seconds)} case-hours{of_checkpoints}.",
         f"- Backend `{run.backend}` {env.get('backend_version', '')}, profile `{env.get('profile') or 'none'}`, "
         f"{env.get('device_count') or '?'} devices, host {env.get('host') or '?'} "
         f"({machine_label(run) or 'processor not recorded'}); {versions}.",
@@ -94,7 +101,8 @@ def _groups(tables: RunTables) -> list[str]:
 def _cases(tables: RunTables) -> list[str]:
     cases = tables.cases
     outcomes = Counter(cases["outcome"])
-    lines = [f"{len(cases):,} cases: " + _list((o, outcomes[o]) for o in OUTCOMES if outcomes[o]) + "."]
+    what = "tiny-model cases (the checkpoints' are under Checkpoints)" if tables.checkpoints else "cases"
+    lines = [f"{len(cases):,} {what}: " + _list((o, outcomes[o]) for o in OUTCOMES if outcomes[o]) + "."]
     gaps = tables.head.untested_by_gap
     if gaps:
         lines.append(f"Untested (harness gaps to close), {sum(gaps.values()):,}: "
@@ -142,6 +150,44 @@ def _costs_by_group(tables: RunTables) -> list[str]:
                   ((f"`{group}`", int(row["count"]), _hours(float(row["sum"]))) for group, row in by_group.iterrows()))
 
 
+def _checkpoint_figures(figures: CheckpointFigures, backend: str) -> list[str]:
+    verdicts = ", ".join(f"{figures.verdicts[v]:,} {label(v)}" for v in ARCH_VERDICTS)
+    lines = [
+        f"**{figures.passing:,} of {figures.checkpoints:,} checkpoints pass at real width** (verdict "
+        f"{label('fully-passes')} or {label('passes-where-tested')}: the architecture's rule over the checkpoint's own "
+        f"scenarios), on the `{backend}` backend. By verdict: {verdicts}.",
+        f"{figures.dtype_passed:,} of {figures.dtype_applicable:,} pass in the 16-bit dtype their config states "
+        "(bfloat16 or float16: their `dtype` case passed; of those it applies to, the others state float32 or no "
+        "dtype).",
+        f"Against their architecture's tiny model in this run, of {figures.compared:,} compared: {figures.agree:,} "
+        f"agree, {figures.worse:,} checkpoint worse, {figures.better:,} checkpoint better; {figures.not_compared:,} "
+        "not compared (untested on either side, or no tiny case of the architecture in this run).",
+        f"{figures.quantized:,} quantized ({figures.not_runnable:,} of them not runnable on neuron as published; "
+        f"their slices run dequantized); {figures.over_budget:,} over the run's memory budget (untested, gap "
+        "`memory-budget`).",
+    ]
+    if figures.disagreements:
+        rows = [(f"`{d.checkpoint}`", f"`{d.model_type}`", label(d.tiny_verdict), label(d.verdict),
+                 f"checkpoint {d.kind}",
+                 f"{'the checkpoint' if d.side == 'checkpoints' else 'the tiny model'}'s `{d.scenario}`: "
+                 f"{label(d.status or '')}" if d.scenario else "—",
+                 f"`{d.failure_class}`" if d.failure_class else "—")
+                for d in figures.disagreements]
+        lines += ["", *_table(("checkpoint", "architecture", "tiny model", "checkpoint", "disagreement",
+                               "the scenario that decides", "failure class"), rows)]
+    return lines
+
+
+def _checkpoints(tables: RunTables) -> list[str]:
+    view = tables.checkpoints
+    if view is None:
+        return ["This run has no checkpoint case, so it gives no figure about checkpoints: how many pass at real "
+                "width and in their own 16-bit dtype, and how they agree with their architectures' tiny models, are "
+                "given here for a run that has them (`hf-neuron matrix run --models checkpoints` runs the catalogued "
+                "checkpoints' real-width slices)."]
+    return _checkpoint_figures(view.figures, tables.run.backend)
+
+
 def run_page(tables: RunTables, *, title: str, source: str, previous: RunSummary | None = None,
              notes: Mapping[str, str] | None = None) -> str:
     """The Markdown page of one run's figures; ``source`` says where the records are, ``previous`` is the run before
@@ -155,6 +201,7 @@ def run_page(tables: RunTables, *, title: str, source: str, previous: RunSummary
         ("Trainium signals", _signals(tables)),
         ("By scenario", _scenarios(tables)),
         ("Cost by group", _costs_by_group(tables)),
+        ("Checkpoints", _checkpoints(tables)),
     ]
     lines = [f"# {title}", "",
              f"Generated by `python scripts/update_docs.py` from {source}; a test fails when this page and the records "

@@ -6,7 +6,9 @@ id; rebuilding a run replaces its summary. Summaries of schema 1 (before verdict
 are still read: they lack the hf-neuron commit, the verdict counts and the applicable denominators, and their rates
 count passed over passed and failing; summaries before schema 4 lack the groups (no architecture is known to have
 moved since them); summaries before schema 5 lack what each scenario cost (its case-seconds and compile seconds);
-summaries before schema 6 lack the machine the run ran on.
+summaries before schema 6 lack the machine the run ran on; summaries before schema 7 lack the run's checkpoint
+figures. A summary is written in the oldest schema that holds it: a run without checkpoint cases is written in schema
+6, as before there were any (every reader of schema 6 reads it), one with checkpoint cases in schema 7.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from hf_neuron.errors import InputError
+from hf_neuron.report.checkpoints import CheckpointFigures
 from hf_neuron.report.status import STATUS_ALIASES
 from hf_neuron.report.tables import Headline, RunInfo, Statuses
 from hf_neuron.vocabulary.records import parse_time
@@ -28,9 +31,11 @@ from hf_neuron.vocabulary.records import parse_time
 __all__ = ["HISTORY_SCHEMA", "CostTrend", "RunSummary", "cost_trend", "hf_neuron_label", "machine_label",
            "previous_run", "read_history", "summarize", "with_run", "write_summary"]
 
-HISTORY_SCHEMA = 6
+HISTORY_SCHEMA = 7
+#: The schema of a summary without checkpoint figures (schema 7 added them, and nothing else).
+_WITHOUT_CHECKPOINTS = 6
 #: Schemas this module reads: the current one and those before it (whose missing fields default).
-_READABLE = (1, 2, 3, 4, 5, HISTORY_SCHEMA)
+_READABLE = (1, 2, 3, 4, 5, _WITHOUT_CHECKPOINTS, HISTORY_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,9 @@ class RunSummary:
     costs: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
     #: the processor the run ran on (:func:`machine_label`); None before schema 6 and where the records do not say
     machine: str | None = None
+    #: the figures of the run's checkpoints (:meth:`~hf_neuron.report.checkpoints.CheckpointFigures.counts`); None
+    #: when the run had no checkpoint case (and before schema 7)
+    checkpoints: Mapping[str, Any] | None = None
 
     def rate(self, scenario: str) -> float | None:
         """Pass rate of ``scenario`` (passed / applicable; schema 1: passed / (passed + failing)), or None when
@@ -73,9 +81,11 @@ class RunSummary:
 
 
 def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statuses,
-              groups: Mapping[str, str] | None = None, costs: pd.DataFrame | None = None) -> RunSummary:
+              groups: Mapping[str, str] | None = None, costs: pd.DataFrame | None = None, *,
+              checkpoints: CheckpointFigures | None = None) -> RunSummary:
     """The summary of the run being built (``groups``: each architecture's; ``costs``: each scenario's,
-    :func:`~hf_neuron.report.tables.scenario_costs`)."""
+    :func:`~hf_neuron.report.tables.scenario_costs`, over the tiny models' cases; ``checkpoints``: the figures of the
+    run's checkpoints, None without any)."""
     return RunSummary(
         run_id=run.run_id,
         started_at=run.started_at,
@@ -96,6 +106,7 @@ def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statu
                             "compile_seconds": None if pd.isna(row.compile_seconds)
                             else round(float(row.compile_seconds), 3)}
             for scenario, row in costs.iterrows()},
+        checkpoints=None if checkpoints is None else checkpoints.counts(),
     )
 
 
@@ -103,13 +114,15 @@ def summarize(run: RunInfo, head: Headline, rates: pd.DataFrame, statuses: Statu
 class CostTrend:
     """What each scenario cost over the last runs of the history that say it (oldest first): ``runs`` their ids,
     ``wall_minutes`` each run's first case's start to its last case's end, ``machines`` what each ran on (None where
-    its summary does not say), ``rows`` per scenario the case-minutes and the compile minutes of each run (None where
-    the run did not run the scenario or did not measure it)."""
+    its summary does not say), ``rows`` per scenario of the tiny models the case-minutes and the compile minutes of
+    each run (None where the run did not run the scenario or did not measure it), and ``checkpoints`` the same of
+    each run's checkpoint cases, all scenarios together (empty when no run had any)."""
 
     runs: Sequence[str]
     wall_minutes: Sequence[float]
     machines: Sequence[str | None]
     rows: Mapping[str, Sequence[tuple[float | None, float | None]]]
+    checkpoints: Sequence[tuple[float | None, float | None]] = ()
 
     @property
     def machines_differ(self) -> bool:
@@ -118,8 +131,9 @@ class CostTrend:
 
 
 def cost_trend(history: Sequence[RunSummary], max_runs: int = 6) -> CostTrend:
-    """The :class:`CostTrend` of the last ``max_runs`` runs of ``history`` (oldest first) that recorded costs."""
-    costed = [summary for summary in history if summary.costs][-max_runs:]
+    """The :class:`CostTrend` of the last ``max_runs`` runs of ``history`` (oldest first) that recorded costs (of
+    their tiny models' cases or of their checkpoints')."""
+    costed = [summary for summary in history if summary.costs or summary.checkpoints][-max_runs:]
     scenarios = list(dict.fromkeys(scenario for summary in costed for scenario in summary.costs))
 
     def minutes(value: float | None) -> float | None:
@@ -130,8 +144,11 @@ def cost_trend(history: Sequence[RunSummary], max_runs: int = 6) -> CostTrend:
                        for summary in costed]
             for scenario in scenarios}
     wall = [(parse_time(s.finished_at) - parse_time(s.started_at)).total_seconds() / 60 for s in costed]
+    checkpoints = [(minutes(s.checkpoints["case_seconds"]), minutes(s.checkpoints["compile_seconds"]))
+                   if s.checkpoints else (None, None) for s in costed]
     return CostTrend(runs=[summary.run_id for summary in costed], wall_minutes=wall,
-                     machines=[summary.machine for summary in costed], rows=rows)
+                     machines=[summary.machine for summary in costed], rows=rows,
+                     checkpoints=checkpoints if any(s.checkpoints for s in costed) else [])
 
 
 def hf_neuron_label(run: RunInfo) -> str | None:
@@ -161,7 +178,12 @@ def write_summary(directory: Path, summary: RunSummary) -> Path:
     """Write ``summary`` into ``directory`` (created if needed); return its path."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / _file_name(summary.run_id)
-    path.write_text(json.dumps({"schema": HISTORY_SCHEMA, **asdict(summary)}, indent=1, sort_keys=True) + "\n")
+    fields = asdict(summary)
+    schema = HISTORY_SCHEMA
+    if summary.checkpoints is None:
+        del fields["checkpoints"]
+        schema = _WITHOUT_CHECKPOINTS
+    path.write_text(json.dumps({"schema": schema, **fields}, indent=1, sort_keys=True) + "\n")
     return path
 
 
@@ -177,6 +199,8 @@ def _read_summary(path: Path) -> RunSummary:
         parse_time(summary.finished_at)
         if summary.machine is not None and not isinstance(summary.machine, str):
             raise ValueError("machine must be a string or null")
+        if summary.checkpoints is not None and not isinstance(summary.checkpoints, dict):
+            raise ValueError("checkpoints must be an object or null")
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise InputError(f"{path}: not a run summary of schema {' or '.join(map(str, _READABLE))}: {exc}; "
                          "move it out of the history directory or rebuild its run") from None

@@ -6,6 +6,12 @@ its line and what is wrong; the build prints the problems and the site shows how
 line is never lost silently. Records of every readable schema are read in the current shape
 (:func:`~hf_neuron.vocabulary.records.upgrade`). Several records of one case are refused when they disagree (no
 splicing of runs), unless the caller says to keep the latest; the site shows how many were dropped or replaced.
+
+A run may hold cases of two kinds of model (:data:`~hf_neuron.vocabulary.scenarios.ModelSource`): an architecture's
+tiny model, and a catalogued checkpoint's real-width slice. :func:`model_source` is the one rule that tells them apart
+and :func:`split_sources` the one place a report splits them: the per-architecture table, its headline, rates,
+history and costs count the tiny cases only; the checkpoint cases make the per-checkpoint table
+(:mod:`hf_neuron.report.checkpoints`).
 """
 
 from __future__ import annotations
@@ -18,8 +24,24 @@ from typing import Any
 from hf_neuron.errors import InputError
 from hf_neuron.vocabulary.jsonl import LineProblem, Lines, read_jsonl
 from hf_neuron.vocabulary.records import ConflictPolicy, Record, one_each, upgrade, validate_record
+from hf_neuron.vocabulary.scenarios import ModelSource
 
-__all__ = ["LoadedRecords", "load_records"]
+__all__ = ["LoadedRecords", "load_records", "model_source", "split_sources"]
+
+
+def model_source(record: Record) -> ModelSource:
+    """What a record's model was built from: ``checkpoints`` when it names a checkpoint (its ``checkpoint`` facts;
+    record schema 6), else ``tiny`` (an architecture's tiny model; every record before schema 6)."""
+    return "checkpoints" if record["checkpoint"] is not None else "tiny"
+
+
+def split_sources(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
+    """``records`` split by :func:`model_source`, each in its order: the tiny models' cases, then the checkpoints'."""
+    tiny: list[Record] = []
+    checkpoints: list[Record] = []
+    for record in records:
+        (checkpoints if model_source(record) == "checkpoints" else tiny).append(record)
+    return tiny, checkpoints
 
 
 @dataclass(frozen=True)
@@ -31,6 +53,16 @@ class LoadedRecords:
     problems: list[LineProblem] = field(default_factory=list)
     duplicates: int = 0
     replaced: list[str] = field(default_factory=list)
+
+    @property
+    def tiny(self) -> list[Record]:
+        """The records of tiny models' cases (:func:`split_sources`)."""
+        return split_sources(self.records)[0]
+
+    @property
+    def checkpoints(self) -> list[Record]:
+        """The records of checkpoints' cases (:func:`split_sources`)."""
+        return split_sources(self.records)[1]
 
 
 def load_records(paths: Iterable[Path], on_conflict: ConflictPolicy = "error") -> LoadedRecords:

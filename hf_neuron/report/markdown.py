@@ -1,5 +1,6 @@
 """A run's matrix as Markdown, for GitHub's job summary: the counts, one row per architecture with each scenario's
-status (a mark and a word: colour is never the only signal), then what fails on neuron.
+status (a mark and a word: colour is never the only signal), one row per checkpoint likewise (the checkpoints' cases,
+split from the tiny models' by :func:`~hf_neuron.report.load.split_sources`), then what fails on neuron.
 
 Statuses are the site's (:mod:`hf_neuron.report.status`). Text taken from records is escaped: it shows as text and
 cannot break the table or add links.
@@ -10,8 +11,9 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from hf_neuron.report.load import split_sources
 from hf_neuron.report.status import FAILING, cell_status, scenario_order
 from hf_neuron.vocabulary.outcomes import NOT_RUN, STATUSES, label
 from hf_neuron.vocabulary.records import Record
@@ -43,6 +45,31 @@ def _cell(status: str) -> str:
     return f"{_mark(status)} {label(status)}".strip()
 
 
+def _model(record: Record) -> str:
+    """What a record's row is: its checkpoint's id, or its architecture."""
+    checkpoint = record["checkpoint"]
+    return checkpoint["id"] if checkpoint else record["model_type"]
+
+
+def _grid(what: str, records: Sequence[Record], statuses: Mapping[str, str]) -> list[str]:
+    """One row per model of ``records`` (an architecture, or a checkpoint: ``what``), one column per scenario."""
+    scenarios = scenario_order({r["scenario"]: r["scenario_facts"] for r in records})
+    by_model: dict[str, dict[str, str]] = {}
+    about: dict[str, str] = {}
+    for record in records:
+        name = _model(record)
+        by_model.setdefault(name, {})[record["scenario"]] = statuses[record["case_id"]]
+        about[name] = record["model_type"] if record["checkpoint"] else record["group"]
+    lines = [
+        f"| {what} | {'architecture' if what == 'checkpoint' else 'group'} | " + " | ".join(scenarios) + " |",
+        "|---|---|" + "---|" * len(scenarios),
+    ]
+    for name in sorted(by_model):
+        cells = [_cell(by_model[name].get(s, NOT_RUN)) for s in scenarios]
+        lines.append(f"| {_text(name)} | {_text(about[name])} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown_summary(records: Sequence[Record], *, title: str = "Compatibility matrix", skipped_lines: int = 0) -> str:
     """The Markdown summary of ``records`` (one run's, or a slice of it); ``skipped_lines`` malformed record lines
     are counted in it, so that none is lost silently."""
@@ -64,19 +91,12 @@ def markdown_summary(records: Sequence[Record], *, title: str = "Compatibility m
     ]
     if skipped_lines:
         lines += [f"**{skipped_lines} malformed record lines were skipped** (the job's log names them).", ""]
-    scenarios = scenario_order({r["scenario"]: r["scenario_facts"] for r in records})
-    by_arch: dict[str, dict[str, str]] = {}
-    groups: dict[str, str] = {}
-    for record in records:
-        by_arch.setdefault(record["model_type"], {})[record["scenario"]] = statuses[record["case_id"]]
-        groups[record["model_type"]] = record["group"]
-    lines += [
-        "| architecture | group | " + " | ".join(scenarios) + " |",
-        "|---|---|" + "---|" * len(scenarios),
-    ]
-    for model_type in sorted(by_arch):
-        cells = [_cell(by_arch[model_type].get(s, NOT_RUN)) for s in scenarios]
-        lines.append(f"| {_text(model_type)} | {_text(groups[model_type])} | " + " | ".join(cells) + " |")
+    tiny, checkpoints = split_sources(records)
+    if tiny:
+        lines += _grid("architecture", tiny, statuses)
+    if checkpoints:
+        lines += [*([""] if tiny else []), f"#### Checkpoints ({len({_model(r) for r in checkpoints})})",
+                  "", *_grid("checkpoint", checkpoints, statuses)]
     failing = sorted((r for r in records if statuses[r["case_id"]] in FAILING), key=lambda r: r["case_id"])
     if failing:
         lines += ["", f"#### Failing on neuron ({len(failing)})", ""]

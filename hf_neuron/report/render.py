@@ -21,6 +21,7 @@ import pandas as pd
 
 from hf_neuron.compat.catalog import Catalog, CatalogEntry
 from hf_neuron.report.chart import TrendChart
+from hf_neuron.report.checkpoints import TABLE_FAMILY, CheckpointView
 from hf_neuron.report.downloads import Download
 from hf_neuron.report.history import CostTrend, RunSummary, hf_neuron_label
 from hf_neuron.report.load import LoadedRecords
@@ -77,6 +78,8 @@ class IndexPage:
     ranking_source: str | None
     catalog: Catalog | None = None
     upstream: UpstreamView | None = None
+    #: the run's checkpoints (None: it has no checkpoint case)
+    checkpoints: CheckpointView | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ class ArchPage:
     upstream: tuple[tuple[str, ArchSummary], ...] = ()
     #: the bugs of the libraries that fail its cases on every device (``compat/library_bugs.toml``)
     library_bugs: Sequence[LibraryBug] = ()
+    #: its checkpoints' rows of the checkpoints' table (:func:`~hf_neuron.report.tables.frame_rows`)
+    checkpoints: Sequence[Mapping[str, Any]] = ()
 
 
 def reproduce_command(model_type: str, scenario: str) -> str:
@@ -116,6 +121,16 @@ def _size(value: int | None) -> str:
         return "—"
     exponent = min((value.bit_length() - 1) // 10, len(_UNITS) - 1) if value else 0
     return f"{value / 1024**exponent:.1f} {_UNITS[exponent]}" if exponent else f"{value} B"
+
+
+def _count(number: int | None) -> str:
+    """A parameter count as the Hub writes it: ``596.05 M``, ``1.60 B``."""
+    if number is None:
+        return "—"
+    for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if number >= scale:
+            return f"{number / scale:.2f} {unit}"
+    return str(number)
 
 
 def _utc(timestamp: str) -> str:
@@ -148,7 +163,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        size=_size, percent=_percent, utc=_utc, trim_traceback=trim_traceback
+        size=_size, percent=_percent, utc=_utc, trim_traceback=trim_traceback, count=_count
     )
     env.globals.update(
         LABELS=LABELS,
@@ -158,6 +173,7 @@ def _environment() -> jinja2.Environment:
         ARCH_VERDICTS=ARCH_VERDICTS,
         GAP_LABELS=GAP_MEANINGS,
         CHANGES_SHOWN=CHANGES_SHOWN,
+        CHECKPOINT_FAMILY=TABLE_FAMILY,
         backend=_backend,
         on_backend=_on_backend,
         hf_neuron_label=hf_neuron_label,
@@ -176,6 +192,9 @@ def render_site(index: IndexPage, archs: Iterable[ArchPage], out: Path) -> None:
         with resources.as_file(resources.files("hf_neuron.report") / "static" / asset) as source:
             shutil.copyfile(source, out / "assets" / asset)
     rows = frame_rows(index.table)
+    pages = {r["model_type"] for r in rows}
+    view = index.checkpoints
+    checkpoint_cases = view.by_checkpoint() if view else {}
     (out / "index.html").write_text(
         env.get_template("index.html.j2").render(
             page=index,
@@ -183,7 +202,9 @@ def render_site(index: IndexPage, archs: Iterable[ArchPage], out: Path) -> None:
             scenarios=scenarios,
             rows=rows,
             rates=frame_rows(index.rates),
-            pages={r["model_type"] for r in rows},
+            pages=pages,
+            checkpoint_rows=frame_rows(view.table) if view else [],
+            checkpoint_cases=checkpoint_cases,
             groups=sorted({r["group"] for r in rows if r["group"]}),
             CORE_SCENARIOS=index.headline.all_core,
             VARIANT_SCENARIOS=index.headline.variants,
@@ -203,6 +224,9 @@ def render_site(index: IndexPage, archs: Iterable[ArchPage], out: Path) -> None:
                 cases=arch.cases,
                 CORE_SCENARIOS=index.headline.all_core,
                 VARIANT_SCENARIOS=index.headline.variants,
+                checkpoint_scenarios=view.scenarios if view else (),
+                checkpoint_cases=checkpoint_cases,
+                pages=pages,
                 root="../",
             ),
             encoding="utf-8",

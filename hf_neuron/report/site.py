@@ -15,6 +15,7 @@ from hf_neuron.compat.library_bugs import LibraryBugs
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.errors import InputError
 from hf_neuron.report.chart import trend_chart
+from hf_neuron.report.checkpoints import CheckpointView, checkpoint_view
 from hf_neuron.report.downloads import write_downloads
 from hf_neuron.report.history import (
     cost_trend,
@@ -24,7 +25,7 @@ from hf_neuron.report.history import (
     with_run,
     write_summary,
 )
-from hf_neuron.report.load import LoadedRecords, load_records
+from hf_neuron.report.load import LoadedRecords, load_records, split_sources
 from hf_neuron.report.render import ArchPage, IndexPage, render_site
 from hf_neuron.report.tables import (
     Headline,
@@ -40,6 +41,7 @@ from hf_neuron.report.tables import (
     library_bugs_of,
     matrix_table,
     run_info,
+    scenario_columns,
     scenario_costs,
     scenario_fallbacks,
     scenario_rates,
@@ -62,14 +64,17 @@ class BuildResult:
     architectures: int
     previous_run_id: str | None
     problems: list[LineProblem] = field(default_factory=list)
+    #: checkpoints with records (their cases are not in ``architectures``)
+    checkpoints: int = 0
     #: conflicting records replaced by a later one (``on_conflict="latest"``)
     replaced: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class RunTables:
-    """Everything the report computes from one load of records: the primary lane's run and cases, its matrix table,
-    headline and pass rates, the statuses of its cases, and the Trainium lane beside it (None without one)."""
+    """Everything the report computes from one load of records: the primary lane's run (every case of it) and its
+    tiny models' cases, their matrix table, headline and pass rates, the statuses of those cases, the Trainium lane
+    beside it (None without one), and the lane's checkpoints (None without checkpoint cases)."""
 
     loaded: LoadedRecords
     run: RunInfo
@@ -79,28 +84,38 @@ class RunTables:
     rates: pd.DataFrame
     statuses: dict[str, dict[str, str]]
     trainium: Lane | None
+    checkpoints: CheckpointView | None = None
 
 
 def run_tables(loaded: LoadedRecords, *, baseline: Baseline, catalog: Catalog | None = None,
                ranking: Ranking | None = None, top_n: int = 100) -> RunTables:
     """The report's tables of ``loaded`` (the one place every page and figure of a run is computed); raises
-    :class:`InputError` when no valid record is found or several runs of one backend mix."""
+    :class:`InputError` when no valid record is found or several runs of one backend mix.
+
+    The tiny models' cases and the checkpoints' are split here, once (:func:`~hf_neuron.report.load.split_sources`):
+    the architecture table, headline, rates and statuses count the tiny models' cases only, so checkpoint cases change
+    none of them; the run (its times, environment and patches) is every case's."""
     if not loaded.records:
         raise InputError("no valid record")
     backend, records, real_records = _lanes(loaded)
+    tiny, checkpoints = split_sources(records)
+    real_tiny, real_checkpoints = split_sources(real_records)
     trainium = None
-    if real_records:
-        real_run = run_info(real_records)
-        trainium = lane(matrix_table(case_frame(real_records), baseline=baseline, scenarios=real_run.scenarios),
+    if real_tiny:
+        real_run = run_info(real_records, real_tiny)
+        trainium = lane(matrix_table(case_frame(real_tiny), baseline=baseline, scenarios=real_run.scenarios),
                         real_run)
-    run = run_info(records)
-    cases = case_frame(records)
+    run = run_info(records, tiny)
+    cases = case_frame(tiny)
     table = matrix_table(cases, baseline=baseline, scenarios=run.scenarios, catalog=catalog, ranking=ranking,
                          top_n=top_n, trainium=trainium)
     head = headline(table, baseline, backend=backend, scenarios=run.scenarios, cases=cases, catalog=catalog,
                     trainium=trainium)
-    return RunTables(loaded, run, cases, table, head, scenario_rates(table, baseline, run.scenarios),
-                     case_statuses(cases), trainium)
+    statuses = case_statuses(cases)
+    view = checkpoint_view(checkpoints, tiny_table=table, tiny_cases=cases, tiny_statuses=statuses,
+                           tiny_order=scenario_columns(table), ranking=ranking, trainium=real_checkpoints)
+    return RunTables(loaded, run, cases, table, head, scenario_rates(table, baseline, run.scenarios), statuses,
+                     trainium, view)
 
 
 def _one_run(backend: str, records: Sequence[Record]) -> None:
@@ -138,9 +153,11 @@ def build_site(
     """Build the site of the run whose records are in ``results`` (directories or record files) into ``out``.
 
     The records of the reference device make the table; records of the real backend (``env.backend == "real"``),
-    one run of its own, add a Trainium column beside it. ``catalog``'s architectures without records are listed as
-    not run, and each page shows its catalog entry. With ``history_dir``, the previous run's summary there gives the
-    diff, all summaries the trend, and this run's summary is added to it. Raises :class:`InputError` when no valid
+    one run of its own, add a Trainium column beside it. Checkpoint cases make the checkpoint table beside the
+    architecture table (:mod:`hf_neuron.report.checkpoints`), its download, figures and history. ``catalog``'s
+    architectures without records are listed as not run, and each page shows its catalog entry. With
+    ``history_dir``, the previous run's summary there gives the diff, all summaries the trend, and this run's summary
+    is added to it. Raises :class:`InputError` when no valid
     record is found, several runs of one backend mix, or records of one case disagree (unless ``on_conflict`` is
     ``"latest"``). With ``upstream`` (directories of ``hf-neuron upstream`` records), the index gets a column and a
     section per library, and each architecture's page a section per library that ran tests on it. Each page shows
@@ -165,7 +182,9 @@ def build_site(
     table["changed"] = table.index.isin({change.model_type for change in changes})
     position = {model_type: index for index, model_type in enumerate(table.index)}
     changes.sort(key=lambda change: position.get(change.model_type, len(position)))  # table order: by rank
-    summary = summarize(run, head, rates, tables.statuses, groups, scenario_costs(cases))
+    view = tables.checkpoints
+    summary = summarize(run, head, rates, tables.statuses, groups, scenario_costs(cases),
+                        checkpoints=view.figures if view else None)
 
     out.mkdir(parents=True, exist_ok=True)
     for stale in (out / "arch").glob("*.html"):
@@ -179,11 +198,12 @@ def build_site(
         previous=previous,
         chart=trend_chart(with_run(history, summary), head.all_core),
         costs=cost_trend(with_run(history, summary)),
-        downloads=write_downloads(out, loaded.records, table),
+        downloads=write_downloads(out, loaded.records, table, checkpoints=view.table if view else None),
         loaded=loaded,
         ranking_source=ranking.source if ranking else None,
         catalog=catalog,
         upstream=upstream_view,
+        checkpoints=view,
     )
     by_arch: dict[str, dict[str, dict[str, Any]]] = {}
     for case in frame_rows(cases):
@@ -199,6 +219,7 @@ def build_site(
             scenario_fallbacks=scenario_fallbacks(cases, row["model_type"]),
             upstream=upstream_view.for_arch(row["model_type"]) if upstream_view else (),
             library_bugs=library_bugs_of(library_bugs, row["model_type"], cases, run.env) if library_bugs else (),
+            checkpoints=frame_rows(view.of(row["model_type"])) if view else (),
         )
         for row in frame_rows(table)
     )
@@ -213,4 +234,5 @@ def build_site(
         previous_run_id=previous.run_id if previous else None,
         problems=loaded.problems,
         replaced=loaded.replaced,
+        checkpoints=view.figures.checkpoints if view else 0,
     )

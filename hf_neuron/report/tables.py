@@ -28,6 +28,7 @@ from hf_neuron.vocabulary.records import DEVICE_STEPS, Record, case_verdict, par
 from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, SCHEMA_2_SCENARIOS, ScenarioFacts, decodes
 
 __all__ = [
+    "CASE_COLUMNS",
     "Change",
     "GroupFigures",
     "Headline",
@@ -244,8 +245,10 @@ def lane(table: pd.DataFrame, run: RunInfo) -> Lane:
     return Lane(run, dict(run_rows["verdict"]), frozenset(run_rows.index[run_rows["runs_unmodified"]]))
 
 
-def run_info(records: Sequence[Record]) -> RunInfo:
-    """The run the records belong to; they must all share one ``run_id`` (check that first)."""
+def run_info(records: Sequence[Record], cases: Sequence[Record] | None = None) -> RunInfo:
+    """The run the records belong to; they must all share one ``run_id`` (check that first). Its scenario set is the
+    one the records declare, with any other scenario of ``cases`` (default: ``records``; the architecture table's
+    run passes its tiny models' cases, so that a scenario only checkpoints ran is not added to it)."""
     started = min(records, key=lambda r: parse_time(r["started_at"]))["started_at"]
     finished = max(records, key=lambda r: parse_time(r["finished_at"]))["finished_at"]
     values: dict[str, set[str]] = {}
@@ -265,16 +268,28 @@ def run_info(records: Sequence[Record]) -> RunInfo:
     scenarios: dict[str, ScenarioFacts] = (
         {s["name"]: {"kind": s["kind"], "trains": s["trains"]} for s in declared} if declared
         else dict(SCHEMA_2_SCENARIOS))
-    for record in records:  # a scenario of the records the set does not name (a run resumed with another set)
-        scenarios.setdefault(record["scenario"], record["scenario_facts"])
+    for record in records if cases is None else cases:  # a scenario the set does not name (a run resumed with
+        scenarios.setdefault(record["scenario"], record["scenario_facts"])  # another set)
     provenance = first.get("fallback_list")
     return RunInfo(records[0]["run_id"], started, finished, env["backend"], env,
                    listed["patches"], listed["reference_gap_patches"], scenarios,
                    {str(k): str(v) for k, v in provenance.items()} if isinstance(provenance, dict) else None)
 
 
+#: The columns of :func:`case_frame`, in order (an empty run's frame has them too).
+CASE_COLUMNS: tuple[str, ...] = (
+    "model_type", "checkpoint", "group", "scenario", "scenario_kind", "scenario_trains", "scenario_decodes",
+    "outcome", "cpu_outcome", "cpu_verdict", "status", "verdict", "reason", "gap", "duration_s", "peak_memory_bytes",
+    "parity_metric", "parity_value", "parity_tolerance", "parity_compared", "parity_positions", "failure_type",
+    "failure_message", "failure_frame", "fingerprint", "traceback", "failure_class", "known_failure", "cpu_failure",
+    "compile_backends", "compile_graphs", "compile_breaks", "compile_break_reasons", "compile_recompiles",
+    "compile_recompile_reasons", "compile_seconds", "fallback_ops", "details", "legs", "checkpoint_facts",
+)
+
+
 def case_frame(records: Sequence[Record]) -> pd.DataFrame:
-    """One row per case, with the record's fields flattened and the cell ``status`` added."""
+    """One row per case (:data:`CASE_COLUMNS`), with the record's fields flattened and the cell ``status`` added;
+    ``checkpoint`` is the id of a checkpoint's case (None for a tiny model's) and ``checkpoint_facts`` its facts."""
     rows: list[dict[str, Any]] = []
     for r in records:
         parity: Mapping[str, Any] = r["parity"] or {}
@@ -283,6 +298,7 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
         rows.append(
             {
                 "model_type": r["model_type"],
+                "checkpoint": r["checkpoint"]["id"] if r["checkpoint"] else None,
                 "group": r["group"],
                 "scenario": r["scenario"],
                 "scenario_kind": r["scenario_facts"]["kind"],
@@ -320,9 +336,10 @@ def case_frame(records: Sequence[Record]) -> pd.DataFrame:
                 "fallback_ops": r["fallback_ops"],
                 "details": r["details"],
                 "legs": r["legs"],
+                "checkpoint_facts": r["checkpoint"],
             }
         )
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(CASE_COLUMNS))
     for column in ("peak_memory_bytes", "compile_graphs", "compile_breaks", "compile_recompiles", "parity_compared",
                    "parity_positions"):
         frame[column] = frame[column].astype("Int64")
@@ -419,7 +436,7 @@ def _fallbacks(cases: pd.DataFrame) -> dict[str, dict[str, int] | None]:
 def _step_fallbacks(cases: pd.DataFrame) -> dict[str, bool]:
     """Per architecture whose fallbacks were measured, whether a case of a training or decoding scenario ran an
     operator that falls back to the CPU on Trainium (its step runs on the CPU in part)."""
-    measured = cases[cases["fallback_ops"].map(lambda ops: isinstance(ops, dict))]
+    measured = cases[cases["fallback_ops"].map(lambda ops: isinstance(ops, dict)).astype(bool)]
     steps = measured["scenario_trains"].astype(bool) | measured["scenario_decodes"].fillna(False).astype(bool)
     found = dict.fromkeys(measured["model_type"], False)
     for model_type in measured.loc[steps & measured["fallback_ops"].map(bool), "model_type"]:
