@@ -24,7 +24,7 @@ import pytest
 
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.report.checkpoints import Disagreement, counted_dtype
+from hf_neuron.report.checkpoints import Disagreement
 from hf_neuron.report.figures import run_page
 from hf_neuron.report.history import HISTORY_SCHEMA, cost_trend, read_history, summarize
 from hf_neuron.report.load import LoadedRecords, load_records, model_source, split_sources
@@ -164,8 +164,8 @@ def test_a_checkpoint_verdict_follows_its_cases(tmp_path: Path, change: dict[str
 
 
 def test_the_dtype_memory_is_counted_in_is_the_plans(tmp_path: Path) -> None:
-    """The report names the dtype the planner counted memory in by the planner's own rule: a config that states
-    none, one that states bfloat16, and a quantized one, planned and compared."""
+    """A record carries the dtype the planner counted memory in (the report shows it): a config that states none, one
+    that states bfloat16, and a quantized one, planned and compared."""
     from hf_neuron.checkpoint.facts import Prepared, checkpoint_facts
     from hf_neuron.checkpoint.plan import plan
     from hf_neuron.checkpoint.quantization import quantization
@@ -186,10 +186,9 @@ def test_the_dtype_memory_is_counted_in_is_the_plans(tmp_path: Path) -> None:
         facts = checkpoint_facts(Prepared(SliceRequest(name, source.path, 2, 1 << 30), source, planned,
                                           plan_slice(source, budget=1 << 30, layers=2),
                                           quantization(source.quantization)))
-        found[name] = (counted_dtype(facts), planned.dtype)
+        found[name] = (facts.get("weights_dtype"), planned.dtype)
     assert found == {"none": ("float32", "float32"), "bf16": ("bfloat16", "bfloat16"),
                      "awq": ("bfloat16", "bfloat16")}
-    assert counted_dtype({"id": "died-before-planning"}) is None
 
 
 # -- the figures ---------------------------------------------------------------------------------------------------
@@ -202,7 +201,7 @@ def test_the_checkpoint_figures_and_the_disagreements(both: RunTables) -> None:
     assert (figures.compared, figures.agree, figures.worse, figures.better, figures.not_compared) == (5, 2, 1, 2, 2)
     assert (figures.quantized, figures.not_runnable, figures.over_budget, figures.cases) == (1, 1, 1, 35)
     assert figures.verdicts == {"fully-passes": 3, "passes-where-tested": 0, "untested": 1, "fails-on-cpu-too": 1,
-                                "fails-on-neuron": 2}
+                                "neuron-limitation": 0, "fails-on-neuron": 2}
     assert figures.disagreements == (
         Disagreement("meta-llama/Llama-3.2-1B", "llama", "fully-passes", "fails-on-neuron", "worse", "checkpoints",
                      "dtype", "failed", "numerics-mismatch"),
@@ -358,3 +357,18 @@ def test_the_job_summary_lists_checkpoints_apart() -> None:
         line for line in alone.splitlines() if line.startswith("|")]
     assert "| meta-llama/Llama-3.2-1B | llama | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ❌ fail |" in checkpoints
     assert "- **meta-llama/Llama-3.2-1B::dtype**" in checkpoints
+
+
+def test_the_architecture_table_leaves_out_the_scenarios_only_checkpoints_run() -> None:
+    """``backward`` and ``dtype`` run on checkpoints only (``env.scenarios``'s ``models``): a run of tiny models alone
+    shows no empty column of them; records that do not say (older runs) keep every scenario."""
+    from hf_neuron.matrix.scenarios.registry import load_scenarios
+    from hf_neuron.report.tables import run_info
+
+    record = next(r for r in _lines() if r["scenario"] == "forward")
+    declared = load_scenarios().named()
+    tiny = run_info([{**record, "env": {**record["env"], "scenarios": declared}}])
+    assert "forward" in tiny.scenarios and not {"backward", "dtype"} & set(tiny.scenarios)
+    unsaid = [{key: value for key, value in scenario.items() if key != "models"} for scenario in declared]
+    older = run_info([{**record, "env": {**record["env"], "scenarios": unsaid}}])
+    assert {"backward", "dtype"} <= set(older.scenarios)

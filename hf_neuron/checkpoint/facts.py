@@ -79,6 +79,7 @@ def checkpoint_facts(prepared: Prepared) -> CheckpointFacts:
     return CheckpointFacts(
         id=prepared.request.id,
         dtype=prepared.source.dtype,
+        weights_dtype=found.dtype,
         parameters=found.parameters,
         active_parameters=found.active_parameters,
         memory=found.memory.by_use(),

@@ -56,7 +56,7 @@ def check_cases(cases: Sequence[Case], *, profile: str, timeout_s: float, result
     scratch directory when None) and handed to ``on_record``; the slice lives in a scratch directory removed at the
     end."""
     declared = load_scenarios()
-    env = environment.collect(profile, [{"name": name, **declared[name].facts} for name in declared.names])
+    env = environment.collect(profile, declared.named())
     environment.require_backend(device, env)
     known = load_known_failures(KNOWN_FAILURES_PATH, set(declared.names))
     records: list[Record] = []

@@ -28,7 +28,7 @@ from hf_neuron.vocabulary.records import CheckpointFacts, Record
 from hf_neuron.vocabulary.scenarios import ModelSource
 
 __all__ = ["DTYPE_SCENARIO", "PASSING", "TABLE_FAMILY", "CheckpointFigures", "CheckpointView", "Disagreement",
-           "checkpoint_figures", "checkpoint_scenarios", "checkpoint_table", "checkpoint_view", "counted_dtype"]
+           "checkpoint_figures", "checkpoint_scenarios", "checkpoint_table", "checkpoint_view"]
 
 #: The instance family whose NeuronCores the table shows (records plan each family of
 #: ``hf_neuron/checkpoint/instances.toml``; ``hf-neuron check`` prints them all).
@@ -49,17 +49,6 @@ _INTEGERS = ("rank", "parameters", "active_parameters", "memory_inference", "cor
 _COMPARED = tuple(verdict for verdict in ARCH_VERDICTS if verdict != "untested")
 
 Agreement = Literal["agree", "worse", "better"]
-
-
-def counted_dtype(facts: CheckpointFacts) -> str | None:
-    """The dtype a checkpoint's plan counts its weights and KV cache in (:func:`hf_neuron.checkpoint.plan.plan`):
-    bfloat16 for a quantized checkpoint (it runs dequantized), else the dtype it states, float32 where it states none;
-    None for a record without a plan (its worker died before planning)."""
-    if "parameters" not in facts:
-        return None
-    if facts.get("quantization"):
-        return "bfloat16"
-    return facts.get("dtype") or "float32"
 
 
 def agreement(tiny: str, checkpoint: str) -> Agreement | None:
@@ -123,7 +112,7 @@ def checkpoint_table(cases: pd.DataFrame, *, tiny_verdicts: Mapping[str, str] | 
             "agreement": agreement(tiny, verdict),
             "trainium": None if trainium is None else trainium.get(str(checkpoint), NOT_RUN),
             **statuses,
-            "stated_dtype": facts.get("dtype"), "counted_dtype": counted_dtype(facts),
+            "stated_dtype": facts.get("dtype"), "counted_dtype": facts.get("weights_dtype"),
             "parameters": facts.get("parameters"),
             "active_parameters": facts.get("active_parameters"),
             "memory_inference": facts.get("memory", {}).get("inference"),

@@ -265,9 +265,9 @@ def run_info(records: Sequence[Record], cases: Sequence[Record] | None = None) -
         for key in ("patches", "reference_gap_patches")
     }
     declared = first.get("scenarios")
-    scenarios: dict[str, ScenarioFacts] = (
-        {s["name"]: {"kind": s["kind"], "trains": s["trains"]} for s in declared} if declared
-        else dict(SCHEMA_2_SCENARIOS))
+    scenarios: dict[str, ScenarioFacts] = (  # the tiny models' scenarios: the table's columns
+        {s["name"]: {"kind": s["kind"], "trains": s["trains"]} for s in declared if "tiny" in s.get("models", ["tiny"])}
+        if declared else dict(SCHEMA_2_SCENARIOS))
     for record in records if cases is None else cases:  # a scenario the set does not name (a run resumed with
         scenarios.setdefault(record["scenario"], record["scenario_facts"])  # another set)
     provenance = first.get("fallback_list")

@@ -54,7 +54,7 @@ from hf_neuron.vocabulary.outcomes import (
     Outcome,
     ResultOutcome,
 )
-from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, SCHEMA_2_SCENARIOS, ScenarioFacts, decodes
+from hf_neuron.vocabulary.scenarios import SCENARIO_KINDS, SCHEMA_2_SCENARIOS, ModelSource, ScenarioFacts, decodes
 
 __all__ = [
     "CONFLICT_POLICIES",
@@ -169,6 +169,9 @@ class CheckpointFacts(TypedDict):
 
     id: str
     dtype: NotRequired[str | None]
+    #: the dtype the plan counts the weights (and KV cache) in: the stated one, float32 where none is stated,
+    #: bfloat16 for a quantized checkpoint that runs dequantized
+    weights_dtype: NotRequired[str]
     parameters: NotRequired[int]
     active_parameters: NotRequired[int | None]
     memory: NotRequired[dict[str, int]]
@@ -178,9 +181,11 @@ class CheckpointFacts(TypedDict):
 
 
 class NamedScenario(ScenarioFacts):
-    """A scenario of a run's set: its name and its facts."""
+    """A scenario of a run's set: its name, its facts, and the models it runs on (``tiny``, ``checkpoints``; absent
+    from records before checkpoint cases: ``tiny``)."""
 
     name: str
+    models: NotRequired[list[ModelSource]]
 
 
 #: Where a run's list of the operators the real backend runs on the CPU comes from: TorchNeuron's source, a Trainium

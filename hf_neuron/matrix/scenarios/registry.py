@@ -28,7 +28,7 @@ from typing import Any
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.scenarios.contract import CaseContext, Scenario, ScenarioResult
 from hf_neuron.vocabulary.groups import GROUPS, declaration
-from hf_neuron.vocabulary.records import is_name
+from hf_neuron.vocabulary.records import NamedScenario, is_name
 from hf_neuron.vocabulary.scenarios import MODEL_SOURCES, SCENARIO_KINDS, ModelSource, ScenarioFacts, ScenarioKind
 
 __all__ = ["DEFAULT_SCENARIO_MODULE", "LIBRARIES", "ScenarioDeclaration", "ScenarioSet", "load_scenarios"]
@@ -58,6 +58,11 @@ class ScenarioDeclaration:
     def facts(self) -> ScenarioFacts:
         """What the records of its cases say of it."""
         return {"kind": self.kind, "trains": self.trains, "decodes": self.decodes}
+
+    @property
+    def named(self) -> NamedScenario:
+        """What a run's environment block says of it: its name, its facts, the models it runs on."""
+        return NamedScenario(name=self.name, **self.facts, models=list(self.models))
 
     def implementation(self, group: str, features: Collection[str] | None = None) -> Scenario | None:
         """The function that runs it for an architecture of ``group`` (with catalog ``features``, when given), or
@@ -123,6 +128,10 @@ class ScenarioSet:
     def of_kind(self, kind: ScenarioKind) -> tuple[str, ...]:
         """The names of the scenarios of ``kind``, in run order."""
         return tuple(name for name, found in self.declarations.items() if found.kind == kind)
+
+    def named(self) -> list[NamedScenario]:
+        """The run's scenario set as its environment block lists it, in run order."""
+        return [found.named for found in self.declarations.values()]
 
     def on(self, models: ModelSource) -> tuple[ScenarioDeclaration, ...]:
         """The scenarios that run on ``models``, in run order."""
