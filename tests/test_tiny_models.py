@@ -101,6 +101,20 @@ def test_attention_kind_and_moe_sizes_are_kept() -> None:
     assert deepseek.qk_head_dim == deepseek.qk_nope_head_dim + deepseek.qk_rope_head_dim
 
 
+def test_a_table_of_learned_positions_keeps_its_grid() -> None:
+    vision = tiny_config("muse_glimmer").vision_config
+    # a grid of positions, not a hidden width: the width rule made pos_emb_width 64 beside a height of 32, and the
+    # model resamples the table as a square grid
+    assert (vision.pos_emb_height, vision.pos_emb_width, vision.hidden_size) == (32, 32, 64)
+    assert tiny_config("recurrent_gemma").lru_width == 64  # a width named "width" still shrinks (2560 in full)
+
+
+def test_the_largest_image_a_tower_takes_is_the_tiny_processors_largest() -> None:
+    radio = tiny_config("nemotron_h_omni").vision_config
+    assert radio.max_img_size == 64  # 2048 made a 262144-position table: 16.8M of a 17.7M-parameter tiny model
+    assert tiny_config("nemotron_h_omni").vision_config.image_size == 32  # the tower's own image size is not a maximum
+
+
 def test_special_token_ids_move_inside_the_vocabulary() -> None:
     gpt2 = tiny_config("gpt2")
     assert (gpt2.bos_token_id, gpt2.eos_token_id) == (BOS_TOKEN_ID, EOS_TOKEN_ID)

@@ -141,6 +141,9 @@ _LAYER_INDEX = r"first_k|layers?_(index_)?start|start_layer|offset|num_dense_lay
 _LAYER_SPAN = r"period|interval|every_n|_step$|pattern|group_size|per_attn_res_block|cycles|passes|layers"
 _POSITIONS = r"max_position|n_positions|n_ctx|max_seq_len|context_length|max_target_positions"
 _WIDTHS = r"hidden_size|n_embd|d_model|embed_dim|embedding_dim|embedding_size|width|emb_dim|proj_dim"
+#: The sides of a table of learned positions, in positions (``pos_emb_height``), not a hidden width: kept, as the
+#: model may resample the table to any grid and assume it square.
+_POSITION_GRID = r"^pos_emb_(height|width)$"
 
 #: (pattern on the canonical field name, rule, whether an unset (None) field takes the tiny value too).
 #: The first match wins, so specific names come before the general ones they contain.
@@ -148,6 +151,7 @@ _INT_RULES: tuple[tuple[re.Pattern[str], Rule, bool], ...] = tuple(
     (re.compile(pattern), rule, fills_none)
     for pattern, rule, fills_none in (
         (r"conv|kernel", lambda v, s: v, False),
+        (_POSITION_GRID, lambda v, s: v, False),
         (r"^(num_|n_)?(hidden_|encoder_|decoder_)?layers?$|^n_layer$", _layer_count, False),
         (r"kv_shared_layers", lambda v, s: 0, False),
         (_LAYER_INDEX, _layer_index, False),
@@ -173,6 +177,7 @@ _INT_RULES: tuple[tuple[re.Pattern[str], Rule, bool], ...] = tuple(
         (r"rank$|lowrank", _cap(lambda d: d.rank), False),
         (r"state_size|d_state|state_dim", _cap(lambda d: d.state_size), False),
         (r"^image_size$", _cap(lambda d: d.image_size), False),
+        (r"^max_(img|image)_size$", _cap(lambda d: 2 * d.image_size), False),  # as the tiny image processors' bound
         (r"^patch_size$", _cap(lambda d: d.patch_size), False),
         (_WIDTHS, _set(lambda d: d.hidden_size), False),
     )
