@@ -135,12 +135,37 @@ def test_reviewed_and_explicit_overrides_apply() -> None:
     assert tiny_config("llama", {"num_hidden_layers": 3}).num_hidden_layers == 3
 
 
+def test_a_draft_model_reads_its_target_s_outputs_one_position_a_row() -> None:
+    from hf_neuron.tiny.transformers.drafter import draft
+    from hf_neuron.tiny.transformers.inputs import model_inputs
+    from hf_neuron.tiny.transformers.outputs import no_training_loss
+
+    assistant = build_model("gemma4_assistant")
+    ids = torch.randint(8, 512, (2, 12), generator=torch.Generator().manual_seed(0))
+    inputs = model_inputs(assistant, ids)
+    assert "input_ids" not in inputs  # its forward refuses to run without the target's outputs
+    assert inputs["inputs_embeds"].shape == (2, 1, 2 * assistant.config.backbone_hidden_size)  # embedding + state
+    assert inputs["position_ids"].tolist() == [[11], [11]]  # the last seen token's position
+    assert {kind: keys.shape[2] for kind, (keys, _) in inputs["shared_kv_states"].items()} == {
+        "sliding_attention": 12, "full_attention": 12}  # the target's keys of the whole prompt
+    with torch.no_grad():
+        assert assistant(**inputs).logits.shape == (2, 1, VOCAB_SIZE)
+    drafted = draft(assistant, inputs, 3)
+    assert drafted.tokens is not None and drafted.scores is not None
+    assert drafted.tokens.shape == (2, 3) and drafted.scores.shape == (3, 2, VOCAB_SIZE)
+    assert drafted.tokens[:, 0].tolist() == drafted.scores[0].argmax(-1).tolist()  # greedy at every step
+    assert "takes no labels" in (no_training_loss(assistant) or "")
+    llama = build_model("llama")  # a model that names no target reads the ids themselves
+    assert set(model_inputs(llama, ids)) == {"input_ids"} and no_training_loss(llama) is None
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
         ("[llama]\nconfig = { num_hidden_layers = 3 }\n", "1: [llama] reason: needs a non-empty string: why"),
         ('[llama]\nreason = "x"\nbuilds = false\n',
-         "1: [llama]: unknown keys ['builds']; allowed: ['config', 'gap', 'reason', 'runs']"),
+         "1: [llama]: unknown keys ['builds']; allowed: ['config', 'gap', 'reason', 'runs', 'target']"),
+        ('[llama]\nreason = "x"\ntarget = 3\n', "1: [llama] target: must be the model type of the target model"),
         ('[llama]\nreason = "x"\nruns = "no"\n', "1: [llama] runs: must be true or false"),
         ("[llama\n", "1: not valid TOML"),
     ],
