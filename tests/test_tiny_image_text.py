@@ -118,13 +118,75 @@ def test_image_positions_given_as_a_mask_mark_the_image_tokens() -> None:
 
 def test_a_model_that_reads_an_axis_of_images_gets_each_row_its_image_and_who_sees_it() -> None:
     _, model, image_processor = _tiny("idefics")
-    assert image_text_recipe("idefics").image_axis  # the reviewed layout: (batch, images, channels, height, width)
+    assert str(image_text_recipe("idefics").pixel_layout) == "n c h w -> n 1 c h w"  # images per row: one
     inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("idefics", image_processor, 2))
     assert inputs["pixel_values"].shape == (2, 1, 3, 32, 32)
     # no image token in the prompt: the image comes first, and every prompt token (not the padding) sees it
     assert inputs["image_attention_mask"].tolist() == inputs["attention_mask"][:, :, None].tolist()
     with torch.no_grad():
         assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+
+
+@pytest.mark.parametrize(("layout", "shape", "first"), [
+    ("n c h w -> n h w c", (2, 4, 4, 3), [0.0, 16.0, 32.0]),  # channels last: a pixel's three channels in a row
+    ("n c h w -> n (2 c h w)", (2, 96), [0.0, 1.0, 2.0]),  # repeated on a leading axis, then flattened
+    ("n c h w -> n 2 h w c", (2, 2, 4, 4, 3), [0.0, 16.0, 32.0]),
+    ("n c h w -> n 1 c h w", (2, 1, 3, 4, 4), [0.0, 1.0, 2.0]),
+])
+def test_pixel_values_are_rearranged_as_the_layout_says(layout: str, shape: tuple[int, ...], first: list[float]
+                                                        ) -> None:
+    from hf_neuron.compat.tiny_image_text import parse_pixel_layout
+    from hf_neuron.tiny.image_text.inputs import rearranged
+
+    pixels = torch.arange(2 * 3 * 4 * 4, dtype=torch.float32).reshape(2, 3, 4, 4)
+    out = rearranged(pixels, parse_pixel_layout(layout))
+    assert tuple(out.shape) == shape and out.flatten()[:3].tolist() == first
+    assert torch.equal(out.flatten()[:48].sort().values, pixels[0].flatten())  # the first row's values, all of them
+    if " 2" in layout or "(2" in layout:  # each row repeated on a new axis of 2 right after the row axis
+        copies = out.reshape(2, 2, -1)
+        assert torch.equal(copies[:, 0], copies[:, 1])
+    with pytest.raises(ValueError, match="names 4 axes, the pixel values have 3"):
+        rearranged(pixels[0], parse_pixel_layout(layout))
+
+
+def test_a_substitute_processor_s_patches_reach_the_model_in_its_own_layout() -> None:
+    config, model, image_processor = _tiny("inkling2")
+    assert type(image_processor).__name__ == "PaddleOCRVLImageProcessorPil"  # Inkling2's own needs torchvision
+    rows = sample_rows("inkling2", image_processor, 2)
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), rows)
+    tile = config.vision_config.patch_size * config.vision_config.spatial_merge_size
+    # one tile per image token, channels last, the rows' 32 x 32 and 32 x 48 images kept whole: 16 + 24 tiles
+    assert inputs["pixel_values"].shape == (16 + 24, tile, tile, 3)
+    assert inputs["image_grid_thw"].tolist() == [[1, 4, 4], [1, 4, 6]]
+    assert (inputs["input_ids"] == image_tokens(config).image).sum(1).tolist() == [16, 24]
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+
+
+def test_single_frame_grids_go_to_a_model_that_reads_rows_and_columns() -> None:
+    config, model, image_processor = _tiny("nemotron_h_omni")
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("nemotron_h_omni", image_processor, 2))
+    assert "image_grid_thw" not in inputs  # the substitute's name, which the model does not read
+    patch = config.vision_config.patch_size
+    assert inputs["image_grid_hw"].tolist() == [[32 // patch, 32 // patch], [32 // patch, 48 // patch]]
+    assert inputs["pixel_values"].shape == (64 + 96, 3 * patch * patch)  # one row per patch, flattened channels first
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+    # a model that reads image_grid_thw keeps it, and gets no image_grid_hw
+    _, qwen, qwen_processor = _tiny("qwen2_vl")
+    qwen_inputs = batch_inputs(qwen, qwen_processor, tiny_tokenizer(), sample_rows("qwen2_vl", qwen_processor, 1))
+    assert "image_grid_thw" in qwen_inputs and "image_grid_hw" not in qwen_inputs
+
+
+def test_audio_ids_are_not_taken_for_a_second_text_encoder_s_prompt() -> None:
+    _, model, image_processor = _tiny("inkling_mm_model")  # forward takes audio_input_ids: mel-bin codes
+    inputs = batch_inputs(model, image_processor, tiny_tokenizer(), sample_rows("inkling_mm_model", image_processor, 2))
+    assert "audio_input_ids" not in inputs  # the prompt there made the audio tower embed text ids as mel bins
+    with torch.no_grad():
+        assert model(**inputs).logits.shape == (*inputs["input_ids"].shape, 1024)
+    _, blip, blip_processor = _tiny("instructblip")  # a Q-Former's text encoder still reads the prompt
+    blip_inputs = batch_inputs(blip, blip_processor, tiny_tokenizer(), sample_rows("instructblip", blip_processor, 1))
+    assert torch.equal(blip_inputs["qformer_input_ids"], blip_inputs["input_ids"])
 
 
 def test_a_video_model_gets_one_frame_videos_with_their_query_tokens() -> None:
@@ -239,7 +301,8 @@ def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
     ("[llava]\nreason = 'x'\nruns = 'no'\n", ":1: [llava] runs: must be true or false"),
     ("[llava]\nreason = 'x'\ngap = 'inputs'\n", ":1: [llava] gap: goes with runs = false"),
     ("[llava]\nreason = 'x'\nruns = false\ngap = 1\n", ":1: [llava] gap: 1 is not a gap; gaps are inputs"),
-    ("[llava]\nreason = 'x'\nimage_axis = 1\n", "[llava] 'image_axis' must be true or false"),
+    ("[llava]\nreason = 'x'\npixel_layout = 1\n", "[llava] 'pixel_layout' must be a string such as"),
+    ("[llava]\nreason = 'x'\npixel_layout = 'n c -> c'\n", "[llava] 'pixel_layout': 'n c -> c': every axis of"),
     ("[llava]\nreason = 'x'\nimage_processor_config = 3\n", "[llava] 'image_processor_config' must be a table"),
     ("[llava\n", ":1: not valid TOML"),
 ])

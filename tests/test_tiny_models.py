@@ -110,6 +110,20 @@ def test_attention_kind_and_moe_sizes_are_kept() -> None:
     assert deepseek.qk_head_dim == deepseek.qk_nope_head_dim + deepseek.qk_rope_head_dim
 
 
+def test_a_table_of_learned_positions_keeps_its_grid() -> None:
+    vision = tiny_config("muse_glimmer").vision_config
+    # a grid of positions, not a hidden width: the width rule made pos_emb_width 64 beside a height of 32, and the
+    # model resamples the table as a square grid
+    assert (vision.pos_emb_height, vision.pos_emb_width, vision.hidden_size) == (32, 32, 64)
+    assert tiny_config("recurrent_gemma").lru_width == 64  # a width named "width" still shrinks (2560 in full)
+
+
+def test_the_largest_image_a_tower_takes_is_the_tiny_processors_largest() -> None:
+    radio = tiny_config("nemotron_h_omni").vision_config
+    assert radio.max_img_size == 64  # 2048 made a 262144-position table: 16.8M of a 17.7M-parameter tiny model
+    assert tiny_config("nemotron_h_omni").vision_config.image_size == 32  # the tower's own image size is not a maximum
+
+
 def test_special_token_ids_move_inside_the_vocabulary() -> None:
     gpt2 = tiny_config("gpt2")
     assert (gpt2.bos_token_id, gpt2.eos_token_id) == (BOS_TOKEN_ID, EOS_TOKEN_ID)
@@ -157,12 +171,37 @@ def test_reviewed_and_explicit_overrides_apply() -> None:
     assert tiny_config("llama", {"num_hidden_layers": 3}).num_hidden_layers == 3
 
 
+def test_a_draft_model_reads_its_target_s_outputs_one_position_a_row() -> None:
+    from hf_neuron.tiny.transformers.drafter import draft
+    from hf_neuron.tiny.transformers.inputs import model_inputs
+    from hf_neuron.tiny.transformers.outputs import no_training_loss
+
+    assistant = build_model("gemma4_assistant")
+    ids = torch.randint(8, 512, (2, 12), generator=torch.Generator().manual_seed(0))
+    inputs = model_inputs(assistant, ids)
+    assert "input_ids" not in inputs  # its forward refuses to run without the target's outputs
+    assert inputs["inputs_embeds"].shape == (2, 1, 2 * assistant.config.backbone_hidden_size)  # embedding + state
+    assert inputs["position_ids"].tolist() == [[11], [11]]  # the last seen token's position
+    assert {kind: keys.shape[2] for kind, (keys, _) in inputs["shared_kv_states"].items()} == {
+        "sliding_attention": 12, "full_attention": 12}  # the target's keys of the whole prompt
+    with torch.no_grad():
+        assert assistant(**inputs).logits.shape == (2, 1, VOCAB_SIZE)
+    drafted = draft(assistant, inputs, 3)
+    assert drafted.tokens is not None and drafted.scores is not None
+    assert drafted.tokens.shape == (2, 3) and drafted.scores.shape == (3, 2, VOCAB_SIZE)
+    assert drafted.tokens[:, 0].tolist() == drafted.scores[0].argmax(-1).tolist()  # greedy at every step
+    assert "takes no labels" in (no_training_loss(assistant) or "")
+    llama = build_model("llama")  # a model that names no target reads the ids themselves
+    assert set(model_inputs(llama, ids)) == {"input_ids"} and no_training_loss(llama) is None
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
         ("[llama]\nconfig = { num_hidden_layers = 3 }\n", "1: [llama] reason: needs a non-empty string: why"),
         ('[llama]\nreason = "x"\nbuilds = false\n',
-         "1: [llama]: unknown keys ['builds']; allowed: ['config', 'gap', 'reason', 'runs']"),
+         "1: [llama]: unknown keys ['builds']; allowed: ['config', 'gap', 'reason', 'runs', 'target']"),
+        ('[llama]\nreason = "x"\ntarget = 3\n', "1: [llama] target: must be the model type of the target model"),
         ('[llama]\nreason = "x"\nruns = "no"\n', "1: [llama] runs: must be true or false"),
         ("[llama\n", "1: not valid TOML"),
     ],

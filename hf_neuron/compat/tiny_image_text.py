@@ -9,8 +9,10 @@ know, with a ``reason`` (required: why, precise enough to re-check on a transfor
 - ``processor_config``: keyword arguments merged into the architecture's own processor's (the one saved for users'
   pipelines, :mod:`hf_neuron.tiny.image_text.processor`);
 - ``images``: the ``[height, width]`` of each row's synthetic image, when the processor accepts only some sizes;
-- ``image_axis = true``: the forward reads the pixel values with an axis of images (or video frames) per row,
-  ``(batch, images, channels, height, width)``, which no signature tells; each row's image goes on that axis;
+- ``pixel_layout``: how the model reads the image processor's ``pixel_values``, which no signature tells, as a
+  rearrangement of named axes, ``"n c h w -> n h w c"`` (:class:`PixelLayout`): a stack of images or video frames
+  per row (``"n c h w -> n 1 c h w"``), or a substitute image processor's patches in the layout the architecture's
+  own processor writes them;
 - ``runs = false``: the architecture cannot run as a tiny image-text model here (the reason says why), and with it
   an optional ``gap`` when the cause is the harness's (e.g. ``gap = "inputs"``: the model needs an input the harness
   cannot build); the matrix then records the cases that fail the same way on the CPU as untested, with the reason.
@@ -25,6 +27,7 @@ Config fixes of the tiny model itself stay in ``compat/tiny_overrides.toml`` (:m
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,11 +37,67 @@ from hf_neuron.compat.reviewed_tables import check_table, load_tables
 from hf_neuron.vocabulary.datafiles import DataFileError
 from hf_neuron.vocabulary.gaps import Gap
 
-__all__ = ["IMAGE_TEXT_PATH", "ImageTextRecipe", "image_text_recipe", "load_image_text"]
+__all__ = ["IMAGE_TEXT_PATH", "ImageTextRecipe", "PixelLayout", "image_text_recipe", "load_image_text",
+           "parse_pixel_layout"]
 
 IMAGE_TEXT_PATH = COMPAT_DIR / "tiny_image_text.toml"
 
-_KEYS = {"image_processor", "image_processor_config", "processor_config", "images", "image_axis"}
+_KEYS = {"image_processor", "image_processor_config", "processor_config", "images", "pixel_layout"}
+
+#: One axis of a layout: a name, a number (a new axis of that size, the tensor repeated along it) or a parenthesised
+#: group of them (flattened into one axis).
+_AXIS = re.compile(r"\(([^()]*)\)|([A-Za-z_]\w*|\d+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class PixelLayout:
+    """A rearrangement of a tensor's axes, written ``"n c h w -> n (2 c h w)"``: the ``source`` axes name each axis
+    of the tensor; each ``target`` axis is a group of source names (flattened in that order) and numbers (a new axis
+    of that size, along which the tensor is repeated; ``1`` adds an axis). Every source name appears once on the
+    right."""
+
+    source: tuple[str, ...]
+    target: tuple[tuple[str | int, ...], ...]
+
+    def __str__(self) -> str:
+        def axis(group: tuple[str | int, ...]) -> str:
+            names = " ".join(str(item) for item in group)
+            return names if len(group) == 1 else f"({names})"
+
+        return f"{' '.join(self.source)} -> {' '.join(axis(group) for group in self.target)}"
+
+
+def _axes(side: str) -> list[tuple[str | int, ...]] | None:
+    """The axes of one side of a layout, or None where it holds anything else."""
+    found: list[tuple[str | int, ...]] = []
+    position = 0
+    for match in _AXIS.finditer(side):
+        if side[position:match.start()].strip():
+            return None
+        position = match.end()
+        items = match.group(1).split() if match.group(1) is not None else [match.group(2)]
+        if not items or any(not re.fullmatch(r"[A-Za-z_]\w*|\d+", item) for item in items):
+            return None
+        found.append(tuple(int(item) if item.isdigit() else item for item in items))
+    return found if not side[position:].strip() else None
+
+
+def parse_pixel_layout(text: str) -> PixelLayout:
+    """The :class:`PixelLayout` ``text`` writes; ``ValueError`` saying what is wrong with it."""
+    source_text, arrow, target_text = text.partition("->")
+    source, target = _axes(source_text), _axes(target_text)
+    if not arrow or source is None or target is None or not source or not target:
+        raise ValueError(f"{text!r} is no layout: write the axes as 'n c h w -> n h w c' (a group in parentheses "
+                         "is flattened, a number is a new axis of that size)")
+    if any(len(axis) != 1 or not isinstance(axis[0], str) for axis in source):
+        raise ValueError(f"{text!r}: the left side names each axis of the tensor once, without groups or numbers")
+    names = [str(axis[0]) for axis in source]
+    placed = [item for group in target for item in group if isinstance(item, str)]
+    if len(set(names)) != len(names) or sorted(placed) != sorted(names):
+        raise ValueError(f"{text!r}: every axis of the left side must appear exactly once on the right")
+    if any(isinstance(item, int) and item < 1 for group in target for item in group):
+        raise ValueError(f"{text!r}: a new axis needs a size of at least 1")
+    return PixelLayout(tuple(names), tuple(target))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +110,7 @@ class ImageTextRecipe:
     image_processor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     processor_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     images: tuple[tuple[int, int], ...] | None = None
-    image_axis: bool = False
+    pixel_layout: PixelLayout | None = None
     runs: bool = True
     gap: Gap | None = None
 
@@ -79,11 +138,16 @@ def _parse(path: Path, model_type: str, table: Any) -> ImageTextRecipe:
         if not isinstance(tables[key], dict):
             raise DataFileError(path, f"[{model_type}] '{key}' must be a table")
     images = _images(path, model_type, table["images"]) if "images" in table else None
-    image_axis = table.get("image_axis", False)
-    if not isinstance(image_axis, bool):
-        raise DataFileError(path, f"[{model_type}] 'image_axis' must be true or false")
+    layout = table.get("pixel_layout")
+    if layout is not None:
+        if not isinstance(layout, str):
+            raise DataFileError(path, f"[{model_type}] 'pixel_layout' must be a string such as 'n c h w -> n h w c'")
+        try:
+            layout = parse_pixel_layout(layout)
+        except ValueError as why:
+            raise DataFileError(path, f"[{model_type}] 'pixel_layout': {why}") from why
     return ImageTextRecipe(model_type, reviewed.reason, image_processor, tables["image_processor_config"],
-                            tables["processor_config"], images, image_axis, reviewed.runs, reviewed.gap)
+                            tables["processor_config"], images, layout, reviewed.runs, reviewed.gap)
 
 
 def load_image_text(path: Path | None = None) -> dict[str, ImageTextRecipe]:

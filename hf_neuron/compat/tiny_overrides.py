@@ -2,6 +2,8 @@
 
 Each table is named for a ``model_type`` and holds a ``reason`` (required: why the generic shrinker is not enough,
 or why the type cannot run), an optional ``config`` table merged into the tiny config's keyword arguments, an
+optional ``target``: the model type of the target model a draft model (a speculative-decoding assistant) reads its
+inputs from (:mod:`hf_neuron.tiny.transformers.drafter`), an
 optional ``runs = false`` for types that cannot build or run as a standalone tiny model on a CPU, and with it an
 optional ``gap`` when the cause is the harness's, not the model's (e.g. ``gap = "inputs"``: the model needs an input
 the harness cannot build; the matrix then records such cases as untested)::
@@ -27,7 +29,7 @@ __all__ = ["OVERRIDES_PATH", "Override", "deep_merge", "load_overrides"]
 
 OVERRIDES_PATH = COMPAT_DIR / "tiny_overrides.toml"
 
-_KEYS = {"config"}
+_KEYS = {"config", "target"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Override:
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     runs: bool = True
     gap: Gap | None = None
+    target: str | None = None
 
 
 def _parse(path: Path, model_type: str, table: Any) -> Override:
@@ -46,7 +49,11 @@ def _parse(path: Path, model_type: str, table: Any) -> Override:
     config = table.get("config", {})
     if not isinstance(config, dict):
         raise DataFileError(path, f"[{model_type}] 'config' must be a table")
-    return Override(model_type=model_type, reason=reviewed.reason, config=config, runs=reviewed.runs, gap=reviewed.gap)
+    target = table.get("target")
+    if target is not None and (not isinstance(target, str) or not target):
+        raise DataFileError(path, "must be the model type of the target model", table=model_type, key="target")
+    return Override(model_type=model_type, reason=reviewed.reason, config=config, runs=reviewed.runs, gap=reviewed.gap,
+                    target=target)
 
 
 def load_overrides(path: Path | None = None) -> dict[str, Override]:

@@ -1,8 +1,10 @@
 """Image-text inputs for a tiny vision-language model: chat prompts with images, expanded as the model needs them.
 
 The inputs are what the architecture's processor would give, built from three generic rules instead of per-model
-code: the pixel inputs are its image processor's output for the synthetic images (each on an axis of its own where
-the model reads a stack of images or frames per row: the reviewed ``image_axis``); every image placeholder in the
+code: the pixel inputs are its image processor's output for the synthetic images (rearranged where the model reads
+them in another layout, the reviewed ``pixel_layout``: a stack of images or frames per row, or a substitute image
+processor's patches in the layout of the architecture's own; single-frame ``image_grid_thw`` given as
+``image_grid_hw`` to a model that reads that); every image placeholder in the
 prompt becomes as many image tokens (``config.image_token_id`` or ``image_token_index``; a video model's
 ``video_token_*``) as the model computes features for that image (counted by calling its ``get_image_features``, or
 ``get_video_features``), between the config's image start and end tokens when it has them; and the inputs a model's
@@ -17,11 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_image_text import image_text_recipe
+from hf_neuron.compat.tiny_image_text import PixelLayout, image_text_recipe
 from hf_neuron.tiny.image_text.image_processor import processor_side
 from hf_neuron.tiny.image_text.images import synthetic_images
 from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
     from transformers.image_processing_utils import BaseImageProcessor
 
 __all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "image_sizes", "image_tokens",
-           "pixel_inputs", "prompt_ids", "sample_rows"]
+           "pixel_inputs", "prompt_ids", "rearranged", "sample_rows"]
 
 #: The user's question of each row (row ``i`` asks ``QUESTIONS[i % len(QUESTIONS)]``).
 QUESTIONS = ("What is in the picture?", "Describe the colours of this image.")
@@ -83,7 +86,7 @@ def _accepted(function: Callable[..., Any], inputs: Mapping[str, Any]) -> dict[s
 
 #: A token id of ordinary text in the tiny vocabulary.
 _FIRST_TEXT_ID = 8
-_NOT_TEXT = ("decoder_", "pixel_", "image_", "mm_", "video_")
+_NOT_TEXT = ("decoder_", "pixel_", "image_", "mm_", "video_", "audio_")
 #: Inputs that mark the prompt's image tokens with 1 (where the image features go) and its text with 0.
 _IMAGE_POSITION_MASKS = ("mm_token_type_ids", "image_embeds_position_mask")
 
@@ -140,18 +143,48 @@ def _image_feature_inputs(model: PreTrainedModel, method: Callable[..., Any], in
     return accepted
 
 
+def rearranged(tensor: torch.Tensor, layout: PixelLayout) -> torch.Tensor:
+    """``tensor`` with its axes rearranged as ``layout`` says: permuted, new axes added (the tensor repeated along
+    them), groups flattened."""
+    if tensor.dim() != len(layout.source):
+        raise ValueError(f"pixel layout {str(layout)!r} names {len(layout.source)} axes, the pixel values have "
+                         f"{tensor.dim()} (shape {tuple(tensor.shape)})")
+    sizes = dict(zip(layout.source, tensor.shape, strict=True))
+    items = [item for group in layout.target for item in group]
+    moved = tensor.permute([layout.source.index(item) for item in items if isinstance(item, str)])
+    shape = [sizes[item] if isinstance(item, str) else item for item in items]
+    spread = moved.reshape([sizes[item] if isinstance(item, str) else 1 for item in items]).expand(shape)
+    widths = [math.prod(sizes[item] if isinstance(item, str) else item for item in group) for group in layout.target]
+    return spread.reshape(widths)
+
+
+def _grid_hw(model: PreTrainedModel, processed: Mapping[str, Any]) -> dict[str, Any]:
+    """``image_grid_hw`` (rows and columns of patches) for a model that reads it, from an image processor that gives
+    ``image_grid_thw`` of single frames (``t = 1``); nothing otherwise."""
+    grid = processed.get("image_grid_thw")
+    if grid is None or "image_grid_hw" in processed or bool((grid[:, 0] != 1).any()):
+        return {}
+    method = _image_feature_method(model)
+    readers = [model.forward, *([method] if method is not None else [])]
+    if not any("image_grid_hw" in inspect.signature(reader).parameters for reader in readers):
+        return {}
+    return {"image_grid_hw": grid[:, 1:]}
+
+
 def pixel_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor, images: Sequence[Image.Image]
                  ) -> dict[str, Any]:
-    """The image processor's outputs for ``images``, one per row, with the row's image on an axis of its own where
-    the model reads ``(batch, images, channels, height, width)`` (the reviewed ``image_axis``)."""
+    """The image processor's outputs for ``images``, one per row: its ``pixel_values`` rearranged as the model reads
+    them where the reviewed ``pixel_layout`` says (:func:`rearranged`), and its ``image_grid_thw`` of single frames
+    as ``image_grid_hw`` for a model that reads that."""
     import torch
 
     output = image_processor(images=list(images), return_tensors="pt")
     # a few image processors return the pixel values alone
     processed = {"pixel_values": output} if isinstance(output, torch.Tensor) else dict(output)
-    if image_text_recipe(model.config.model_type).image_axis:
-        processed["pixel_values"] = processed["pixel_values"].unsqueeze(1)
-    return processed
+    layout = image_text_recipe(model.config.model_type).pixel_layout
+    if layout is not None:
+        processed["pixel_values"] = rearranged(processed["pixel_values"], layout)
+    return {**processed, **_grid_hw(model, processed)}
 
 
 def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcessor, image: Image.Image) -> int:

@@ -155,6 +155,9 @@ _LAYER_INDEX = r"first_k|layers?_(index_)?start|start_layer|offset|num_dense_lay
 _LAYER_SPAN = r"period|interval|every_n|_step$|pattern|group_size|per_attn_res_block|cycles|passes|layers"
 _POSITIONS = r"max_position|n_positions|n_ctx|max_seq_len|context_length|max_target_positions"
 _WIDTHS = r"hidden_size|n_embd|d_model|embed_dim|embedding_dim|embedding_size|width|emb_dim|proj_dim"
+#: The sides of a table of learned positions, in positions (``pos_emb_height``), not a hidden width: kept, as the
+#: model may resample the table to any grid and assume it square.
+_POSITION_GRID = r"^pos_emb_(height|width)$"
 
 RuleKind = Literal["layers", "vocab", "experts", "size"]
 #: What each kind of rule cuts: layer counts, the vocabulary, the experts, or a size (widths, heads, windows...).
@@ -172,6 +175,7 @@ def _applies(kind: RuleKind, dims: TinyDims) -> bool:
 #: The first match wins, so specific names come before the general ones they contain.
 _RULE_TABLE: tuple[tuple[str, Rule, bool, RuleKind], ...] = (
         (r"conv|kernel", lambda v, s: v, False, "size"),
+        (_POSITION_GRID, lambda v, s: v, False, "size"),
         (r"^(num_|n_)?(hidden_|encoder_|decoder_)?layers?$|^n_layer$", _layer_count, False, "layers"),
         (r"kv_shared_layers", lambda v, s: 0, False, "layers"),
         (_LAYER_INDEX, _layer_index, False, "layers"),
@@ -199,6 +203,7 @@ _RULE_TABLE: tuple[tuple[str, Rule, bool, RuleKind], ...] = (
         (r"rank$|lowrank", _cap(lambda d: d.rank), False, "size"),
         (r"state_size|d_state|state_dim", _cap(lambda d: d.state_size), False, "size"),
         (r"^image_size$", _cap(lambda d: d.image_size), False, "size"),
+        (r"^max_(img|image)_size$", _cap(lambda d: 2 * d.image_size), False, "size"),  # the image processors' bound
         (r"^patch_size$", _cap(lambda d: d.patch_size), False, "size"),
         (_WIDTHS, _set(lambda d: d.hidden_size), False, "size"),
 )

@@ -84,11 +84,16 @@ def check_text_model(model_type: str, *, until: Stage = "generate", batch: int =
     ``(batch, length, vocab)`` and greedily generate 4 tokens. Never raises: the result tells the failing stage."""
     import torch
 
+    from hf_neuron.tiny.transformers import drafter
+
     def body(progress: CheckProgress) -> None:
         config = tiny_config(model_type)
         progress.stage = "build"
         model = build_model(model_type, config=config)
         progress.parameters = sum(p.numel() for p in model.parameters())
+        if drafter.target_type(model_type) is not None:  # it reads its target's outputs, one position a row
+            _check_drafter(model, until, batch, length, config.get_text_config(decoder=True).vocab_size, progress)
+            return
         if until in ("forward", "generate"):
             progress.stage = "forward"
             inputs = _inputs(model, batch, length)
@@ -104,6 +109,28 @@ def check_text_model(model_type: str, *, until: Stage = "generate", batch: int =
                 raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {expected}")
 
     return staged_check(model_type, body)
+
+
+def _check_drafter(model: PreTrainedModel, until: Stage, batch: int, length: int, vocab_size: int,
+                   progress: CheckProgress) -> None:
+    """A draft model's check: finite logits at the one position it reads, then 4 drafted tokens a row."""
+    import torch
+
+    from hf_neuron.tiny.transformers.drafter import draft, drafter_inputs
+
+    if until == "build":
+        return
+    progress.stage = "forward"
+    generator = torch.Generator().manual_seed(0)
+    inputs = drafter_inputs(model, torch.randint(8, 512, (batch, length), generator=generator))
+    with torch.no_grad():
+        check_logits(model(**inputs).logits, batch, 1, vocab_size)
+    if until == "generate":
+        progress.stage = "generate"
+        tokens = draft(model, inputs, 4).tokens
+        if tokens is None or tuple(tokens.shape) != (batch, 4):
+            raise AssertionError(f"drafting returned {None if tokens is None else tuple(tokens.shape)}, expected "
+                                 f"{(batch, 4)}")
 
 
 def generates(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int) -> None:

@@ -74,7 +74,12 @@ def sample_ids(model_type: str, checkpoint: Path, model: PreTrainedModel, rows: 
 
 
 def model_inputs(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The ids on ``model``'s device; an encoder-decoder's decoder reads the same ids."""
+    """The ids on ``model``'s device; an encoder-decoder's decoder reads the same ids; a draft model reads its
+    target's outputs behind them (:func:`hf_neuron.tiny.transformers.drafter.drafter_inputs`)."""
+    from hf_neuron.tiny.transformers.drafter import drafter_inputs, target_type
+
+    if target_type(model.config.model_type) is not None:
+        return drafter_inputs(model, input_ids)
     input_ids = input_ids.to(model.device)
     inputs = {"input_ids": input_ids}
     if model.config.is_encoder_decoder:

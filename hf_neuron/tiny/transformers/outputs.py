@@ -65,7 +65,13 @@ def compileable(cache: Any) -> bool:
 def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
            **generate_kwargs: Any) -> Decoding:
     """A language model's generation: :func:`greedy_decoding` (an encoder-decoder whose encoder reads no text
-    continues its decoder's prompt)."""
+    continues its decoder's prompt); a draft model's is its drafting loop
+    (:func:`hf_neuron.tiny.transformers.drafter.draft`, which keeps no cache, so asked for a static one it has
+    none)."""
+    from hf_neuron.tiny.transformers import drafter
+
+    if drafter.target_type(getattr(model, "_orig_mod", model).config.model_type) is not None:
+        return drafter.draft(model, inputs, new_tokens)
     return greedy_decoding(model, inputs, new_tokens, **generate_kwargs)
 
 
@@ -100,5 +106,8 @@ def training_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
 
 
 def no_training_loss(model: PreTrainedModel) -> str | None:
-    """None: a language model computes its loss from labels."""
-    return None
+    """None: a language model computes its loss from labels; a draft model computes none
+    (:func:`hf_neuron.tiny.transformers.drafter.no_training_loss`)."""
+    from hf_neuron.tiny.transformers import drafter
+
+    return drafter.no_training_loss(model) if drafter.target_type(model.config.model_type) is not None else None
