@@ -160,9 +160,11 @@ def test_a_checkpoint_states_its_storage_the_model_is_built_without_it() -> None
     assert sum(text.rope_parameters["mrope_section"]) * 2 == text.hidden_size // text.num_attention_heads
 
 
-def test_a_checkpoint_that_says_use_mtp_still_decodes_without_it() -> None:
+def test_a_checkpoint_that_says_use_mtp_or_no_cache_still_decodes_as_its_generation_config_would() -> None:
     model = build_model("minimax_m2")
     assert model.config.use_mtp and not model.generation_config.use_mtp
+    smollm3 = build_model("smollm3")  # its config.json was saved with use_cache false
+    assert not smollm3.config.use_cache and smollm3.generation_config.use_cache
 
 
 def test_reviewed_and_explicit_overrides_apply() -> None:

@@ -31,10 +31,12 @@ def build_model(model_type: str, *, seed: int = 0, overrides: Mapping[str, Any] 
 
 def _use_tiny_token_ids(generation_config: GenerationConfig, is_encoder_decoder: bool) -> None:
     """Point generation at the tiny tokenizer's special tokens (encoder-decoders start decoding with BOS), and decode
-    without multi-token prediction unless asked: a checkpoint's ``config.json`` may say ``use_mtp`` of its
-    architecture (MiniMax-M2's: it has MTP modules elsewhere), which transformers copies into a generation config
-    built from the model's config, where it means "speculate with MTP layers" (a model without them then cannot
-    generate); the checkpoint's own ``generation_config.json``, which the catalog does not hold, decides that."""
+    as a checkpoint's own ``generation_config.json`` (which the catalog does not hold) has it by default: with a
+    cache, without multi-token prediction. A checkpoint's ``config.json`` may say ``use_cache: false`` (saved from
+    training: SmolLM3, OLMo 3) or ``use_mtp`` of its architecture (MiniMax-M2's: its MTP modules live elsewhere), and
+    transformers copies both into a generation config built from the model's config, where they mean "decode
+    without a cache" and "speculate with MTP layers" (which a model without them cannot)."""
+    generation_config.use_cache = True
     generation_config.use_mtp = None
     generation_config.pad_token_id = PAD_TOKEN_ID
     generation_config.bos_token_id = BOS_TOKEN_ID
