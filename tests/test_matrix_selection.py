@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from _helpers_matrix import FAKE, FIXTURES, cli
 
-from hf_neuron.compat.slices import SLICES_PATH as SLICES_FILE
 from hf_neuron.compat.ranking import RankEntry, best_of_each_group, write_ranking
+from hf_neuron.compat.slices import SLICES_PATH as SLICES_FILE
 from hf_neuron.compat.slices import load_slices
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult
@@ -165,8 +165,10 @@ def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffu
 
 
 def test_the_best_ranked_of_each_group_have_the_top_ranked_feature(tmp_path: Path) -> None:
-    groups = {"llama": "decoder", "gpt2": "decoder", "qwen2": "decoder", "llava": "image-text", "t5": "encoder-decoder"}
-    ranked = [RankEntry(name, rank, "test") for rank, name in enumerate(["gpt2", "gemma", "llava", "qwen2", "llama"], 1)]
+    groups = {"llama": "decoder", "gpt2": "decoder", "qwen2": "decoder", "llava": "image-text",
+              "t5": "encoder-decoder"}
+    names = ["gpt2", "gemma", "llava", "qwen2", "llama"]
+    ranked = [RankEntry(name, rank, "test") for rank, name in enumerate(names, 1)]
     assert best_of_each_group(groups, 2, ranked) == {"gpt2", "qwen2", "llava"}, "gemma: not in the catalog"
     assert best_of_each_group(groups, 0, ranked) == frozenset()
     ranking = write_ranking([RankEntry("beta", 1, "test"), RankEntry("delta", 2, "test")], tmp_path / "ranking.csv")

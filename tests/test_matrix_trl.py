@@ -61,7 +61,7 @@ def test_a_loss_scaled_on_the_device_fails() -> None:
     result = held_to_the_cpu(_run("neuron", loss_scale=1.05), _run("cpu"), "neuron")
     assert result.outcome == "failed"
     assert result.message.startswith("the loss of each step differ from the CPU's"), result.message
-    assert "(bfloat16 autocast)" in result.message, "bf16 autocast: bfloat16's relative term, float32's floor"
+    assert "(bfloat16)" in result.message, "bf16 autocast: the loss is held to the bfloat16 row"
 
 
 def test_weights_moved_past_what_the_step_explains_fail() -> None:
@@ -143,6 +143,12 @@ def test_image_text_sft_is_untested_without_the_models_processor(workdir: Path) 
                                      "checkpoint has none: "), result.message
 
 
+#: The error put on every linear layer's output on neuron that each scenario must fail: 1% (as the bf16 scenario's), but
+#: 2% for DPO, whose loss is a difference of the policy's and the reference's log-probabilities, both computed by the
+#: device: an error common to both cancels, and a 1% one moves its LoRA gradients by less than the bfloat16 row.
+PERTURBED = {"sft": 1e-2, "dpo": 2e-2, "grpo": 1e-2}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_the_trl_scenarios_pass_on_a_tiny_llama_and_fail_a_perturbed_device(scenario: str, workdir: Path) -> None:
@@ -155,9 +161,9 @@ def test_the_trl_scenarios_pass_on_a_tiny_llama_and_fail_a_perturbed_device(scen
     for details in [leg["details"] for leg in clean.legs] or [clean.details]:
         assert details["bf16"] is True and details["pad_to_multiple_of"] == NEURON_PAD_MULTIPLE
         assert details["losses"] == details["cpu_losses"] and len(details["losses"]) == STEPS
-    with linear_off_by(1e-2):  # 1% on every linear layer's output on neuron: beyond bfloat16 autocast's tolerance
+    with linear_off_by(PERTURBED[scenario]):
         perturbed = SCENARIOS[scenario](ctx)
-    assert perturbed.outcome == "failed", f"a 1% error of every linear layer on neuron passed {scenario}"
+    assert perturbed.outcome == "failed", f"a {PERTURBED[scenario]:.0%} error of every linear layer passed {scenario}"
     assert "differ from the CPU's" in (perturbed.message or ""), perturbed.message
 
 
@@ -226,3 +232,12 @@ def test_a_failing_cli_run_raises_with_its_error(tmp_path: Path) -> None:
                        {"HF_HUB_OFFLINE": "1", "HF_NEURON_EMULATOR": "0", "PATH": "/usr/bin:/bin"})
     assert str(failure.value).startswith("`trl sft` failed (exit 1): "), failure.value
 
+
+
+@pytest.mark.slow
+def test_sft_holds_a_layer_norm_model_to_the_bfloat16_row(workdir: Path) -> None:
+    """GPT-2's layer norms and softmax run in float32 under neuron's autocast (CUDA's lists) and in bfloat16 under the
+    CPU's: the two steps differ beyond float32's floor (4e-4 on gradients of 1e-3) even on the reference device."""
+    result = trl_trainers.sft(CaseContext("gpt2", "decoder", "sft", "neuron", workdir))
+    assert result.outcome == "passed", result.message
+    assert result.parity is not None and result.parity["value"] > 0.0, "the autocast policies differ"

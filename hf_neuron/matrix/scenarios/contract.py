@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "AUTOCAST_BFLOAT16",
     "EXACT",
     "TOLERANCES",
     "CaseContext",
@@ -70,13 +69,6 @@ TOLERANCES: Mapping[str, Tolerance] = {
     "float16": Tolerance(atol=1e-3, rtol=2e-3),
     "bfloat16": Tolerance(atol=1e-3, rtol=1.6e-2),
 }
-
-
-#: For float32 values computed under bfloat16 autocast (a mixed-precision step's loss and gradients, kept in float32):
-#: bfloat16's relative term, since every matrix product rounds its inputs to bfloat16, and float32's absolute floor,
-#: since the values may be small: bfloat16's floor of 1e-3 would accept any error of a gradient below 0.06 (a 1% error
-#: of every linear layer moves LoRA gradients of 0.03 by 4%, and passed it).
-AUTOCAST_BFLOAT16 = Tolerance(atol=TOLERANCES["float32"].atol, rtol=TOLERANCES["bfloat16"].rtol)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,8 +269,6 @@ def _tolerance_of(expected: torch.Tensor, tolerance: Tolerance | None) -> tuple[
         return tolerance_for(dtype), dtype
     if tolerance == EXACT:
         return tolerance, "exact"
-    if tolerance == AUTOCAST_BFLOAT16:
-        return tolerance, "bfloat16 autocast"
     named = [name for name, row in TOLERANCES.items() if row == tolerance]
     return tolerance, named[0] if named else "given tolerance"
 

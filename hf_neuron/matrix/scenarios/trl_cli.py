@@ -9,8 +9,8 @@ batch) on the tiny chats (:func:`hf_neuron.tiny.dataset.materialize`, its chat t
 multiple of 128). The reference is one CPU process on the whole batch (``trl sft --use_cpu``, the neuron device
 hidden, with the device runs' bf16 and padding), as the ``ddp`` scenario's is: DDP's averaged gradients are the whole
 batch's. A leg passes when TRL trained on ``neuron:0`` with bf16 and that padding (its saved training arguments) and
-the loss of every step (its ``trainer_state.json``) is within bfloat16 autocast's tolerance (``AUTOCAST_BFLOAT16``)
-of the CPU's. Each case costs three launches of TRL (tens of seconds), so it runs for the best-ranked decoders only
+the loss of every step (its ``trainer_state.json``) is within the bfloat16 tolerance of the CPU's (computed under
+bf16 autocast). Each case costs three launches of TRL (tens of seconds), so it runs for the best-ranked decoders only
 (``requires`` the catalog feature :data:`~hf_neuron.matrix.selection.TOP_RANKED_FEATURE`). On the CPU (the runner's
 re-run of a failing case) each leg is the same command on the CPU alone, in one process.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_neuron.backends import backend, hidden_device_environment
-from hf_neuron.matrix.scenarios.contract import AUTOCAST_BFLOAT16, CaseContext, ScenarioResult, compare
+from hf_neuron.matrix.scenarios.contract import TOLERANCES, CaseContext, ScenarioResult, compare
 from hf_neuron.matrix.scenarios.ddp import LAUNCH_TIMEOUT_S, WORLD, fewer_devices
 from hf_neuron.matrix.scenarios.text_models import zero_dropout_fields
 from hf_neuron.matrix.scenarios.training import LEARNING_RATE
@@ -110,7 +110,7 @@ def _leg(leg: str, run: Path, reference: list[float], device: str) -> ScenarioRe
     if len(losses) != len(reference):
         return ScenarioResult.failed(f"{leg} logged {len(losses)} losses, the CPU {len(reference)}"
                                      ).adding_details(details)
-    tolerance = AUTOCAST_BFLOAT16 if args.bf16 else None
+    tolerance = TOLERANCES["bfloat16"] if args.bf16 else None
     on_device = torch.tensor(losses, device=args.device)  # where rank 0 computed them (its arguments say)
     return compare(on_device, torch.tensor(reference), f"`{leg}`'s loss of each step", tolerance,
                    device=device).adding_details(details)
