@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import torch
+from _helpers import run
 from test_matrix_mutation import linear_off_by
 
 from hf_neuron.matrix.scenarios import trl_cli, trl_trainers
@@ -241,3 +242,20 @@ def test_sft_holds_a_layer_norm_model_to_the_bfloat16_row(workdir: Path) -> None
     result = trl_trainers.sft(CaseContext("gpt2", "decoder", "sft", "neuron", workdir))
     assert result.outcome == "passed", result.message
     assert result.parity is not None and result.parity["value"] > 0.0, "the autocast policies differ"
+
+
+def test_trl_cli_is_untested_with_one_device(tmp_path: Path) -> None:
+    result = run(
+        f"""
+        from pathlib import Path
+        from hf_neuron.matrix.scenarios.trl_cli import trl_cli
+        from hf_neuron.matrix.scenarios.contract import CaseContext
+        result = trl_cli(CaseContext("llama", "decoder", "trl_cli", "neuron", Path({str(tmp_path)!r})))
+        print(result.outcome, result.gap, "|", result.message)
+        """,
+        {"HF_NEURON_EMULATOR_DEVICES": "1"},
+    )
+    assert result.stdout.strip() == (
+        "untested devices | trl_cli needs 2 neuron devices, this process sees 1 (the reference device: set "
+        "HF_NEURON_EMULATOR_DEVICES=2)"), result.stderr
+    assert not (tmp_path / "checkpoints").exists()
