@@ -232,6 +232,16 @@ def test_a_failing_cli_run_raises_with_its_error(tmp_path: Path) -> None:
         trl_cli._train([trl_cli._script("trl"), "sft"], tmp_path / "missing-model", tmp_path, tmp_path / "out", 1,
                        {"HF_HUB_OFFLINE": "1", "HF_NEURON_EMULATOR": "0", "PATH": "/usr/bin:/bin"})
     assert str(failure.value).startswith("`trl sft` failed (exit 1): "), failure.value
+    assert "CalledProcessError" not in str(failure.value), "the script's error, not the launcher's report of it"
+
+
+def test_a_checkpoint_without_the_processor_trls_script_loads_is_untested(workdir: Path) -> None:
+    """gemma3's decoder checkpoint: AutoProcessor maps gemma3 to Gemma3Processor, which wants an image processor."""
+    result = trl_cli.trl_cli(CaseContext("gemma3", "decoder", "trl_cli", "neuron", workdir))
+    assert (result.outcome, result.gap) == ("untested", "inputs")
+    assert result.message.startswith("TRL's script loads AutoProcessor from the model's folder, which the tiny "
+                                     "checkpoint cannot give: Can't load image processor"), result.message
+    assert trl_cli._processor_missing(CaseContext("llama", "decoder", "trl_cli", "neuron", workdir).checkpoint) is None
 
 
 

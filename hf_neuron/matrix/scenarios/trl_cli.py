@@ -57,6 +57,21 @@ def leg_command(leg: str, device_type: str, processes: int) -> list[str]:
     return [_script(program), verb, *launch, *rest, *(["--use_cpu", "true"] if device_type == "cpu" else [])]
 
 
+def _processor_missing(checkpoint: Path) -> ScenarioResult | None:
+    """Untested (gap ``inputs``) when ``AutoProcessor``, which TRL's script loads from the model's folder, cannot load
+    what the model type maps to from the tiny checkpoint (gemma3's processor wants an image processor the text-only
+    checkpoint has not); None when it loads."""
+    from transformers import AutoProcessor
+
+    try:
+        AutoProcessor.from_pretrained(checkpoint)
+    except (OSError, ValueError) as missing:
+        first_line = (str(missing).strip().splitlines() or [type(missing).__name__])[0]
+        return ScenarioResult.untested(f"TRL's script loads AutoProcessor from the model's folder, which the tiny "
+                                       f"checkpoint cannot give: {first_line}", "inputs")
+    return None
+
+
 def _checkpoint(ctx: CaseContext, out: Path) -> Path:
     """The case's tiny checkpoint with training-time randomness off in its config: links to its files, and a
     config with every dropout field at 0."""
@@ -127,6 +142,8 @@ def trl_cli(ctx: CaseContext) -> ScenarioResult:
 
     if (fewer := fewer_devices(ctx, "trl_cli")) is not None:
         return fewer
+    if (missing := _processor_missing(ctx.checkpoint)) is not None:
+        return missing
     device_type = torch.device(ctx.device).type
     environ = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     on_cpu = {**environ, **hidden_device_environment(backend().kind)}
