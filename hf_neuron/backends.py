@@ -18,6 +18,7 @@ __all__ = [
     "BackendKind",
     "autoload_status",
     "backend",
+    "hidden_device_environment",
     "neuron_module",
     "real_backend_installed",
     "record_autoload",
@@ -65,6 +66,14 @@ class BackendInfo:
             return f"no neuron backend ({self.reason})"
         name = "TorchNeuron (torch-neuronx)" if self.kind == "real" else "hf-neuron reference device"
         return f"{name} {self.version}, {self.device_count} device(s)"
+
+
+def hidden_device_environment(backend_kind: str) -> dict[str, str]:
+    """The variables under which a process sees no neuron device: the reference device is not registered, and the
+    real backend (``torch_neuronx``, an autoloaded ``torch.backends`` entry point) is not loaded."""
+    if backend_kind == "real":
+        return {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    return {"HF_NEURON_EMULATOR": "0"}
 
 
 def neuron_module() -> Any:

@@ -216,6 +216,11 @@ SWITCHES: tuple[Switch, ...] = (
     Switch("HF_NEURON_TRL_REVISION", _text, "",
            "With `HF_NEURON_TRL_SOURCE` a git repository: the commit, tag or branch whose tests are exported (default "
            "HEAD).", _CONFIGURED),
+    Switch("HF_NEURON_TRL_AGAINST", _text, "",
+           "With `HF_NEURON_TRL_SOURCE`: the TRL release its tests were written for, when not the installed one "
+           "(e.g. `1.9.0` for a tree of 1.10.0.dev0): `hf-neuron upstream trl --configured` installs it beside the "
+           "installed TRL, in the cache (`--against`), and runs the tests against it (default: the installed TRL).",
+           _CONFIGURED),
     Switch("HF_NEURON_DEVICE_PROBE", _text, "",
            "A directory: each process that imports torch writes there, at exit, how many allocations it made on "
            "neuron. `hf-neuron upstream` sets it for the tests it runs, so that it can tell the processes a test "

@@ -11,9 +11,9 @@
 # Each library takes the source its settings give (`hf-neuron upstream --configured`, as the nightly does): PEFT's and
 # accelerate's sdist of the installed version (the package index, once; then the cache), HF_NEURON_DIFFUSERS_SOURCE
 # (default ../shared/upstream/diffusers-tests), HF_NEURON_TRL_SOURCE (a checkout, or a git repository with
-# HF_NEURON_TRL_REVISION), a clone of the tag with HF_NEURON_UPSTREAM_FETCH=1; a library without one is skipped,
-# saying so (the command's exit status 4; TRL's sdist has no tests). Every variable is declared in
-# hf_neuron/settings.py.
+# HF_NEURON_TRL_REVISION; HF_NEURON_TRL_AGAINST: the TRL release its tests run against), a clone of the tag with
+# HF_NEURON_UPSTREAM_FETCH=1; a library without one is skipped, saying so (the command's exit status 4; TRL's sdist
+# has no tests). Every variable is declared in hf_neuron/settings.py.
 # Exit status: 0 no library has a neuron-only failure, 1 some have, 2 bad input or a run that did not run where it says.
 set -euo pipefail
 

@@ -6,6 +6,8 @@
 #   scripts/nightly.sh [OUT [SELECTION...]]     default OUT: nightly/<UTC date>; SELECTION: `matrix run` options
 #
 # OUT/results   the run's records (an interrupted nightly started again with the same OUT resumes it)
+#               (TRL's scenarios among them: sft, dpo, grpo, and trl_cli, TRL's command line on two devices for
+#               the 10 best-ranked decoders)
 # OUT/merged    one record per case, deduplicated (`hf-neuron matrix merge`): what the report and archives read
 # OUT/site      the static report (`hf-neuron report build`), with the trend read from, and this run added to,
 #               HF_NEURON_HISTORY (default nightly/history): keep that directory between nights
@@ -18,7 +20,8 @@
 #               HF_NEURON_UPSTREAM_LIBRARIES (default "peft accelerate diffusers trl") chooses them.
 # Each upstream step takes the source its settings give (`hf-neuron upstream --configured`, which says where it
 # looks: PEFT's and accelerate's sdist, HF_NEURON_DIFFUSERS_SOURCE or ../shared/upstream/diffusers-tests,
-# HF_NEURON_TRL_SOURCE at HF_NEURON_TRL_REVISION, a clone with HF_NEURON_UPSTREAM_FETCH=1); one without a source
+# HF_NEURON_TRL_SOURCE at HF_NEURON_TRL_REVISION, its tests against HF_NEURON_TRL_AGAINST installed beside the
+# project's TRL when set, a clone with HF_NEURON_UPSTREAM_FETCH=1); one without a source
 # is skipped, saying so (the command exits EXIT_SKIPPED, 4).
 # Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s),
 # HF_NEURON_MATRIX_MAX_GB (a checkpoint slice's memory budget, default 4 GiB).

@@ -31,6 +31,7 @@ torch = pytest.importorskip("torch")
 
 SCENARIOS = load_scenarios()
 VARIANT_SCENARIOS = SCENARIOS.of_kind("variant")
+TRL = ("sft", "dpo", "grpo", "trl_cli")
 
 
 def test_compare_uses_the_dtype_tolerance() -> None:
@@ -317,8 +318,8 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("device", ["cpu", "neuron"])
-# ddp: test_matrix_ddp.py
-@pytest.mark.parametrize("scenario", sorted(name for name in set(SCENARIOS.names) - {"ddp", *VARIANT_SCENARIOS}
+# ddp: test_matrix_ddp.py; TRL's (on a checkpoint with its tokenizer, which this tiny Llama has not): test_matrix_trl.py
+@pytest.mark.parametrize("scenario", sorted(name for name in set(SCENARIOS.names) - {"ddp", *VARIANT_SCENARIOS, *TRL}
                                              if SCENARIOS[name].implementation("decoder") is not None
                                              and "tiny" in SCENARIOS[name].models))
 def test_builtin_text_scenarios_pass_with_exact_parity(tiny_llama: Path, scenario: str, device: str) -> None:

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from _helpers_matrix import FAKE, FIXTURES, cli
 
+from hf_neuron.compat.ranking import RankEntry, best_of_each_group, write_ranking
 from hf_neuron.compat.slices import SLICES_PATH as SLICES_FILE
 from hf_neuron.compat.slices import load_slices
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult
 from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, ScenarioSet, load_scenarios
-from hf_neuron.matrix.selection import Architecture, Selection, read_catalog, select
+from hf_neuron.matrix.selection import TOP_RANKED_FEATURE, Architecture, Selection, read_catalog, select
 
 CATALOG = [Architecture("llama", "decoder"), Architecture("gpt2", "decoder"), Architecture("t5", "encoder-decoder")]
 
@@ -147,15 +148,36 @@ def test_the_builtin_scenarios_give_transformers_groups_every_scenario_and_diffu
     declared = load_scenarios()
     builtin = {name: declared[name] for name in declared if "tiny" in declared[name].models}
     every = ["load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "generate_compiled"]
+    trl = {"decoder": ["sft", "dpo", "grpo"], "image-text": ["sft"]}  # TRL's trainers: language models only
     moe = frozenset({"router-logits", "sdpa", "flex-attention"})
     for group in ("audio", "decoder", "encoder-decoder", "image-text"):  # one body each, the same for every group
-        assert [name for name in builtin if builtin[name].implementation(group, frozenset())] == every
+        extras = trl.get(group, [])
+        assert [name for name in builtin if builtin[name].implementation(group, frozenset())] == [
+            *every[:-1], *extras, every[-1]]
         assert [name for name in builtin if builtin[name].implementation(group, moe)] == [
-            *every[:-1], "sdpa", "flex_attention", "generate_compiled", "train_aux_loss"]
-        assert {builtin[name].implementation(group, moe) for name in builtin if name != "generate"} == {
-            builtin[name].implementation("decoder", moe) for name in builtin if name != "generate"}
+            *every[:-1], *extras, "sdpa", "flex_attention", "generate_compiled", "train_aux_loss"]
+        shared = [name for name in builtin if name not in ("generate", *trl["decoder"])]
+        assert {builtin[name].implementation(group, moe) for name in shared} == {
+            builtin[name].implementation("decoder", moe) for name in shared}
+    assert [name for name in builtin if builtin[name].implementation("decoder", {TOP_RANKED_FEATURE})] == [
+        *every[:-1], *trl["decoder"], "trl_cli", every[-1]], "TRL's command line: the best-ranked decoders only"
     assert [name for name in builtin if builtin[name].implementation("diffusion", moe)] == [
         "load", "forward", "generate", "train", "lora", "bf16", "compile", "save", "ddp", "tp"]
+
+
+def test_the_best_ranked_of_each_group_have_the_top_ranked_feature(tmp_path: Path) -> None:
+    groups = {"llama": "decoder", "gpt2": "decoder", "qwen2": "decoder", "llava": "image-text",
+              "t5": "encoder-decoder"}
+    names = ["gpt2", "gemma", "llava", "qwen2", "llama"]
+    ranked = [RankEntry(name, rank, "test") for rank, name in enumerate(names, 1)]
+    assert best_of_each_group(groups, 2, ranked) == {"gpt2", "qwen2", "llava"}, "gemma: not in the catalog"
+    assert best_of_each_group(groups, 0, ranked) == frozenset()
+    ranking = write_ranking([RankEntry("beta", 1, "test"), RankEntry("delta", 2, "test")], tmp_path / "ranking.csv")
+    features = {a.model_type: a.features for a in read_catalog(FIXTURES / "catalog.json", ranking)}
+    assert {name for name, found in features.items() if TOP_RANKED_FEATURE in found} == {"beta", "delta"}
+    top = [case.case_id for case in select(list(read_catalog(FIXTURES / "catalog.json", ranking)),
+                                           load_scenarios(), Selection(scenarios=("trl_cli",)), SLICES_FILE)]
+    assert top == ["beta::trl_cli"], "a decoder's scenario: delta is an encoder-decoder"
 
 
 def test_an_entry_that_does_not_build_becomes_untested_cases_with_its_reason(tmp_path: Path) -> None:

@@ -149,3 +149,13 @@ def test_a_record_that_names_no_architecture_counts_for_none() -> None:
     record = make_record(config, "tests/test_hooks.py::HooksModelTester::test_x", "passed", started=0.0,
                          finished=1.0)
     assert record["model_type"] == "hooks" and "architecture" not in record
+
+
+def test_a_library_section_says_which_release_its_tests_ran_against(tmp_path: Path) -> None:
+    against = "trl 1.9.0, installed beside 1.16.0 (beside/trl-1.9.0)"
+    env = {"backend": "reference", "upstream_source": {"kind": "git", "commit": "f2cd577", "against": against}}
+    config = PluginConfig("up-3", "trl", None, "cpu", "results", env, "list.toml",
+                          unit_pattern=r"test_(?P<unit>[a-z_]+)\.py")
+    records = [make_record(config, "tests/test_sft_trainer.py::T::test_train", "passed", started=0.0, finished=1.0)]
+    [library] = load_upstream([_write(tmp_path / "upstream", records)]).libraries
+    assert library.source == "git: commit f2cd577, against trl 1.9.0, installed beside 1.16.0 (beside/trl-1.9.0)"

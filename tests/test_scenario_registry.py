@@ -11,14 +11,14 @@ import pytest
 from _helpers_matrix import FIXTURES, cli, raw_records
 
 from hf_neuron.compat.baselines import BASELINE_PATH, load_baseline
-from hf_neuron.matrix.scenarios import checkpoint, ddp, diffusion, text, training
+from hf_neuron.matrix.scenarios import checkpoint, ddp, diffusion, text, training, trl_cli, trl_trainers
 from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult
 from hf_neuron.matrix.scenarios.registry import load_scenarios
 from hf_neuron.report.site import build_site
 from hf_neuron.vocabulary.records import SCHEMA_VERSION
 
 #: The modules that hold scenario functions.
-SCENARIO_MODULES = (text, training, ddp, diffusion, checkpoint)
+SCENARIO_MODULES = (text, training, ddp, diffusion, checkpoint, trl_trainers, trl_cli)
 
 
 def _scenario_functions() -> set[object]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,62 @@ def test_configured_clones_a_tag_only_when_the_settings_allow_the_network(tmp_pa
 def test_configured_with_a_source_of_its_own_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--configured takes the source from the settings"):
         _configured("peft", {}, tmp_path, revision="HEAD")
+    with pytest.raises(InputError, match="--configured takes the source from the settings"):
+        _configured("trl", {}, tmp_path, against="1.9.0")
+
+
+def test_configured_takes_the_release_a_trees_tests_run_against(tmp_path: Path) -> None:
+    environ = {"HF_NEURON_TRL_SOURCE": "/src/trl", "HF_NEURON_TRL_AGAINST": "1.9.0"}
+    assert _configured("trl", environ, tmp_path).against == "1.9.0"
+    assert _configured("trl", {"HF_NEURON_TRL_SOURCE": "/src/trl"}, tmp_path).against is None  # the installed TRL
+
+
+# --against: a release installed beside the installed one, first on the tests' PYTHONPATH.
+
+def test_a_release_beside_the_installed_one_is_installed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from _helpers_patches import fake_distribution
+
+    calls: list[list[str]] = []
+
+    def pip(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(command)
+        fake_distribution(Path(command[command.index("--target") + 1]), "trl", "1.9.0")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(source.subprocess, "run", pip)
+    beside = source.install_beside("trl", "1.9.0", tmp_path)
+    assert beside == tmp_path / "beside" / "trl-1.9.0" and source.installed_in(beside, "trl") == "1.9.0"
+    assert calls[0][1:] == ["-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--target",
+                            calls[0][-2], "trl==1.9.0"], "the release alone: its dependencies are the environment's"
+    assert source.install_beside("trl", "1.9.0", tmp_path) == beside and len(calls) == 1, "kept in the cache"
+    assert [p.name for p in (tmp_path / "beside").iterdir()] == ["trl-1.9.0"], "no staging left behind"
+
+
+def test_a_release_pip_cannot_install_is_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def pip(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution found for trl==0.0.1")
+
+    monkeypatch.setattr(source.subprocess, "run", pip)
+    with pytest.raises(InputError, match=r"--against 0.0.1: pip could not install trl 0.0.1 beside the installed one: "
+                                         r"ERROR: No matching distribution found for trl==0.0.1"):
+        source.install_beside("trl", "0.0.1", tmp_path)
+    assert list((tmp_path / "beside").iterdir()) == []
+
+
+def test_the_tests_import_the_release_beside_before_the_installed_one(tmp_path: Path) -> None:
+    from _helpers_patches import fake_distribution
+
+    from hf_neuron.upstream.runner import Job, _environment
+    from hf_neuron.upstream.stand_ins import StandInCache
+
+    beside = fake_distribution(tmp_path / "beside", "trl", "1.9.0")
+    options = UpstreamOptions(results=tmp_path / "results", suite="trl", against="1.9.0")
+    env = _environment(suite("trl"), Job("1-device", ("tests",)), "neuron", options, "reference",
+                       StandInCache(tmp_path / "home", {}), tmp_path / "pycache", beside)
+    assert env["PYTHONPATH"].split(":")[0] == str(beside)
+    code = "import importlib.metadata as m; print(m.version('trl'))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "1.9.0", done.stderr
 
 
 def test_a_library_with_no_source_configured_exits_4_and_writes_nothing(tmp_path: Path) -> None:

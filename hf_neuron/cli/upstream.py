@@ -31,6 +31,7 @@ examples:
   hf-neuron upstream accelerate --fetch --group nightly -n 2
   hf-neuron upstream diffusers --source ../shared/upstream/diffusers-tests --group flux sd3
   hf-neuron upstream trl --source REPO --revision COMMIT      # a git repository of TRL: the tests of that commit
+  hf-neuron upstream trl --source REPO --against 1.9.0        # its tests against the release they were written for
   hf-neuron upstream diffusers --configured --group ci -n 1   # the source the nightly and CI take (settings)
 """
 _SHOWN_TESTS = 6
@@ -123,6 +124,7 @@ def _run(args: argparse.Namespace) -> int:
         suite=args.suite, archs=tuple(args.arch or ()), top=args.top, groups=tuple(args.group or ()),
         tests=tuple(args.tests), results=args.results, source=args.source, revision=args.revision,
         cache=args.cache or cache_root() / "upstream", fetch=args.fetch, configured=args.configured,
+        against=args.against,
         workers=args.workers,
         timeout_s=args.timeout, keyword=args.keyword,
         not_applicable=args.not_applicable, stand_ins=args.stand_ins,
@@ -177,6 +179,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "accelerate), else a clone of the tag with HF_NEURON_UPSTREAM_FETCH=1; exit 4 when none")
     parser.add_argument("--revision", metavar="REV",
                         help="with --source REPO: export the tests of this commit, tag or branch (default HEAD)")
+    parser.add_argument("--against", metavar="VERSION",
+                        help="run the tests against this release of the library, installed beside the installed one "
+                        "(pip install --no-deps --target, in the cache, once) and first on the tests' PYTHONPATH: for "
+                        "a tree written for another release (default: the installed library)")
     parser.add_argument("--cache", type=Path, metavar="DIR",
                         help="where fetched and exported trees and built stand-ins are kept (default: "
                         "$HF_NEURON_CACHE/upstream, else ~/.cache/hf-neuron/upstream)")

@@ -15,7 +15,8 @@ from pathlib import Path
 from hf_neuron.compat.files import COMPAT_DIR, missing_file
 from hf_neuron.vocabulary.datafiles import DataFileError
 
-__all__ = ["COLUMNS", "RANKING_PATH", "RankEntry", "Ranking", "load_ranking", "ranking", "write_ranking"]
+__all__ = ["COLUMNS", "RANKING_PATH", "RankEntry", "Ranking", "best_of_each_group", "load_ranking", "ranking",
+           "write_ranking"]
 
 RANKING_PATH = COMPAT_DIR / "ranking.csv"
 COLUMNS = ("model_type", "rank", "source")
@@ -81,3 +82,16 @@ def ranking(entries: Iterable[RankEntry]) -> Ranking:
     entries = list(entries)
     return Ranking({entry.model_type: entry.rank for entry in entries},
                    ", ".join(sorted({entry.source for entry in entries})))
+
+
+def best_of_each_group(groups: Mapping[str, str], top: int, entries: Iterable[RankEntry]) -> frozenset[str]:
+    """The model types of ``groups`` (model type -> its group) among the ``top`` best-ranked of their group in
+    ``entries`` (from :func:`load_ranking`); model types the ranking does not list are not among them."""
+    taken: dict[str, int] = {}
+    found = set()
+    for entry in sorted(entries, key=lambda entry: entry.rank):
+        group = groups.get(entry.model_type)
+        if group is not None and taken.get(group, 0) < top:
+            taken[group] = taken.get(group, 0) + 1
+            found.add(entry.model_type)
+    return frozenset(found)

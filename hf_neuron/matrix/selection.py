@@ -26,8 +26,15 @@ from hf_neuron.vocabulary.scenarios import MODEL_SOURCES, ModelSource, ScenarioF
 if TYPE_CHECKING:
     from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, ScenarioSet
 
-__all__ = ["Architecture", "Case", "Selection", "Shard", "Slicing", "group_option", "read_catalog", "select"]
+__all__ = ["TOP_RANKED", "TOP_RANKED_FEATURE", "Architecture", "Case", "Selection", "Shard", "Slicing",
+           "group_option", "read_catalog", "select"]
 
+
+#: How many of the best-ranked architectures of each group (``compat/ranking.csv``) have the catalog feature
+#: :data:`TOP_RANKED_FEATURE`, which :func:`read_catalog` derives from the ranking (the catalog does not store it): a
+#: scenario too costly for every architecture (``trl_cli``: TRL's command line on two devices) requires it.
+TOP_RANKED = 10
+TOP_RANKED_FEATURE = f"top-{TOP_RANKED}"
 
 #: A harness gap and why: ``(gap, reason)``.
 GapReason = tuple[Gap, str]
@@ -140,11 +147,16 @@ class Slicing:
     catalog: Path | None = None
 
 
-def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
-    """The architectures of the catalog ``path`` (default ``compat/catalog.json``), in catalog order."""
+def read_catalog(path: Path | None = None, ranking: Path | None = None) -> tuple[Architecture, ...]:
+    """The architectures of the catalog ``path`` (default ``compat/catalog.json``), in catalog order, each with its
+    catalog features and, among the :data:`TOP_RANKED` best-ranked of its group in the ranking ``ranking`` (default
+    ``compat/ranking.csv``), :data:`TOP_RANKED_FEATURE`."""
     from hf_neuron.compat.catalog import load_catalog
+    from hf_neuron.compat.ranking import best_of_each_group, load_ranking
 
     catalog = load_catalog(path)  # a malformed file raises DataFileError, an InputError naming the file
+    top = best_of_each_group({entry.model_type: entry.group for entry in catalog.entries}, TOP_RANKED,
+                             load_ranking(ranking))
     architectures = []
     for entry in catalog.entries:
         untested: GapReason | None = None
@@ -153,7 +165,8 @@ def read_catalog(path: Path | None = None) -> tuple[Architecture, ...]:
         reviewed: GapReason | None = None
         if entry.gap is not None:  # the catalog's reader checked that it names a gap
             reviewed = (entry.gap, entry.reason or f"the harness cannot test {entry.model_type} ({entry.gap})")
-        architectures.append(Architecture(entry.model_type, entry.group, untested, reviewed, frozenset(entry.features)))
+        features = frozenset(entry.features) | ({TOP_RANKED_FEATURE} if entry.model_type in top else set())
+        architectures.append(Architecture(entry.model_type, entry.group, untested, reviewed, features))
     return tuple(architectures)
 
 

@@ -40,13 +40,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from hf_neuron.backends import hidden_device_environment
+
 __all__ = [
     "LIBRARIES",
     "SPEC_FILE_NAMES",
     "SPEC_MODULES",
     "Library",
     "cpu_environment",
-    "hidden_device_environment",
     "spec_library",
     "suite_environment",
     "write_spec_file",
@@ -98,14 +99,6 @@ def suite_environment(library: Library) -> dict[str, str]:
     if spec in _BACKEND_MODULES:
         env[f"{prefix}_TEST_BACKEND"] = _BACKEND_MODULES[spec]
     return env
-
-
-def hidden_device_environment(backend_kind: str) -> dict[str, str]:
-    """The variables under which a process sees no neuron device: the reference device is not registered, and the
-    real backend (``torch_neuronx``, an autoloaded ``torch.backends`` entry point) is not loaded."""
-    if backend_kind == "real":
-        return {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-    return {"HF_NEURON_EMULATOR": "0"}
 
 
 def cpu_environment(library: Library, backend_kind: str) -> dict[str, str]:

@@ -3,19 +3,21 @@
 :func:`materialize` lays it out as a folder that ``datasets.load_dataset(folder)`` reads without a hub (the
 README's ``configs`` metadata names both formats; ``messages`` is the default), so that
 ``trl sft --dataset_name <folder>`` trains on it; ``--dataset_config text`` picks the plain-text form.
-:func:`tiny_dataset` returns it in memory.
+:func:`tiny_dataset` returns it in memory. :func:`trl_formats` gives the same exchanges in every dataset format
+TRL's trainers take (preference pairs for DPO, prompts alone for GRPO, ...): the matrix's TRL scenarios and the
+stand-in of TRL's own test dataset read them.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from datasets import DatasetDict
 
-__all__ = ["FORMATS", "Format", "examples", "materialize", "tiny_dataset"]
+__all__ = ["FORMATS", "TRL_FORMATS", "Format", "examples", "materialize", "tiny_dataset", "trl_formats"]
 
 Format = Literal["messages", "text"]
 FORMATS: tuple[Format, ...] = ("messages", "text")
@@ -72,6 +74,55 @@ def examples(fmt: Format = "messages") -> list[dict[str, object]]:
         ]}
         for question, answer in _exchanges()
     ]
+
+
+def _user(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def _assistant(text: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": text}]
+
+
+#: TRL's dataset formats, named as TRL's own test dataset (``trl-internal-testing/zen``) names its configs:
+#: ``standard_*`` plain text, ``conversational_*`` chat messages.
+TRL_FORMATS = (
+    "standard_language_modeling", "standard_prompt_only", "standard_prompt_completion", "standard_preference",
+    "standard_implicit_prompt_preference", "standard_unpaired_preference", "standard_stepwise_supervision",
+    "conversational_language_modeling", "conversational_prompt_only", "conversational_prompt_completion",
+    "conversational_preference", "conversational_implicit_prompt_preference", "conversational_unpaired_preference",
+)
+
+
+def trl_formats() -> dict[str, list[dict[str, Any]]]:
+    """Every exchange in each of :data:`TRL_FORMATS` (format -> rows, in the exchanges' order): a question with its
+    answer, and a wrong answer (the next question's) where a format needs a rejected one; unpaired formats label
+    every other row's completion good."""
+    pairs = _exchanges()
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TRL_FORMATS}
+    for index, (question, answer) in enumerate(pairs):
+        wrong = pairs[(index + 1) % len(pairs)][1]
+        good = index % 2 == 0
+        rows["standard_language_modeling"].append({"text": f"{question} {answer}"})
+        rows["standard_prompt_only"].append({"prompt": question})
+        rows["standard_prompt_completion"].append({"prompt": question, "completion": f" {answer}"})
+        rows["standard_preference"].append({"prompt": question, "chosen": f" {answer}", "rejected": f" {wrong}"})
+        rows["standard_implicit_prompt_preference"].append(
+            {"chosen": f"{question} {answer}", "rejected": f"{question} {wrong}"})
+        rows["standard_unpaired_preference"].append(
+            {"prompt": question, "completion": f" {answer if good else wrong}", "label": good})
+        rows["standard_stepwise_supervision"].append(
+            {"prompt": question, "completions": [f" {answer}", f" {wrong}"], "labels": [True, False]})
+        rows["conversational_language_modeling"].append({"messages": _user(question) + _assistant(answer)})
+        rows["conversational_prompt_only"].append({"prompt": _user(question)})
+        rows["conversational_prompt_completion"].append({"prompt": _user(question), "completion": _assistant(answer)})
+        rows["conversational_preference"].append(
+            {"prompt": _user(question), "chosen": _assistant(answer), "rejected": _assistant(wrong)})
+        rows["conversational_implicit_prompt_preference"].append(
+            {"chosen": _user(question) + _assistant(answer), "rejected": _user(question) + _assistant(wrong)})
+        rows["conversational_unpaired_preference"].append(
+            {"prompt": _user(question), "completion": _assistant(answer if good else wrong), "label": good})
+    return rows
 
 
 def _readme() -> str:

@@ -97,6 +97,9 @@ class UpstreamOptions:
     fetch: bool = False
     #: take the source from the settings (:func:`configured_source`) instead of ``source``, ``revision``, ``fetch``
     configured: bool = False
+    #: the release of the suite's library the tests run against, installed beside the installed one
+    #: (:func:`~hf_neuron.upstream.source.install_beside`); None: the installed one
+    against: str | None = None
     workers: int = 1
     timeout_s: float = 600.0
     keyword: str | None = None
@@ -130,12 +133,15 @@ def configured_source(chosen: Suite, options: UpstreamOptions, environ: Mapping[
     carries the tests (PEFT, accelerate: the package index once, then the cache); a clone of the installed
     version's tag with ``HF_NEURON_UPSTREAM_FETCH=1``. :class:`NoSourceError`, naming what would give one, when
     none does; :class:`InputError` when ``options`` name a source too."""
-    if options.source is not None or options.fetch or options.revision is not None:
-        raise InputError("--configured takes the source from the settings: not with --source, --fetch or --revision")
+    if options.source is not None or options.fetch or options.revision is not None or options.against is not None:
+        raise InputError("--configured takes the source from the settings: not with --source, --fetch, --revision or "
+                         "--against")
     named = read_setting(chosen.source_setting, environ) if chosen.source_setting else ""
     if named:
         revision = read_setting(chosen.revision_setting, environ) if chosen.revision_setting else ""
-        return dataclasses.replace(options, source=Path(named), revision=revision or None, configured=False)
+        against = read_setting(chosen.against_setting, environ) if chosen.against_setting else ""
+        return dataclasses.replace(options, source=Path(named), revision=revision or None, against=against or None,
+                                   configured=False)
     if chosen.shared_tree is not None and (shared / chosen.shared_tree).is_dir():
         return dataclasses.replace(options, source=shared / chosen.shared_tree, configured=False)
     if chosen.fetch == "sdist" or read_setting("HF_NEURON_UPSTREAM_FETCH", environ):
@@ -148,11 +154,10 @@ def configured_source(chosen: Suite, options: UpstreamOptions, environ: Mapping[
 
 
 def resolve_source(chosen: Suite, options: UpstreamOptions) -> source.SourceTree:
-    """The tree of ``chosen``'s tests that ``options`` name: ``--source`` in place (a git repository without the
-    tests, or with ``--revision``, exported), fetched, or the one the settings give (``--configured``);
-    :class:`InputError` when it is not one, :class:`NoSourceError` when the settings give none."""
-    if options.configured:
-        options = configured_source(chosen, options)
+    """The tree of ``chosen``'s tests that ``options`` name (resolved from the settings first with ``--configured``:
+    :func:`configured_source`): ``--source`` in place (a git repository without the tests, or with ``--revision``,
+    exported), or fetched (the tag of the ``--against`` release, else of the installed one); :class:`InputError` when
+    it is not one."""
     path = options.source
     if path is not None:
         if options.revision is not None or (not (path / chosen.needs).exists() and source.is_git_repository(path)):
@@ -161,7 +166,7 @@ def resolve_source(chosen: Suite, options: UpstreamOptions) -> source.SourceTree
         return source.from_directory(path, what=chosen.name, needs=chosen.needs)
     if not options.fetch:
         raise InputError(f"name a {chosen.name} source tree with --source DIR, or use --fetch")
-    version = source.installed_version(chosen.distribution)
+    version = options.against or source.installed_version(chosen.distribution)
     if chosen.fetch == "sdist":
         return source.fetch_sdist(chosen.distribution, version, _cache(options), needs=chosen.needs)
     return source.fetch_git_tag(chosen.git_url, f"v{version}", _cache(options), name=chosen.name, needs=chosen.needs)
@@ -248,9 +253,11 @@ def pytest_command(chosen: Suite, job: Job, config: Path, options: UpstreamOptio
 
 
 def _environment(chosen: Suite, job: Job, device: Device, options: UpstreamOptions, backend_kind: str,
-                 stand_ins: StandInCache, pycache: Path) -> dict[str, str]:
+                 stand_ins: StandInCache, pycache: Path, beside: Path | None = None) -> dict[str, str]:
     # A pytest run that starts this one (an xdist worker, say) must not leak its state into the tests' own run.
     env = {key: value for key, value in os.environ.items() if not key.startswith(_SPEC_PREFIXES)}
+    if beside is not None:  # the release the tests were written for, before the installed one
+        env["PYTHONPATH"] = os.pathsep.join([str(beside), *filter(None, [env.get("PYTHONPATH")])])
     env.setdefault("OMP_NUM_THREADS", str(cpus.per_worker(options.workers)))
     env["PYTHONPYCACHEPREFIX"] = str(pycache)  # nothing is written into the source tree
     # the tests launch this environment's console scripts (accelerate launch, torchrun) by name
@@ -322,7 +329,14 @@ def run(options: UpstreamOptions, progress: Callable[[str], None] = print) -> li
     runs; :class:`DeviceMismatchError` when a run did not run where it says."""
     _check_prerequisites(options)
     chosen = suite(options.suite)
+    if options.configured:
+        options = configured_source(chosen, options)
     tree = resolve_source(chosen, options)
+    installed = source.installed_version(chosen.distribution)
+    beside = None if options.against is None else source.install_beside(chosen.distribution, options.against,
+                                                                         _cache(options))
+    against = (f"{chosen.distribution} {options.against}, installed beside {installed} ({beside})" if beside
+               else f"{chosen.distribution} {installed} (installed)")
     jobs = plan(chosen, tree.root, options, progress)
     not_applicable = options.not_applicable or NOT_APPLICABLE_PATH
     load_not_applicable(not_applicable)  # a malformed list stops the run before it starts
@@ -332,7 +346,7 @@ def run(options: UpstreamOptions, progress: Callable[[str], None] = print) -> li
     if (held := read_records([options.results])[0]):
         raise InputError(f"--results {options.results} already holds {len(held)} upstream records of run "
                          f"{held[0]['run_id']}: choose a new directory (or remove that one)")
-    progress(f"{chosen.name} tests from {tree.root} ({tree.describe()})")
+    progress(f"{chosen.name} tests from {tree.root} ({tree.describe()}), against {against}")
     run_id = new_run_id()
     logs = options.results / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -346,14 +360,15 @@ def run(options: UpstreamOptions, progress: Callable[[str], None] = print) -> li
             write_spec_file(spec, work)
         for job in jobs:
             for device in DEVICES:
-                _run_job(chosen, job, device, options, run_id, {**env, "upstream_source": dict(tree.provenance)},
-                         Path(not_applicable), stand_ins, work, Path(scratch), logs, progress)
+                _run_job(chosen, job, device, options, run_id,
+                         {**env, "upstream_source": {**tree.provenance, "against": against}},
+                         Path(not_applicable), stand_ins, work, Path(scratch), logs, progress, beside)
     return [r for r in read_records([options.results])[0] if r["run_id"] == run_id]
 
 
 def _run_job(chosen: Suite, job: Job, device: Device, options: UpstreamOptions, run_id: str, env: Env,
              not_applicable: Path, stand_ins: StandInCache, work: Path, scratch: Path, logs: Path,
-             progress: Callable[[str], None]) -> None:
+             progress: Callable[[str], None], beside: Path | None = None) -> None:
     config = PluginConfig(run_id, chosen.name, job.unit, device, str(options.results.resolve()), env,
                           str(not_applicable.resolve()), unit_pattern=chosen.unit_pattern, job=job.name,
                           probes=chosen.device_probes, stand_in_root=str(stand_ins.home),
@@ -364,7 +379,8 @@ def _run_job(chosen: Suite, job: Job, device: Device, options: UpstreamOptions, 
     with log.open("w", encoding="utf-8") as output:
         status = subprocess.run(
             pytest_command(chosen, job, config.write(scratch / f"{job.name}-{device}.json"), options),
-            cwd=work, env=_environment(chosen, job, device, options, env["backend"], stand_ins, scratch / "pycache"),
+            cwd=work, env=_environment(chosen, job, device, options, env["backend"], stand_ins, scratch / "pycache",
+                                       beside),
             stdout=output, stderr=subprocess.STDOUT, check=False,
         ).returncode
     if not _outcomes(options.results, device, run_id) - before:

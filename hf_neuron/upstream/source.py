@@ -17,10 +17,12 @@ A tree comes from one of four places, and says so in its **provenance** (carried
 ==============  =====================================================================================================
 
 A fetched or exported tree is kept in the cache with its provenance (``hf-neuron-source.json``) and reused. Either
-way the tests run against the *installed* library, the one hf-neuron patches: :func:`prepare_worktree` builds a
-working directory of links to the tree's top-level entries (never its ``src/`` or ``.git``), with extra links where
-a suite needs them (transformers' tests import ``src/transformers``) and a package ``__init__.py`` where a source
-distribution left it out (PEFT's test modules import each other relatively). Nothing is written into the source tree.
+way the tests run against the *installed* library, the one hf-neuron patches (or, for a tree written for another
+release than the installed one, that release installed beside it: :func:`install_beside`, ``--against VERSION``):
+:func:`prepare_worktree` builds a working directory of links to the tree's top-level entries (never its ``src/`` or
+``.git``), with extra links where a suite needs them (transformers' tests import ``src/transformers``) and a package
+``__init__.py`` where a source distribution left it out (PEFT's test modules import each other relatively). Nothing
+is written into the source tree.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ __all__ = [
     "fetch_sdist",
     "from_directory",
     "has_tests",
+    "install_beside",
+    "installed_in",
     "installed_package",
     "installed_version",
     "is_git_repository",
@@ -317,3 +321,37 @@ def model_test_files(source: Path, archs: Sequence[str]) -> dict[str, Path]:
         raise InputError(f"--arch {' '.join(missing)}: no {MODEL_TESTS}/<arch>/test_modeling_<arch>.py in "
                          f"{source} (it has tests for: {have})")
     return {arch: _test_file(source, arch).relative_to(source) for arch in archs}
+
+
+def installed_in(directory: Path, distribution: str) -> str | None:
+    """The version of ``distribution`` installed in ``directory`` (a ``pip install --target`` directory), or None."""
+    found = [dist.version for dist in importlib.metadata.distributions(path=[str(directory)])
+             if (dist.metadata["Name"] or "").lower().replace("_", "-") == distribution.lower()]
+    return found[0] if found else None
+
+
+def install_beside(distribution: str, version: str, cache: Path) -> Path:
+    """``distribution==version`` alone (``--no-deps``: its dependencies are the environment's) installed with pip
+    into a directory of ``cache``, once, for test processes that put it first on ``PYTHONPATH``: a release beside the
+    installed one, which stays as it is. :class:`InputError` when pip cannot install it."""
+    target = cache / "beside" / f"{distribution}-{version}"
+    if installed_in(target, distribution) == version:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--target",
+               str(staging), f"{distribution}=={version}"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=_GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise InputError(f"--against {version}: cannot run pip to install {distribution} {version}: {exc}") from exc
+    if done.returncode != 0 or installed_in(staging, distribution) != version:
+        shutil.rmtree(staging, ignore_errors=True)
+        reason = (done.stderr.strip().splitlines() or ["nothing installed"])[-1]
+        raise InputError(f"--against {version}: pip could not install {distribution} {version} beside the installed "
+                         f"one: {reason}")
+    with contextlib.suppress(OSError):  # published by a concurrent run
+        staging.rename(target)
+    shutil.rmtree(staging, ignore_errors=True)
+    return target

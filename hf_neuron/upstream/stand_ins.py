@@ -44,59 +44,13 @@ _SEED, _BUILT = 0, "hf-neuron-stand-in.json"
 _TRAIN_ROWS, _TEST_ROWS = 17, 2
 
 
-def _pairs() -> list[tuple[str, str]]:
-    """(question, answer) of the tiny dataset's chats."""
-    from hf_neuron.tiny.dataset import examples
-
-    pairs = []
-    for example in examples("messages"):
-        messages: Any = example["messages"]
-        pairs.append((messages[1]["content"], messages[2]["content"]))
-    return pairs
-
-
-def _user(text: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": text}]
-
-
-def _assistant(text: str) -> list[dict[str, str]]:
-    return [{"role": "assistant", "content": text}]
-
-
 def trl_formats() -> dict[str, dict[str, Rows]]:
-    """Every dataset format TRL's trainers take, one config each, named as TRL's test dataset names them
-    (``standard_*`` plain text, ``conversational_*`` chat messages): short questions with their answers, a wrong
-    answer (another question's) where a format needs a rejected one."""
-    pairs = _pairs()[: _TRAIN_ROWS + _TEST_ROWS]
-    rows: dict[str, Rows] = {name: [] for name in (
-        "standard_language_modeling", "standard_prompt_only", "standard_prompt_completion", "standard_preference",
-        "standard_implicit_prompt_preference", "standard_unpaired_preference", "standard_stepwise_supervision",
-        "conversational_language_modeling", "conversational_prompt_only", "conversational_prompt_completion",
-        "conversational_preference", "conversational_implicit_prompt_preference",
-        "conversational_unpaired_preference")}
-    for index, (question, answer) in enumerate(pairs):
-        wrong = pairs[(index + 1) % len(pairs)][1]
-        good = index % 2 == 0
-        rows["standard_language_modeling"].append({"text": f"{question} {answer}"})
-        rows["standard_prompt_only"].append({"prompt": question})
-        rows["standard_prompt_completion"].append({"prompt": question, "completion": f" {answer}"})
-        rows["standard_preference"].append({"prompt": question, "chosen": f" {answer}", "rejected": f" {wrong}"})
-        rows["standard_implicit_prompt_preference"].append(
-            {"chosen": f"{question} {answer}", "rejected": f"{question} {wrong}"})
-        rows["standard_unpaired_preference"].append(
-            {"prompt": question, "completion": f" {answer if good else wrong}", "label": good})
-        rows["standard_stepwise_supervision"].append(
-            {"prompt": question, "completions": [f" {answer}", f" {wrong}"], "labels": [True, False]})
-        rows["conversational_language_modeling"].append({"messages": _user(question) + _assistant(answer)})
-        rows["conversational_prompt_only"].append({"prompt": _user(question)})
-        rows["conversational_prompt_completion"].append({"prompt": _user(question), "completion": _assistant(answer)})
-        rows["conversational_preference"].append(
-            {"prompt": _user(question), "chosen": _assistant(answer), "rejected": _assistant(wrong)})
-        rows["conversational_implicit_prompt_preference"].append(
-            {"chosen": _user(question) + _assistant(answer), "rejected": _user(question) + _assistant(wrong)})
-        rows["conversational_unpaired_preference"].append(
-            {"prompt": _user(question), "completion": _assistant(answer if good else wrong), "label": good})
-    return {config: {"train": part[:_TRAIN_ROWS], "test": part[_TRAIN_ROWS:]} for config, part in rows.items()}
+    """TRL's dataset formats (:func:`hf_neuron.tiny.dataset.trl_formats`), one config each, split as TRL's own ``zen``
+    dataset is."""
+    from hf_neuron.tiny.dataset import trl_formats as formats
+
+    return {config: {"train": rows[:_TRAIN_ROWS], "test": rows[_TRAIN_ROWS:_TRAIN_ROWS + _TEST_ROWS]}
+            for config, rows in formats().items()}
 
 
 #: The dataset recipes a ``[[dataset]]`` entry can name.

@@ -16,7 +16,10 @@ from pathlib import Path
 
 __all__ = ["root_cause", "run", "torchrun"]
 
-_EXCEPTION_LINE = re.compile(r"^(\[rank\d+\]: )?(?!\S*ChildFailedError)[\w.]+(Error|Exception|Interrupt|Exit): ")
+#: An exception line a rank (or a launched script) printed: not the launcher's own report that a child failed
+#: (torchrun's ``ChildFailedError``, ``accelerate launch``'s ``CalledProcessError`` of a single process).
+_EXCEPTION_LINE = re.compile(
+    r"^(\[rank\d+\]: )?(?!\S*(?:ChildFailedError|CalledProcessError))[\w.]+(Error|Exception|Interrupt|Exit): ")
 
 
 def torchrun(*args: str, nproc: int = 2) -> list[str]:
@@ -49,7 +52,8 @@ def run(
 
 def root_cause(stderr: str) -> str:
     """The exception line of the error a failed torchrun names as its root cause; when the failing rank left no
-    error file (it failed before joining a ``neuron`` group), the last exception line a rank printed. Without the
+    error file (it failed before joining a ``neuron`` group), or a launcher ran one process, the last exception line a
+    rank or the process printed. Without the
     ``[rankN]: `` prefix torchrun puts on a rank's lines: which rank failed first varies from run to run, the error
     does not."""
     for lines in (stderr.rpartition("Root Cause (first observed failure):")[2].splitlines(), stderr.splitlines()):

@@ -14,8 +14,9 @@ scenario module of your own, ``--scenario-module``).
 
 from __future__ import annotations
 
-from hf_neuron.matrix.scenarios import checkpoint, ddp, diffusion, text, training
+from hf_neuron.matrix.scenarios import checkpoint, ddp, diffusion, text, training, trl_cli, trl_trainers
 from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration
+from hf_neuron.matrix.selection import TOP_RANKED_FEATURE
 from hf_neuron.vocabulary.scenarios import ModelSource
 
 __all__ = ["SCENARIOS"]
@@ -89,6 +90,28 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "the CPU first) predicts on every rank what one process does on the CPU; not applicable to a backbone whose "
         "class has no `_tp_plan` (diffusers ships one for Flux, Flux2 and the QwenImage transformers) or off "
         "neuron; one visible device makes it untested"),
+    ScenarioDeclaration(
+        "sft", "extra", True, {"decoder": trl_trainers.sft, "image-text": trl_trainers.sft_image_text},
+        "TRL's `SFTTrainer` on tiny chats (the checkpoint's chat template; image-text: images, TRL's vision collator "
+        "and the model's processor) with what TRL chooses on neuron (bf16, padding to a multiple of 128): every "
+        "step's loss, the first step's gradients and updated weights within tolerance of a CPU run's, two legs: full "
+        "fine-tuning (decoders: packed, padding-free rows) and a LoRA adapter through `peft_config`; image-text "
+        "untested where the model's processor does not build here"),
+    ScenarioDeclaration(
+        "dpo", "extra", True, {"decoder": trl_trainers.dpo},
+        "TRL's `DPOTrainer` with a LoRA adapter on tiny preference pairs: every step's loss, the first step's "
+        "gradients and updated adapter weights within tolerance of a CPU run's"),
+    ScenarioDeclaration(
+        "grpo", "extra", True, {"decoder": trl_trainers.grpo},
+        "TRL's `GRPOTrainer` sampling completions with transformers' `generate` on the device (no vLLM) and a tiny "
+        "reward function: every step's loss, the first step's gradients and updated weights within tolerance of a "
+        "CPU run trained on the same completions", decodes=True),
+    ScenarioDeclaration(
+        "trl_cli", "extra", True, {"decoder": trl_cli.trl_cli},
+        "`trl sft` and `accelerate launch --device neuron -m trl.scripts.sft` on 2 neuron processes train with "
+        "bf16 and padding to 128 chosen by TRL, every step's loss within tolerance of one CPU process's on the whole "
+        "batch; for the best-ranked decoders only; one visible device makes it untested",
+        requires=TOP_RANKED_FEATURE),
     ScenarioDeclaration(
         "sdpa", "variant", False, {"transformers": text.sdpa},
         '`forward` with `attn_implementation="sdpa"` (eager is `forward` itself)', requires="sdpa"),

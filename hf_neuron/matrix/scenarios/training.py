@@ -11,7 +11,7 @@ why).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hf_neuron.matrix.scenarios.contract import (
     CaseContext,
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = ["ADAM_EPS", "LEARNING_RATE", "LORA_RANK", "STEPS", "adamw", "adapter_outside", "adapter_step_changes",
-           "first_step_parity", "gradients", "lora", "start_adapter_as", "train", "train_aux_loss"]
+           "first_step_parity", "gradients", "lora", "lora_config", "lora_refused", "start_adapter_as", "train",
+           "train_aux_loss", "trainable", "updated_weights"]
 
 #: Optimizer steps on the device; the loss after the last must be below the first.
 STEPS = 3
@@ -77,7 +78,8 @@ def gradients(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
 
 
-def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+def trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Every trainable parameter of ``model`` (detached), by name."""
     return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
 
 
@@ -86,8 +88,11 @@ def _first_update(gradient: torch.Tensor) -> torch.Tensor:
     return gradient / (gradient.abs() + ADAM_EPS)
 
 
-def _updated_weights(model: torch.nn.Module, reference: torch.nn.Module, device: str) -> ScenarioResult:
-    """The trainable weights after one AdamW step on ``model`` against ``reference``'s (CPU), tensor by tensor.
+def updated_weights(weights: dict[str, torch.Tensor], grads: dict[str, torch.Tensor],
+                    expected: dict[str, torch.Tensor], expected_grads: dict[str, torch.Tensor], device: str
+                    ) -> ScenarioResult:
+    """Trainable ``weights`` after one AdamW step (:data:`LEARNING_RATE`, :data:`ADAM_EPS`) from the gradients
+    ``grads``, against the CPU's ``expected`` weights after its step from ``expected_grads``, tensor by tensor.
 
     Each element may differ, beyond the tolerance, by the move AdamW made of the two gradients' difference,
     ``lr * |u(g_device) - u(g_cpu)|`` with ``u`` = :func:`_first_update`: the gradient check accepted that difference,
@@ -95,22 +100,20 @@ def _updated_weights(model: torch.nn.Module, reference: torch.nn.Module, device:
     check leaves open, moves the weight by ``+lr`` or ``-lr``. A step that does anything else still fails."""
     import torch
 
-    expected_gradients = gradients(reference)
-    actual_gradients = gradients(model)
-    expected = _trainable(reference)
     actual = {}
-    for name, weight in _trainable(model).items():
-        gradient, expected_gradient = actual_gradients.get(name), expected_gradients.get(name)
+    for name, weight in weights.items():
+        gradient, expected_gradient = grads.get(name), expected_grads.get(name)
         if (gradient is None or expected_gradient is None or name not in expected
                 or gradient.shape != expected_gradient.shape or weight.shape != expected[name].shape):
             actual[name] = weight
             continue
         allowed = LEARNING_RATE * (_first_update(gradient.to("cpu", torch.float32))
-                                   - _first_update(expected_gradient.to(torch.float32))).abs()
+                                   - _first_update(expected_gradient.to("cpu", torch.float32))).abs()
         on_cpu = weight.to("cpu", expected[name].dtype)
-        explained = torch.clamp(on_cpu - expected[name], min=-allowed, max=allowed).to(expected[name].dtype)
+        explained = torch.clamp(on_cpu - expected[name].cpu(), min=-allowed, max=allowed).to(expected[name].dtype)
         actual[name] = (on_cpu - explained).to(weight.device)
-    return compare_named(actual, expected, "weight after one AdamW step", device=device)
+    return compare_named(actual, {name: weight.cpu() for name, weight in expected.items()},
+                         "weight after one AdamW step", device=device)
 
 
 def first_step_parity(model: torch.nn.Module, reference: torch.nn.Module, loss: torch.Tensor,
@@ -118,14 +121,15 @@ def first_step_parity(model: torch.nn.Module, reference: torch.nn.Module, loss: 
                       ) -> ScenarioResult:
     """After one AdamW step (:func:`adamw`) on ``model`` (on ``device``) and on ``reference`` (CPU) from the same
     weights, with the gradients left in place: the loss, every gradient and every updated trainable weight
-    (:func:`_updated_weights`) against the CPU's. Passed with the gradients' parity (the worst parameter), or the
+    (:func:`updated_weights`) against the CPU's. Passed with the gradients' parity (the worst parameter), or the
     first comparison that failed. ``tolerances`` gives the loss (``"loss"``) and a parameter's gradient (its name) a
     tolerance of their own in place of their dtype's (:mod:`~hf_neuron.matrix.scenarios.rounding`)."""
     own = tolerances or {}
     gradient_parity = compare_named(gradients(model), gradients(reference), "gradient of", device=device,
                                     tolerances=own)
     for result in (compare(loss, expected_loss, "loss", own.get("loss"), device=device), gradient_parity,
-                   _updated_weights(model, reference, device)):
+                   updated_weights(trainable(model), gradients(model), trainable(reference), gradients(reference),
+                                   device)):
         if result.outcome != "passed":
             return result
     return gradient_parity
@@ -193,14 +197,38 @@ def train_aux_loss(ctx: CaseContext) -> ScenarioResult:
     return _loss_goes_down(model, input_ids, ctx.seed, parity)
 
 
-def _with_lora(model: torch.nn.Module) -> torch.nn.Module:
-    """``model`` with a LoRA adapter on all its linear layers (PEFT's ``"all-linear"``, the head excluded; a
-    vision-language model's language model only)."""
-    from peft import LoraConfig, get_peft_model
+def lora_config(model: torch.nn.Module) -> Any:
+    """The LoRA adapter the scenarios add to ``model``: rank :data:`LORA_RANK` on all its linear layers (PEFT's
+    ``"all-linear"``, the head excluded; a vision-language model's language model only), no dropout."""
+    from peft import LoraConfig
 
-    config = LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, lora_dropout=0.0,
-                        target_modules=lora_targets(model))  # type: ignore[arg-type]
-    return get_peft_model(model, config)
+    return LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, lora_dropout=0.0,
+                      target_modules=lora_targets(model))  # type: ignore[arg-type]
+
+
+def _with_lora(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with the adapter of :func:`lora_config`."""
+    from peft import get_peft_model
+
+    return get_peft_model(model, lora_config(model))
+
+
+def _refusal(refusal: ValueError) -> ScenarioResult:
+    """Untested (gap ``lora-targets``): PEFT refuses the harness's choice of target modules, for ``refusal``'s
+    reason."""
+    first_line = (str(refusal).strip().splitlines() or [""])[0]
+    return ScenarioResult.untested(f"PEFT refuses a LoRA adapter on the modules 'all-linear' picks: {first_line}",
+                                   "lora-targets")
+
+
+def lora_refused(model: torch.nn.Module) -> ScenarioResult | None:
+    """Untested (gap ``lora-targets``) when PEFT refuses the adapter of :func:`lora_config` on ``model`` (which this
+    wraps: pass one of no further use), with PEFT's reason; None when it accepts it."""
+    try:
+        _with_lora(model)
+    except ValueError as refusal:
+        return _refusal(refusal)
+    return None
 
 
 def lora(ctx: CaseContext) -> ScenarioResult:
@@ -220,9 +248,7 @@ def lora(ctx: CaseContext) -> ScenarioResult:
     try:
         reference = _with_lora(base)
     except ValueError as refusal:  # PEFT refuses the harness's choice of target modules, on the CPU model
-        first_line = (str(refusal).strip().splitlines() or [""])[0]
-        return ScenarioResult.untested(f"PEFT refuses a LoRA adapter on the modules 'all-linear' picks: {first_line}",
-                                       "lora-targets")
+        return _refusal(refusal)
     model = _with_lora(load_model(ctx, ctx.device, train=True))
     start_adapter_as(model, reference)
     if (outside := adapter_outside(model)) is not None:
@@ -251,12 +277,12 @@ def start_adapter_as(model: torch.nn.Module, reference: torch.nn.Module) -> None
 def adapter_outside(model: torch.nn.Module) -> ScenarioResult | None:
     """Failed when a parameter of ``model`` outside its LoRA adapter is trainable, or when no adapter weight is (a
     frozen adapter: nothing to train); None when only the adapter trains."""
-    trainable = _trainable(model)
-    not_adapter = [name for name in trainable if "lora_" not in name]
+    trained = trainable(model)
+    not_adapter = [name for name in trained if "lora_" not in name]
     if not_adapter:
         return ScenarioResult.failed(f"{len(not_adapter)} trainable parameters outside the adapter: "
                                      f"{', '.join(not_adapter[:5])}")
-    if not trainable:
+    if not trained:
         return ScenarioResult.failed("the LoRA adapter has no trainable weight")
     return None
 

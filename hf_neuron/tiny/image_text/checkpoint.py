@@ -30,7 +30,7 @@ from hf_neuron.tiny.image_text.images import synthetic_image
 from hf_neuron.tiny.image_text.inputs import features_per_image
 from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
-from hf_neuron.tiny.transformers.checkpoint import publish
+from hf_neuron.tiny.transformers.checkpoint import STAMP, publish
 from hf_neuron.tiny.transformers.config import DIMS, TinyDims
 from hf_neuron.tiny.transformers.models import build_model
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, ProcessorMixin
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["content_key", "load_image_processor", "materialize", "verified_processor"]
+__all__ = ["content_key", "load_image_processor", "materialize", "saved_processor", "verified_processor"]
 
 _FORMAT = 2
 
@@ -98,6 +98,13 @@ def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrai
 def load_image_processor(model_type: str, checkpoint: Path) -> BaseImageProcessor:
     """The image processor saved in ``checkpoint``, with the class it was built with."""
     return image_processor_class(model_type).from_pretrained(checkpoint)
+
+
+def saved_processor(checkpoint: Path) -> str:
+    """Which processor ``checkpoint`` holds: its class name, or ``"none: <why>"`` when the architecture's own processor
+    did not build here (then ``AutoProcessor`` finds only the tokenizer)."""
+    processor: str = json.loads((Path(checkpoint) / STAMP).read_text())["processor"]
+    return processor
 
 
 def materialize(model_type: str, out_dir: Path, *, seed: int = 0, base: Mapping[str, Any] | None = None,

@@ -74,6 +74,9 @@ class Suite:
     architectures: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: The setting (:mod:`hf_neuron.settings`) that names a tree of the suite's tests for ``--configured``.
     source_setting: str | None = None
+    #: With :attr:`source_setting`: the setting that names the release of the library the tree's tests were written
+    #: for, installed beside the installed one (``--against``).
+    against_setting: str | None = None
     #: With a git repository in :attr:`source_setting`: the setting that names the commit whose tests are exported.
     revision_setting: str | None = None
     #: A kept copy of the suite's tests beside the checkout (``../shared/upstream/<shared_tree>``), which

@@ -1,10 +1,12 @@
 """TRL's own tests, from a source tree: its source distribution carries none.
 
 ``--fetch`` clones the tag of the installed version; without network access, ``--source`` takes a checkout or a git
-repository (with ``--revision``: the tests of that commit are exported, and the commit is the provenance). TRL's tests
-take their device from ``transformers.testing_utils.torch_device`` (transformers' device spec), its trainers from
-accelerate. The trainer tests load tiny models and TRL's ``zen`` dataset by Hub id: they run on stand-ins
-(``compat/upstream_stand_ins.toml``). One unit per test module.
+repository (with ``--revision``: the tests of that commit are exported, and the commit is the provenance). A tree
+written for another release (the public tree of 1.10.0.dev0 imports names TRL 1.16 no longer has) runs against that
+release installed beside the installed TRL (``--against 1.9.0``; ``HF_NEURON_TRL_AGAINST`` for ``--configured``).
+TRL's tests take their device from ``transformers.testing_utils.torch_device`` (transformers' device spec), its
+trainers from accelerate. The trainer tests load tiny models and TRL's ``zen`` dataset by Hub id: they run on
+stand-ins (``compat/upstream_stand_ins.toml``). One unit per test module.
 """
 
 from __future__ import annotations
@@ -39,5 +41,6 @@ SUITE = Suite(
     deselect="not slow and not low_priority",
     source_setting="HF_NEURON_TRL_SOURCE",
     revision_setting="HF_NEURON_TRL_REVISION",
+    against_setting="HF_NEURON_TRL_AGAINST",
     deselected_why="TRL marks tests that need full-size models slow, and low_priority ones its CI skips",
 )
