@@ -180,7 +180,7 @@ SWITCHES: tuple[Switch, ...] = (
            "`scripts/nightly.sh` set it to the number of cores unless it is set).", "hf-neuron matrix run"),
     Switch("HF_NEURON_MATRIX_MAX_GB", _gibibytes, "",
            "Memory budget of a checkpoint's real-width slice, GiB, when `--max-gb` is not given (unset: 3/4 of the "
-           "memory available when the run starts, shared by its workers). `scripts/nightly.sh` sets 4 unless it is "
+           "memory available when the run starts, shared by its workers). `scripts/nightly.sh` sets 8 unless it is "
            "set, so that nights on different machines slice alike.", "hf-neuron matrix run"),
     Switch("HF_NEURON_MATRIX_TIMEOUT", _seconds, "300",
            "Seconds one matrix case may take before it is recorded as `timeout`, when `--timeout` is not given.",

@@ -24,7 +24,7 @@
 # project's TRL when set, a clone with HF_NEURON_UPSTREAM_FETCH=1); one without a source
 # is skipped, saying so (the command exits EXIT_SKIPPED, 4).
 # Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s),
-# HF_NEURON_MATRIX_MAX_GB (a checkpoint slice's memory budget, default 4 GiB).
+# HF_NEURON_MATRIX_MAX_GB (a checkpoint slice's memory budget, default 8 GiB: a worker needs that much free).
 # Every variable is declared, checked and documented in hf_neuron/settings.py; this script reads each through
 # `hf-neuron settings NAME`, which exits 2 with the reason for a bad value.
 # The reference device is used unless the real TorchNeuron is installed. Exit status: 0 when the site was built
@@ -41,7 +41,7 @@ hfn() { "$python" -m hf_neuron.cli "$@"; }
 setting() { hfn settings "$1"; }
 
 export HF_NEURON_MATRIX_WORKERS=${HF_NEURON_MATRIX_WORKERS:-$(nproc)}
-export HF_NEURON_MATRIX_MAX_GB=${HF_NEURON_MATRIX_MAX_GB:-4}  # every night slices checkpoints alike
+export HF_NEURON_MATRIX_MAX_GB=${HF_NEURON_MATRIX_MAX_GB:-8}  # every night slices checkpoints alike
 history=$(setting HF_NEURON_HISTORY)
 workers=$(setting HF_NEURON_MATRIX_WORKERS)
 

@@ -54,8 +54,8 @@ USES = ("inference", "full_fine_tune", "lora")
 #: Bytes per trained parameter in mixed precision with AdamW: float32 weights, gradients, and two moments.
 _TRAINED_BYTES = 16
 #: Config fields that say how many experts a token is routed to (the first present wins).
-_TOP_K = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_top_k", "moe_k", "top_k",
-          "router_top_k", "num_selected_experts", "n_activated_experts", "num_activated_experts")
+_TOP_K = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "top_k_experts", "moe_top_k", "moe_k",
+          "top_k", "router_top_k", "num_selected_experts", "n_activated_experts", "num_activated_experts")
 _ROUTED = re.compile(r"experts?$")
 
 

@@ -146,12 +146,15 @@ def _size(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in dict.fromkeys(module.parameters()))
 
 
-def _vocabulary(kwargs: Mapping[str, Any]) -> int | None:
-    value = kwargs.get("vocab_size")
-    if isinstance(value, int):
-        return value
-    text = kwargs.get("text_config")
-    return _vocabulary(text) if isinstance(text, Mapping) else None
+def _vocabulary(model: torch.nn.Module) -> int | None:
+    """The tokens the model embeds: its input embedding's, else its text config's vocabulary (None for a model with
+    neither: a diffusers backbone)."""
+    try:
+        count = getattr(model.get_input_embeddings(), "num_embeddings", None)  # type: ignore[operator]
+    except (AttributeError, NotImplementedError):  # a composite of sub-models: its text config says
+        config = getattr(model, "config", None)
+        count = getattr(config.get_text_config(decoder=True), "vocab_size", None) if config is not None else None
+    return count if isinstance(count, int) else None
 
 
 def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_LAYERS) -> CheckpointSlice:
@@ -161,7 +164,7 @@ def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_L
     kwargs = slice_config(source, **cut)
     model = _meta(source, kwargs)
     count = _size(model)
-    full_vocab = _vocabulary(kwargs)
+    full_vocab = _vocabulary(model)
     routed = max((experts for _, _, experts in routed_experts(model)), default=0)
     top_k = routed_top_k(build_config(source)) if routed and source.library == "transformers" else None
     steps: list[tuple[str, Any]] = [("layers", 1)] if layers > 1 else []
