@@ -78,6 +78,8 @@ def test_a_hub_id_is_found_in_the_local_cache_and_never_downloaded(tmp_path: Pat
     ('{"model_type": "no_such_type"}', r"model_type 'no_such_type' is not a model type of the installed transformers"),
     ('{"model_type": "vit"}', r"model_type 'vit' is a model type transformers knows, but not a generative one"),
     ('{"_class_name": "NoSuchNet"}', r"'NoSuchNet' is not a denoiser backbone of diffusers"),
+    ('{"model_type": "llava", "language_config": {"hidden_size": 8}}',
+     r"transformers' LlavaConfig has no sub-config language_config: it would ignore them and build its class defaults"),
 ])
 def test_bad_input_says_what_was_wrong(tmp_path: Path, content: str | None, message: str) -> None:
     path = tmp_path / "config.json"
@@ -191,6 +193,13 @@ def test_a_quantized_checkpoint_is_planned_dequantized(tmp_path: Path) -> None:
     quantized = {**LLAMA_3_1_8B, "torch_dtype": "float16", "quantization_config": {"quant_method": "mxfp4"}}
     found = plan(resolve(str(_config(tmp_path, quantized))))
     assert found.dtype == "bfloat16" and found.memory.weights == 2 * found.parameters
+
+
+def test_every_catalogued_checkpoint_is_read_as_transformers_or_diffusers_reads_it() -> None:
+    from hf_neuron.compat.checkpoints import load_checkpoints
+
+    found = {checkpoint.id: resolve(str(checkpoint.config_path)).architecture for checkpoint in load_checkpoints()}
+    assert found == {checkpoint.id: checkpoint.architecture for checkpoint in load_checkpoints()}
 
 
 @pytest.mark.slow

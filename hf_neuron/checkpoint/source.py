@@ -145,6 +145,14 @@ def _transformers(path: Path, config: dict[str, Any], name: str) -> CheckpointSo
             "not a model type of the installed transformers")
         raise InputError(f"{path}: model_type {model_type!r} is {known} ({transformers.__version__}); "
                          "`hf-neuron matrix list --architectures` lists those hf-neuron checks")
+    cls = CONFIG_MAPPING[model_type]
+    foreign = sorted(key for key, value in config.items() if key.endswith("_config") and isinstance(value, Mapping)
+                     and key != "quantization_config" and key not in cls.sub_configs)
+    if foreign:
+        raise InputError(f"{path}: transformers' {cls.__name__} has no sub-config {', '.join(foreign)}: it would "
+                         "ignore them and build its class defaults instead. This config.json is written for the "
+                         "model's own code (trust_remote_code), not for transformers: check the checkpoint converted "
+                         "for transformers")
     quantization = config.get("quantization_config")
     return CheckpointSource(name, path, "transformers", model_type, found.group, config, stated_dtype(config),
                             quantization if isinstance(quantization, Mapping) else None)
