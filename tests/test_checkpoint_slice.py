@@ -127,3 +127,17 @@ def test_a_diffusion_backbone_slice_cuts_its_stacks_only() -> None:
                                          "axes_dims_rope")} == {key: flux[key] for key in (
         "attention_head_dim", "num_attention_heads", "joint_attention_dim", "axes_dims_rope")}
     assert "_class_name" not in kwargs
+
+
+def test_a_published_unet_config_builds_without_what_its_training_wrote_beside_it() -> None:
+    """stable-diffusion-xl-1.0-inpainting-0.1's unet/config.json carries its EMA settings (``decay``, ``power``...),
+    which UNet2DConditionModel's ``__init__`` refuses; the tiny model and the slice both start from that config."""
+    from hf_neuron.tiny.diffusion.backbones import tiny_config
+
+    published = {"_class_name": "UNet2DConditionModel", "decay": 0.9999, "inv_gamma": 1.0, "min_decay": 0.0,
+                 "optimization_step": 37000, "power": 0.6667, "update_after_step": 0, "use_ema_warmup": False,
+                 "in_channels": 9, "layers_per_block": 2}
+    for kwargs in (slice_kwargs("UNet2DConditionModel", published, 1),
+                   tiny_config("UNet2DConditionModel", base=published)):
+        assert not {"decay", "power", "_class_name"} & kwargs.keys() and kwargs["in_channels"] == 9
+    assert slice_kwargs("UNet2DConditionModel", published, 1)["layers_per_block"] == 1

@@ -97,7 +97,7 @@ def test_representative_layers_keep_every_layer_kind() -> None:
 @pytest.fixture
 def class_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tiny models from their config classes' defaults: no catalogued checkpoint to start from."""
-    monkeypatch.setattr(checkpoints, "tiny_bases", lambda *args, **kwargs: {})
+    monkeypatch.setattr(checkpoints, "tiny_base", lambda *args, **kwargs: None)
 
 
 @pytest.mark.usefixtures("class_defaults")
@@ -142,7 +142,8 @@ def test_only_changed_fields_are_passed() -> None:
 def test_a_tiny_model_starts_from_its_architectures_catalogued_checkpoint() -> None:
     """Llama's tiny model keeps what Llama 3.1's config.json sets and its class defaults leave out."""
     base = checkpoint_base("llama")
-    first = checkpoints.tiny_bases()["llama"]
+    first = checkpoints.tiny_base("llama")
+    assert first is not None
     assert base == checkpoints.model_config(first) and base["rope_scaling"]["rope_type"] == "llama3"
     llama = tiny_config("llama")
     assert llama.rope_parameters["rope_type"] == "llama3" and llama.rope_parameters["factor"] == 8.0
@@ -395,3 +396,24 @@ def test_a_model_that_trains_on_one_length_gets_its_prompt_padded_to_it() -> Non
     llama = build_model("llama", seed=0)
     assert training_length(llama.config) is None
     assert training_inputs(llama, {"input_ids": ids}).keys() == {"input_ids", "labels"}
+
+
+def test_a_diffusion_backbones_tiny_model_starts_from_a_checkpoint_of_the_pipeline_it_runs_in() -> None:
+    """stable-cascade (the decoder) comes first in the catalog, but the matrix runs StableCascadeUNet in the prior's
+    pipeline: its tiny model starts from stable-cascade-prior."""
+    decoder, prior = checkpoints.tiny_base("StableCascadeUNet"), checkpoints.tiny_base("StableCascadeUNet",
+                                                                                        "StableCascadePriorPipeline")
+    assert decoder is not None and prior is not None
+    assert (decoder.id, prior.id) == ("stabilityai/stable-cascade", "stabilityai/stable-cascade-prior")
+    assert checkpoints.tiny_base("StableCascadeUNet", "NoSuchPipeline") == decoder  # none of it: the first
+    prior_config = checkpoints.model_config(prior)
+    assert checkpoint_base("StableCascadeUNet", pipeline="StableCascadePriorPipeline") == prior_config
+
+
+def test_a_checkpoints_lists_of_token_ids_keep_only_ids_of_the_tiny_vocabulary() -> None:
+    """whisper-tiny's config forces the decoder's tokens 2-4 to ids of its 51865-token vocabulary (50259...): kept,
+    they index past the tiny embedding."""
+    whisper = tiny_config("whisper", base={"model_type": "whisper", "forced_decoder_ids": [[1, 50259], [2, 5]],
+                                           "suppress_tokens": [1, 2, 50361], "begin_suppress_tokens": [50257]})
+    assert whisper.forced_decoder_ids == [[2, 5]] and whisper.suppress_tokens == [1, 2]
+    assert whisper.begin_suppress_tokens is None

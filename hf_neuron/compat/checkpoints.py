@@ -36,7 +36,7 @@ from hf_neuron.compat.files import COMPAT_DIR, read_toml
 from hf_neuron.vocabulary.datafiles import DataFileError
 
 __all__ = ["CHECKPOINTS_DIR", "CHECKPOINTS_PATH", "CatalogCheckpoint", "FileSource", "load_checkpoints", "model_config",
-           "tiny_bases"]
+           "tiny_base"]
 
 CHECKPOINTS_PATH = COMPAT_DIR / "checkpoints.toml"
 #: Where the files of the checkpoints live; a catalog at another path keeps them in ``checkpoints/`` beside it.
@@ -283,15 +283,29 @@ def model_config(checkpoint: CatalogCheckpoint) -> dict[str, Any]:
     raise DataFileError(CHECKPOINTS_PATH, f"{checkpoint.id} lists no config of {checkpoint.architecture}")
 
 
-def tiny_bases(path: Path = CHECKPOINTS_PATH) -> dict[str, CatalogCheckpoint]:
-    """The checkpoint each architecture's tiny model starts from: its first in the catalog (none where the catalog
-    holds none of it, or there is no catalog: an installed package has no ``compat/``)."""
+def tiny_base(architecture: str, pipeline: str | None = None,
+              path: Path = CHECKPOINTS_PATH) -> CatalogCheckpoint | None:
+    """The checkpoint the tiny model of ``architecture`` starts from: its first in the catalog; for a diffusion backbone
+    whose tiny model runs in the diffusers ``pipeline`` (a class name), its first checkpoint of that pipeline (the
+    class its ``model_index.json`` names) where the catalog holds one: stable-cascade's decoder and stable-cascade-prior
+    are both StableCascadeUNet, and the matrix runs the prior's pipeline. None where the catalog holds none of it, or
+    there is no catalog (an installed package has no ``compat/``)."""
     if not path.is_file():
-        return {}
-    bases: dict[str, CatalogCheckpoint] = {}
-    for checkpoint in _loaded(path, path.stat().st_mtime_ns):
-        bases.setdefault(checkpoint.architecture, checkpoint)
-    return bases
+        return None
+    found = [checkpoint for checkpoint in _loaded(path, path.stat().st_mtime_ns)
+             if checkpoint.architecture == architecture]
+    of_pipeline = [checkpoint for checkpoint in found
+                   if pipeline is not None and _pipeline_class(checkpoint) == pipeline]
+    return next(iter(of_pipeline or found), None)
+
+
+def _pipeline_class(checkpoint: CatalogCheckpoint) -> str | None:
+    """The diffusers pipeline class a checkpoint's ``model_index.json`` names (None for a transformers checkpoint)."""
+    if _MODEL_INDEX not in checkpoint.files:
+        return None
+    index = json.loads((checkpoint.directory / _MODEL_INDEX).read_text(encoding="utf-8"))
+    name = index.get("_class_name")
+    return name if isinstance(name, str) else None
 
 
 @functools.cache

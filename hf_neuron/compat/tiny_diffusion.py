@@ -134,6 +134,11 @@ class Recipe:
     #: The optional packages (of :data:`REQUIREMENTS`) the pipeline needs besides hf-neuron's matrix extra.
     requires: tuple[str, ...] = ()
 
+    @property
+    def pipeline_name(self) -> str | None:
+        """The class name of the pipeline (without the module a ``diffusers.<module>.X`` path gives)."""
+        return None if self.pipeline is None else self.pipeline.rpartition(".")[2]
+
 
 def _error(path: Path, where: str, problem: str) -> DataFileError:
     """The error of ``where`` (``[backbones.X]``, ``[backbones.X].inputs.y``: a table, then a key in it)."""

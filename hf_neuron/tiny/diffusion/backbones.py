@@ -182,12 +182,20 @@ def _shrink(defaults: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def _init_arguments(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of a checkpoint's ``config`` that the ``name`` backbone's ``__init__`` takes, as diffusers reads
+    them (``extract_init_dict``): a published config also carries what its training wrote beside them (the EMA
+    settings ``decay`` or ``power`` of stable-diffusion-xl-1.0-inpainting-0.1's UNet, ``_class_name``)."""
+    init, _, _ = backbone_class(name).extract_init_dict(dict(config))  # type: ignore[attr-defined]
+    return dict(init)
+
+
 def slice_kwargs(name: str, config: Mapping[str, Any], layers: int) -> dict[str, Any]:
     """The arguments of a checkpoint's ``name`` backbone (its ``config``) with its layer counts cut at real width: only
     the layer-count rules of the tiny shrinker apply, each capped at ``layers`` (a stack the tiny model cuts to one
     layer, such as single-stream blocks or the layers of a UNet block, keeps one); every width, head and size is the
     checkpoint's."""
-    arguments = {key: value for key, value in config.items() if not key.startswith("_")}
+    arguments = _init_arguments(name, config)
     for key, value in arguments.items():
         if not _is_ints(value):
             continue
@@ -200,9 +208,9 @@ def slice_kwargs(name: str, config: Mapping[str, Any], layers: int) -> dict[str,
 
 def tiny_config(name: str, *, base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> dict[str, Any]:
     """The keyword arguments of the tiny ``name`` backbone: its shrunk defaults (or ``base``, a checkpoint's config,
-    over them: by default the catalogued checkpoint its tiny model starts from), then the reviewed overrides; with
-    ``dims`` that keep width, ``base`` with its layers cut (:func:`slice_kwargs`)."""
-    given = {key: value for key, value in (checkpoint_base(name, base, dims) or {}).items() if not key.startswith("_")}
+    over them: by default the catalogued checkpoint its tiny model starts from, one of the pipeline its recipe runs),
+    then the reviewed overrides; with ``dims`` that keep width, ``base`` with its layers cut (:func:`slice_kwargs`)."""
+    given = _init_arguments(name, checkpoint_base(name, base, dims, pipeline=recipe(name).pipeline_name) or {})
     if dims.keep_width:
         return slice_kwargs(name, given, dims.num_layers)
     kwargs = {**given, **_shrink({**_defaults(backbone_class(name)), **given})}

@@ -81,6 +81,9 @@ _SPECIAL_TOKEN_IDS = {
 _TOKENIZER_ROLES = ("pad", "bos", "eos")
 _TOKEN_ID = re.compile(r"^(?P<role>.+?)_(token_)?(id|index|idx)$")
 _TOKEN_ROLE = re.compile(r"token|^(pad|bos|eos|unk|mask|sep|cls|decoder_start|eod)_")
+#: A list of token ids to suppress (Whisper's suppress_tokens), or of [position, id] pairs to force (its
+#: forced_decoder_ids): generation settings, which the model's own ids (Ovis2's visual_indicator_token_ids) are not.
+_TOKEN_LIST = re.compile(r"(^|_)(suppress_tokens|forced_decoder_ids)$")
 _SKIPPED = {"model_type", "transformers_version", "architectures", "id2label", "label2id", "dtype"}
 
 
@@ -377,8 +380,19 @@ def _shrink_token_id(role: str, value: Any, shrink: _Shrink) -> Any:
     return shrink.reserved_id(role)
 
 
+def _inside_vocabulary(ids: Sequence[Any], vocab_size: int) -> list[Any] | None:
+    """A checkpoint's list of token ids (or of [position, id] pairs) without the ids a cut vocabulary no longer has
+    (whisper-tiny forces 50259 as the decoder's second token; None where none is left)."""
+    kept = [item for item in ids
+            if not isinstance(token := item[-1] if isinstance(item, (list, tuple)) and item else item, int)
+            or token < vocab_size]
+    return kept or None
+
+
 def _shrink_value(name: str, value: Any, shrink: _Shrink) -> Any:
     """The tiny value of a scalar field or a list of integers; other values are kept."""
+    if _TOKEN_LIST.search(name) and isinstance(value, (list, tuple)) and shrink.dims.vocab_size is not None:
+        return _inside_vocabulary(value, shrink.dims.vocab_size)
     match = _TOKEN_ID.match(name)
     if match and _TOKEN_ROLE.search(name):
         return _shrink_token_id(match.group("role"), value, shrink)
@@ -513,16 +527,16 @@ class _ConfigShrinker:
         return result
 
 
-def checkpoint_base(model_type: str, base: Mapping[str, Any] | None = None,
-                    dims: TinyDims = DIMS) -> Mapping[str, Any] | None:
+def checkpoint_base(model_type: str, base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS,
+                    pipeline: str | None = None) -> Mapping[str, Any] | None:
     """What a model of ``model_type`` is built from: ``base`` when given; for a tiny model (not a slice that keeps
-    width), the config of the catalogued checkpoint its architecture's tiny model starts from
-    (:func:`hf_neuron.compat.checkpoints.tiny_bases`); else None (the class defaults)."""
+    width), the config of the catalogued checkpoint its architecture's tiny model starts from (of ``pipeline`` for a
+    diffusion backbone: :func:`hf_neuron.compat.checkpoints.tiny_base`); else None (the class defaults)."""
     if base is not None or dims.keep_width:
         return base
-    from hf_neuron.compat.checkpoints import model_config, tiny_bases
+    from hf_neuron.compat.checkpoints import model_config, tiny_base
 
-    found = tiny_bases().get(model_type)
+    found = tiny_base(model_type, pipeline)
     return None if found is None else model_config(found)
 
 
