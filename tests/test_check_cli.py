@@ -106,3 +106,23 @@ def test_bad_input_exits_2_saying_what_to_do(tmp_path: Path, argument: str, mess
     result = run_cli(["check", path], env={"HF_HUB_CACHE": str(tmp_path / "cache")})
     assert result.returncode == EXIT_USAGE and message in result.stderr, result.stderr[-2000:]
     assert result.stderr.startswith("hf-neuron check: error: ")
+
+
+@pytest.mark.slow
+def test_a_slice_that_fails_on_neuron_only_under_the_trainium_profile(tmp_path: Path) -> None:
+    """Granite Speech's projector attends a batch of 1 learned queries to a batch of windows; under the trainium
+    profile scaled_dot_product_attention takes the device's fused kernel (TorchNeuron's selection), whose meta
+    function gives the query's batch, so ``torch.compile(backend="neuron")`` fails tracing the projector. The CPU
+    parity profile (the CPU's kernel choice) compiles it: the slice fails on neuron only, and only under the
+    profile that predicts Trainium."""
+    from hf_neuron.tiny.transformers.config import tiny_config
+
+    folder = _folder(tmp_path, json.loads(tiny_config("granite_speech").to_json_string()))
+    outcomes = {}
+    for profile in ("trainium", "cpu-parity"):
+        result = run_cli(["check", str(folder), "--json", "--scenario", "compile", "--profile", profile])
+        found = json.loads(result.stdout)
+        failure = found["cases"][0]["failure"]
+        outcomes[profile] = (result.returncode, found["verdicts"], failure and failure["failure_class"])
+    assert outcomes == {"trainium": (EXIT_FAILURES, {"compile": "fails-on-neuron"}, "compile"),
+                        "cpu-parity": (EXIT_OK, {"compile": "passed"}, None)}

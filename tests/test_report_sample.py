@@ -13,6 +13,7 @@ import pytest
 
 from hf_neuron.cli import main
 from hf_neuron.matrix.case.capture import relative_paths
+from hf_neuron.report.history import RunSummary, read_history
 from hf_neuron.report.screenshot import CHROMIUM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,14 +27,22 @@ def _records() -> list[dict]:
     return [json.loads(line) for line in gzip.decompress(RECORDS.read_bytes()).decode().splitlines()]
 
 
-def _rebuild(records: Path, tmp_path: Path) -> dict:
-    """Build the site of ``records`` with a copy of the kept history; the summary the build wrote for its run."""
+def _kept(run_id: str) -> RunSummary:
+    """The kept history's summary of ``run_id``, as builds read it."""
+    (summary,) = [summary for summary in read_history(HISTORY) if summary.run_id == run_id]
+    return summary
+
+
+def _rebuild(records: Path, tmp_path: Path) -> RunSummary:
+    """Build the site of ``records`` with a copy of the kept history; the summary the build wrote for its run (as
+    builds read it: a summary written before a verdict existed counts none of it)."""
     history = tmp_path / "history"
     shutil.copytree(HISTORY, history)
     assert main(["report", "build", "--results", str(records), "--out", str(tmp_path / "site"),
                  "--history", str(history)]) == 0
     (run_id,) = {record["run_id"] for record in _records()}
-    return json.loads((history / f"{run_id}.json").read_text())
+    (summary,) = [summary for summary in read_history(history) if summary.run_id == run_id]
+    return summary
 
 
 def test_the_repository_keeps_the_records_the_history_and_one_screenshot() -> None:
@@ -52,8 +61,8 @@ def test_the_site_is_regenerated_from_the_kept_records_and_agrees_with_the_kept_
     records = _records()
     (run_id,) = {record["run_id"] for record in records}
     rebuilt = _rebuild(RECORDS, tmp_path)
-    assert rebuilt == json.loads((HISTORY / f"{run_id}.json").read_text())
-    assert rebuilt["architectures"] == len({record["model_type"] for record in records})
+    assert rebuilt == _kept(run_id)
+    assert rebuilt.architectures == len({record["model_type"] for record in records})
     index = (tmp_path / "site" / "index.html").read_text()
     assert run_id in index and f"{len(records)} records kept, one per case" in index  # every kept record counted
 
@@ -67,7 +76,7 @@ def test_a_changed_record_is_caught_by_the_history_check(tmp_path: Path) -> None
     changed = tmp_path / "changed.jsonl"
     changed.write_text("".join(json.dumps(r) + "\n" for r in records))
     (run_id,) = {record["run_id"] for record in records}
-    assert _rebuild(changed, tmp_path) != json.loads((HISTORY / f"{run_id}.json").read_text())
+    assert _rebuild(changed, tmp_path) != _kept(run_id)
 
 
 def _machine_paths(text: str | None) -> bool:

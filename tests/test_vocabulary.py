@@ -83,7 +83,7 @@ def test_a_schema_1_record_gets_its_cpu_verdict_by_todays_one_rule() -> None:
 
 
 def test_a_current_record_is_checked_against_the_closed_sets() -> None:
-    record = {**_schema_2(), "schema": SCHEMA_VERSION, "group": "image-text", "legs": None,
+    record = {**_schema_2(), "schema": SCHEMA_VERSION, "group": "image-text", "legs": None, "checkpoint": None,
               "scenario_facts": {"kind": "core", "trains": False, "decodes": True}}
     assert validate_record(record) == []
     assert validate_record({**record, "scenario_facts": {"kind": "core", "trains": False}}) == [
@@ -104,7 +104,7 @@ def test_a_current_record_is_checked_against_the_closed_sets() -> None:
 def test_compile_facts_say_their_seconds_from_schema_5_and_older_ones_read_as_not_measured() -> None:
     facts = {"backends": ["neuron"], "graphs": 2, "graph_breaks": 0, "break_reasons": [], "recompiles": 1,
              "recompile_reasons": ["0/0: x == 1"]}
-    record = {**_schema_2(), "schema": SCHEMA_VERSION, "group": "decoder", "legs": None,
+    record = {**_schema_2(), "schema": SCHEMA_VERSION, "group": "decoder", "legs": None, "checkpoint": None,
               "scenario_facts": {"kind": "extra", "trains": False, "decodes": False}, "compile": facts}
     assert validate_record(record) == ["missing field 'compile.seconds'"]
     assert validate_record({**record, "compile": {**facts, "seconds": 1.5}}) == []

@@ -26,6 +26,7 @@ from hf_neuron.errors import InputError
 from hf_neuron.report.checkpoints import CheckpointFigures
 from hf_neuron.report.status import STATUS_ALIASES
 from hf_neuron.report.tables import Headline, RunInfo, Statuses
+from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS
 from hf_neuron.vocabulary.records import parse_time
 
 __all__ = ["HISTORY_SCHEMA", "CostTrend", "RunSummary", "cost_trend", "hf_neuron_label", "machine_label",
@@ -195,6 +196,8 @@ def _read_summary(path: Path) -> RunSummary:
         data["statuses"] = {model_type: {scenario: STATUS_ALIASES.get(status, status)
                                          for scenario, status in statuses.items()}
                             for model_type, statuses in data["statuses"].items()}
+        if data.get("verdicts"):  # a verdict added since the summary was written (neuron-limitation) counted none
+            data["verdicts"] = {verdict: data["verdicts"].get(verdict, 0) for verdict in ARCH_VERDICTS}
         summary = RunSummary(**data)
         parse_time(summary.finished_at)
         if summary.machine is not None and not isinstance(summary.machine, str):
