@@ -87,3 +87,17 @@ def fresh_accelerate_state() -> Iterator[None]:
         from accelerate.state import AcceleratorState
 
         AcceleratorState._reset_state(reset_partial_state=True)
+
+
+@pytest.fixture(autouse=True)
+def restored_environment() -> Iterator[None]:
+    """Give each test the environment the one before it started with: a test that runs the matrix in this process
+    (its plugin applies the profile's switches to ``os.environ``, as a run's workers need) would otherwise hand
+    HF_NEURON_EMULATOR_64BIT=narrow to the next test's subprocesses, and ``check --profile cpu-parity`` refuses it."""
+    saved = dict(os.environ)
+    yield
+    for key in set(os.environ) - set(saved):
+        del os.environ[key]
+    for key, value in saved.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value

@@ -121,6 +121,7 @@ def test_a_slice_that_fails_on_neuron_only_under_the_trainium_profile(tmp_path: 
     outcomes = {}
     for profile in ("trainium", "cpu-parity"):
         result = run_cli(["check", str(folder), "--json", "--scenario", "compile", "--profile", profile])
+        assert result.stdout, result.stderr[-3000:]
         found = json.loads(result.stdout)
         failure = found["cases"][0]["failure"]
         outcomes[profile] = (result.returncode, found["verdicts"], failure and failure["failure_class"])
