@@ -269,3 +269,28 @@ def test_trl_cli_is_untested_with_one_device(tmp_path: Path) -> None:
         "untested devices | trl_cli needs 2 neuron devices, this process sees 1 (the reference device: set "
         "HF_NEURON_EMULATOR_DEVICES=2)"), result.stderr
     assert not (tmp_path / "checkpoints").exists()
+
+
+@pytest.mark.parametrize(("message", "kept"), [
+    ("`causal_conv1d_fn` can't keep packed sequences apart without `causal_conv1d`. Install `causal_conv1d`", True),
+    ("some other refusal of packed rows", False),
+])
+def test_packed_rows_a_model_keeps_apart_only_with_a_cuda_kernel_train_padded(
+        monkeypatch: pytest.MonkeyPatch, message: str, kept: bool) -> None:
+    """transformers refuses packed rows to the torch fallback of a Mamba or causal-conv1d scan on any device: the packed
+    leg is skipped with its reason and full fine-tuning trains padded rows; any other error stays the case's error."""
+    def case(ctx: Any, recipe: Any) -> Any:
+        if recipe.settings.get("packing"):
+            raise ValueError(message)
+        return trl_trainers.ScenarioResult.passed()
+
+    monkeypatch.setattr(trl_trainers, "_case", case)
+    if not kept:
+        with pytest.raises(ValueError, match="other refusal"):
+            trl_trainers.sft(types.SimpleNamespace())
+        return
+    result = trl_trainers.sft(types.SimpleNamespace())
+    assert result.outcome == "passed"
+    assert [(leg["name"], leg["outcome"]) for leg in result.legs] == [
+        ("packed", "skipped"), ("padded", "passed"), ("lora", "passed")]
+    assert "causal_conv1d" in result.legs[0]["reason"]

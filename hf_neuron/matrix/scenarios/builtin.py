@@ -95,8 +95,10 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "TRL's `SFTTrainer` on tiny chats (the checkpoint's chat template; image-text: images, TRL's vision collator "
         "and the model's processor) with what TRL chooses on neuron (bf16, padding to a multiple of 128): every "
         "step's loss, the first step's gradients and updated weights within tolerance of a CPU run's, two legs: full "
-        "fine-tuning (decoders: packed, padding-free rows) and a LoRA adapter through `peft_config`; image-text "
-        "untested where the model's processor does not build here"),
+        "fine-tuning (decoders: packed, padding-free rows; padded rows, the packed leg skipped, where transformers "
+        "keeps packed rows apart only with a CUDA kernel package: Mamba's and causal-conv1d's scans) and a LoRA "
+        "adapter through `peft_config`; image-text untested where the model's processor does not build here; "
+        "a model without gradient checkpointing trains with TRL's default of it turned off, as its users do"),
     ScenarioDeclaration(
         "dpo", "extra", True, {"decoder": trl_trainers.dpo},
         "TRL's `DPOTrainer` with a LoRA adapter on tiny preference pairs: every step's loss, the first step's "
