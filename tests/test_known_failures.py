@@ -191,3 +191,24 @@ def test_a_passing_case_is_reported_only_when_its_entry_names_the_architecture(t
     summary = summarize([named, every], ["mamba::forward", "llama::forward"])  # type: ignore[list-item]
     assert summary.known_now_passing == ("mamba::forward",), "an entry for every architecture stays on the list"
 
+
+
+def test_a_case_whose_facts_hold_a_nan_loss_is_recorded(tmp_path: Path) -> None:
+    """gemma3n_text's sft steps log NaN losses on both devices: the record keeps them by name, and the record writer
+    (JSON without NaN) writes it; before, the case ended with no record at all."""
+    import json
+    import math
+
+    from hf_neuron.matrix.results.store import RecordWriter
+    from hf_neuron.vocabulary.records import Leg
+
+    nan = math.nan
+    leg = Leg(name="packed", outcome="failed", reason="r", parity=None, details={"losses": [6.9, nan]})
+    record = _record(tmp_path, Attempt("failed", details={"losses": [nan, math.inf, 1.5]}, legs=(leg,)))
+    assert record["details"] == {"losses": ["nan", "inf", 1.5]}
+    assert record["legs"][0]["details"] == {"losses": [6.9, "nan"]}  # type: ignore[index]
+    RecordWriter(tmp_path / "records", "test").write(record)
+    (written,) = [json.loads(path.read_text()) for path in (tmp_path / "records").iterdir()]
+    assert written["details"] == {"losses": ["nan", "inf", 1.5]}
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        RecordWriter(tmp_path / "raw", "test").write({**record, "details": {"losses": [nan]}})  # what it refuses

@@ -78,6 +78,7 @@ __all__ = [
     "SliceFacts",
     "case_id",
     "case_verdict",
+    "finite_facts",
     "is_name",
     "latest",
     "one_each",
@@ -123,6 +124,18 @@ class Leg(TypedDict):
     reason: str | None
     parity: Parity | None
     details: dict[str, Any] | None
+
+
+def finite_facts(value: Any) -> Any:
+    """A case's facts (``details``) as a record holds them, JSON without NaN: a non-finite float becomes its name
+    ("nan", "inf", "-inf"; a training step's NaN loss or gradient norm is a fact to keep, and json refuses it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {key: finite_facts(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_facts(item) for item in value]
+    return value
 
 
 class CompileFacts(TypedDict):

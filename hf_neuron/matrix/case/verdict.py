@@ -20,7 +20,16 @@ from hf_neuron.matrix.selection import Case
 from hf_neuron.vocabulary.failures import Failure, cpu_verdict, failure_text
 from hf_neuron.vocabulary.gaps import Gap
 from hf_neuron.vocabulary.outcomes import DID_NOT_WORK, FAILS_ON_CPU_TOO, AttemptOutcome, CpuVerdict, Outcome
-from hf_neuron.vocabulary.records import SCHEMA_VERSION, CheckpointFacts, CompileFacts, Env, Leg, Parity, Record
+from hf_neuron.vocabulary.records import (
+    SCHEMA_VERSION,
+    CheckpointFacts,
+    CompileFacts,
+    Env,
+    Leg,
+    Parity,
+    Record,
+    finite_facts,
+)
 
 __all__ = ["Attempt", "Observations", "compare_with_cpu", "to_record"]
 
@@ -112,8 +121,8 @@ def to_record(
         known_failure=None if entry is None else entry.as_dict(),
         compile=observed.compile,
         fallback_ops=observed.fallback_ops,
-        details=None if attempt.details is None else dict(attempt.details),
-        legs=list(attempt.legs) or None,
+        details=None if attempt.details is None else finite_facts(dict(attempt.details)),
+        legs=[Leg(**{**leg, "details": finite_facts(leg["details"])}) for leg in attempt.legs] or None,
         env=env,
         started_at=started_at,
         finished_at=finished_at,
