@@ -80,6 +80,8 @@ class CatalogCheckpoint:
     active_parameters: int | None
     parameters_source: str | None
     note: str | None
+    #: The diffusers pipeline class its ``model_index.json`` names (None for a transformers checkpoint).
+    pipeline: str | None = None
 
     @property
     def config_path(self) -> Path:
@@ -153,7 +155,9 @@ def _read_json(entry: _Entry, file: Path) -> dict[str, Any]:
     return document
 
 
-def _check_configs(entry: _Entry, architecture: str, directory: Path, names: Collection[str]) -> None:
+def _check_configs(entry: _Entry, architecture: str, directory: Path, names: Collection[str]) -> str | None:
+    """Check the checkpoint's config files against its architecture; the pipeline class ``model_index.json`` names
+    (None for a transformers checkpoint)."""
     configs = {name: _read_json(entry, directory / name) for name in names}
     if _MODEL_INDEX in configs:
         index = configs[_MODEL_INDEX]
@@ -167,7 +171,8 @@ def _check_configs(entry: _Entry, architecture: str, directory: Path, names: Col
         if component == denoisers[0] or component not in index:
             raise entry.error(f"{denoisers[0]} must be in the directory of a component that model_index.json names "
                               f"(it names {sorted(key for key in index if not key.startswith('_'))})")
-        return
+        pipeline = index.get("_class_name")
+        return pipeline if isinstance(pipeline, str) else None
     if _CONFIG not in configs:
         raise entry.error("lists neither config.json (a transformers checkpoint) nor model_index.json (a diffusers "
                           "pipeline)", "files")
@@ -175,6 +180,7 @@ def _check_configs(entry: _Entry, architecture: str, directory: Path, names: Col
     if model_type != architecture:
         raise entry.error(f"config.json's model_type is {model_type!r}, not its architecture {architecture!r}: the "
                           "architecture of a transformers checkpoint is its model_type", "architecture")
+    return None
 
 
 def _count(entry: _Entry, raw: dict[str, Any], key: str) -> int | None:
@@ -210,7 +216,7 @@ def _checkpoint(path: Path, number: int, raw: object, directory: Path,
                           "source", "files")
     sources = {_relative_file(entry, file): _source(entry, file, source) for file, source in files.items()}
     home = directory / name
-    _check_configs(entry, architecture, home, sources)
+    pipeline = _check_configs(entry, architecture, home, sources)
     parameters = _count(entry, raw, "parameters")
     active = _count(entry, raw, "active_parameters")
     source = raw.get("parameters_source")
@@ -226,7 +232,7 @@ def _checkpoint(path: Path, number: int, raw: object, directory: Path,
     note = raw.get("note")
     if note is not None and (not isinstance(note, str) or not note.strip()):
         raise entry.error("note must be a non-empty string", "note")
-    return CatalogCheckpoint(name, architecture, home, sources, parameters, active, source, note)
+    return CatalogCheckpoint(name, architecture, home, sources, parameters, active, source, note, pipeline)
 
 
 def _check_order(path: Path, checkpoints: list[CatalogCheckpoint]) -> None:
@@ -295,17 +301,8 @@ def tiny_base(architecture: str, pipeline: str | None = None,
     found = [checkpoint for checkpoint in _loaded(path, path.stat().st_mtime_ns)
              if checkpoint.architecture == architecture]
     of_pipeline = [checkpoint for checkpoint in found
-                   if pipeline is not None and _pipeline_class(checkpoint) == pipeline]
+                   if pipeline is not None and checkpoint.pipeline == pipeline]
     return next(iter(of_pipeline or found), None)
-
-
-def _pipeline_class(checkpoint: CatalogCheckpoint) -> str | None:
-    """The diffusers pipeline class a checkpoint's ``model_index.json`` names (None for a transformers checkpoint)."""
-    if _MODEL_INDEX not in checkpoint.files:
-        return None
-    index = json.loads((checkpoint.directory / _MODEL_INDEX).read_text(encoding="utf-8"))
-    name = index.get("_class_name")
-    return name if isinstance(name, str) else None
 
 
 @functools.cache
