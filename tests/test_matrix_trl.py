@@ -19,7 +19,7 @@ from hf_neuron.matrix.scenarios import trl_cli, trl_trainers
 from hf_neuron.matrix.scenarios.contract import CaseContext
 from hf_neuron.matrix.scenarios.training import LEARNING_RATE
 from hf_neuron.matrix.scenarios.trl_trainers import NEURON_PAD_MULTIPLE, STEPS, TrainerRun, held_to_the_cpu
-from hf_neuron.vocabulary.records import DEVICE_STEPS
+from hf_neuron.vocabulary.records import DEVICE_STEPS, FLOAT32_REFERENCE
 
 pytestmark = pytest.mark.usefixtures("neuron")
 
@@ -69,6 +69,42 @@ def test_weights_moved_past_what_the_step_explains_fail() -> None:
     result = held_to_the_cpu(_run("neuron", weight_shift=3 * LEARNING_RATE), _run("cpu"), "neuron")
     assert result.outcome == "failed"
     assert result.message.startswith("weight after one AdamW step w differ from the CPU's"), result.message
+
+
+def _float32(run: TrainerRun, loss_shift: float) -> TrainerRun:
+    """``run`` as the CPU's float32 run would give it: its losses moved by ``loss_shift``."""
+    return dataclasses.replace(run, losses=[loss.cpu() + loss_shift for loss in run.losses])
+
+
+def test_a_bf16_difference_the_float32_run_puts_on_the_cpu_passes() -> None:
+    """The device and the CPU round their bf16 losses apart beyond bfloat16's row (2% of losses near 2): the device
+    stands no farther from the float32 run than the CPU does, so it passes, judged by that rule."""
+    device, cpu = _run("neuron", loss_scale=1.01), _run("cpu", loss_scale=0.99)
+    assert held_to_the_cpu(device, cpu, "neuron").outcome == "failed", "without the float32 run: bfloat16's row"
+    result = held_to_the_cpu(device, cpu, "neuron", lambda: _float32(_run("cpu"), 0.0))
+    assert result.outcome == "passed", result.message
+    assert result.details is not None and result.details[FLOAT32_REFERENCE]["of"] == "the loss of each step"
+    assert result.parity is not None and result.parity["metric"] == "rmse_to_float32_over_cpu"
+
+
+@pytest.mark.parametrize("float32_shift", [0.0, 0.02])
+def test_a_device_farther_from_the_float32_run_than_the_cpu_fails(float32_shift: float) -> None:
+    """The device's loss 5% off (0.1): more than 3 times the CPU's error against the float32 run, whether the CPU's
+    error is nothing or 0.02 (the device's then 0.08)."""
+    cpu = _run("cpu")
+    result = held_to_the_cpu(_run("neuron", loss_scale=1.05), cpu, "neuron", lambda: _float32(cpu, float32_shift))
+    assert result.outcome == "failed"
+    assert "against the CPU's float32 run, the loss of each step's root-mean-square error" in result.message, (
+        result.message)
+
+
+def test_the_float32_run_is_trained_only_when_bf16_fails() -> None:
+    def untrained() -> TrainerRun:
+        raise AssertionError("the float32 run trained for a comparison that held")
+
+    assert held_to_the_cpu(_run("neuron"), _run("cpu"), "neuron", untrained).outcome == "passed"
+    assert held_to_the_cpu(_run("neuron", weight_shift=3 * LEARNING_RATE), _run("cpu"), "neuron",
+                           untrained).outcome == "failed", "the weights' check is the device's own, never re-judged"
 
 
 def test_losses_computed_on_the_cpu_fail_a_neuron_case() -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "CONFLICT_POLICIES",
     "CPU_ISA",
     "DEVICE_STEPS",
+    "FLOAT32_REFERENCE",
     "READABLE_SCHEMAS",
     "ROUNDING_NOISE",
     "SCHEMA_VERSION",
@@ -97,6 +98,10 @@ DEVICE_STEPS = "device_steps"
 #: The key of a record's ``details`` that holds the rounding noise a float32 comparison was judged against
 #: (:mod:`hf_neuron.matrix.scenarios.rounding`): the largest, of which tensor, over how many draws, and its multiple.
 ROUNDING_NOISE = "rounding_noise"
+#: The key of a record's ``details`` that holds how a 16-bit mixed-precision comparison was judged against the CPU's
+#: float32 computation (:func:`hf_neuron.matrix.scenarios.rounding.judged_against_float32`): the worst tensor, its
+#: ratio of the device's to the CPU's error, both errors, and the multiple allowed.
+FLOAT32_REFERENCE = "float32_reference"
 #: The record schemas this module reads (older ones through :func:`upgrade`).
 READABLE_SCHEMAS = (1, 2, 3, 4, 5, SCHEMA_VERSION)
 

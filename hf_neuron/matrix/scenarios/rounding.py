@@ -18,6 +18,18 @@ catch moves the result thousands of roundings: a 0.1% error of every linear laye
 ``tests/test_diffusion_rounding.py`` checks). Only dtypes whose tolerance is many roundings wide are judged so
 (:func:`resolves_rounding`): the 16-bit tolerances are a few roundings wide, and a multiple of their rounding noise
 would hide the 1% error their checks must catch.
+
+A 16-bit mixed-precision comparison that fails is judged again against the float32 computation instead
+(:func:`judged_against_float32`). Under autocast the device and the CPU do not compute the same thing: neuron's
+autocast (PyTorch's policy for PrivateUse1, CUDA's lists) runs ``softmax``, ``layer_norm`` and the losses in float32
+where the CPU's runs them in bfloat16, and each rounds its bfloat16 operators in its own order. Both then stand about
+a bfloat16 rounding from the float32 result at every operator, and from each other by as much, which a few layers of
+backward make larger than bfloat16's tolerance: the two runs cannot tell which of them is wrong. The float32 run can:
+the device passes when each result's root-mean-square error against the CPU's float32 computation is at most
+:data:`MIXED_PRECISION_MULTIPLE` times the CPU's own mixed-precision run's, plus a tenth of float32's ``atol`` —
+PyTorch's own accuracy rule for compiled models under AMP (``torch._dynamo.utils.same`` with a higher-precision
+reference: multiplier 3 for bfloat16 and float16 results, and a tenth of its tolerance, 1e-4, added). A device whose
+every linear layer is off by 1% fails it in each TRL scenario on a tiny Llama (``tests/test_matrix_trl.py``).
 """
 
 from __future__ import annotations
@@ -27,18 +39,21 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from hf_neuron.matrix.scenarios.contract import TOLERANCES, ScenarioResult, Tolerance
-from hf_neuron.vocabulary.records import ROUNDING_NOISE
+from hf_neuron.vocabulary.records import FLOAT32_REFERENCE, ROUNDING_NOISE, Parity
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DRAWS", "MULTIPLE", "RESOLUTION", "judged_with_rounding", "resolves_rounding", "round_weights",
-           "rounding_noise"]
+__all__ = ["DRAWS", "MIXED_PRECISION_MULTIPLE", "MULTIPLE", "RESOLUTION", "judged_against_float32",
+           "judged_with_rounding", "resolves_rounding", "round_weights", "rounding_noise"]
 
 #: How many runs with rounded weights measure the noise (its largest movement over them counts).
 DRAWS = 3
 #: How many times the noise a device's difference may add to the tolerance (``torch._dynamo.utils.same``'s).
 MULTIPLE = 2.0
+#: How many times the CPU's mixed-precision error against the float32 computation a device's may be
+#: (``torch._dynamo.utils.same``'s multiplier for bfloat16 and float16 results).
+MIXED_PRECISION_MULTIPLE = 3.0
 #: A dtype's tolerance must be at least this many of its roundings (unit roundoffs) wide to be judged so.
 RESOLUTION = 100
 
@@ -111,3 +126,45 @@ def judged_with_rounding(result: ScenarioResult, expected: Mapping[str, torch.Te
     return dataclasses.replace(again, message=f"{again.message} (the float32 tolerance widened by {MULTIPLE:g} times "
                                f"the CPU's own rounding noise, up to {noise[largest]:.3g} in {largest})"
                                ).adding_details(details)
+
+
+def _rmse(actual: torch.Tensor, reference: torch.Tensor) -> float:
+    import torch
+
+    difference = actual.detach().to("cpu", torch.float64) - reference.detach().to("cpu", torch.float64)
+    return float(difference.square().mean().sqrt())
+
+
+def judged_against_float32(result: ScenarioResult, actual: Mapping[str, torch.Tensor],
+                           expected: Mapping[str, torch.Tensor], float32: Callable[[], Mapping[str, torch.Tensor]]
+                           ) -> ScenarioResult:
+    """``result`` (of comparing the device's mixed-precision named results ``actual`` with ``expected``, the CPU's under
+    the same autocast, held to a 16-bit tolerance) when it did not fail; else each floating tensor judged against
+    ``float32()``, the CPU's computation without autocast: passed when the device's root-mean-square error against it
+    is at most :data:`MIXED_PRECISION_MULTIPLE` times the CPU's plus a tenth of float32's ``atol``, with
+    the worst ratio as its parity (metric ``rmse_to_float32_over_cpu``); failed, saying both errors, when one is
+    beyond. A tensor whose shape differs, or whose float32 value is not finite everywhere, cannot be judged so: the
+    first ``result`` stands. Either way a judged result carries the worst tensor in its details
+    (:data:`~hf_neuron.vocabulary.records.FLOAT32_REFERENCE`)."""
+    if result.outcome != "failed":
+        return result
+    reference = float32()
+    names = [name for name, tensor in expected.items() if tensor.is_floating_point()]
+    if not names or any(name not in actual or name not in reference or actual[name].shape != expected[name].shape
+                        or reference[name].shape != expected[name].shape
+                        or not bool(reference[name].detach().isfinite().all()) for name in names):
+        return result
+    slack = TOLERANCES["float32"].atol / 10
+    errors = {name: (_rmse(actual[name], reference[name]), _rmse(expected[name], reference[name])) for name in names}
+    ratios = {name: device / (cpu + slack / MIXED_PRECISION_MULTIPLE) for name, (device, cpu) in errors.items()}
+    worst = max(ratios, key=lambda name: ratios[name])
+    device_error, cpu_error = errors[worst]
+    details = {FLOAT32_REFERENCE: {"worst": ratios[worst], "of": worst, "device_rmse": device_error,
+                                   "cpu_rmse": cpu_error, "multiple": MIXED_PRECISION_MULTIPLE}}
+    parity = Parity(metric="rmse_to_float32_over_cpu", value=ratios[worst], tolerance=MIXED_PRECISION_MULTIPLE)
+    if device_error <= MIXED_PRECISION_MULTIPLE * cpu_error + slack:
+        return ScenarioResult.passed(parity).adding_details(details)
+    return ScenarioResult.failed(
+        f"{result.message}; against the CPU's float32 run, {worst}'s root-mean-square error is {device_error:.3g} on "
+        f"the device, more than {MIXED_PRECISION_MULTIPLE:g} times the CPU's mixed-precision run's {cpu_error:.3g} "
+        f"(+ {slack:g})", parity).adding_details(details)

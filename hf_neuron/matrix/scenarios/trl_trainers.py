@@ -17,7 +17,8 @@ same thing. A case passes when:
 - the loss of every step is within tolerance of the CPU's (under bf16 autocast: the bfloat16 row, as the gradients:
   neuron's autocast runs ``layer_norm`` and ``softmax`` in float32, as CUDA's lists do, the CPU's in bfloat16, so
   the two steps round apart by bfloat16's units even on the reference device: 4e-4 on gradients of 1e-3 on a tiny
-  GPT-2, beyond float32's floor of 1e-4);
+  GPT-2, beyond float32's floor of 1e-4); where they round further apart, judged against the CPU's float32 run
+  (:func:`~hf_neuron.matrix.scenarios.rounding.judged_against_float32`);
 - the first optimizer step's gradients (after clipping: what AdamW reads) and updated trainable weights are the CPU's,
   the weights held as :func:`~hf_neuron.matrix.scenarios.training.updated_weights` holds them;
 - the first step changed trainable weights and no frozen one (a LoRA adapter: only the adapter trains).
@@ -43,6 +44,7 @@ from hf_neuron.matrix.scenarios.contract import (
     compare_named,
     worst_of,
 )
+from hf_neuron.matrix.scenarios.rounding import judged_against_float32
 from hf_neuron.matrix.scenarios.text_models import load_model
 from hf_neuron.matrix.scenarios.training import (
     LEARNING_RATE,
@@ -170,21 +172,25 @@ class _Recipe:
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def _train(ctx: CaseContext, device: str, recipe: _Recipe, out: Path, like: TrainerRun | None = None) -> TrainerRun:
+def _train(ctx: CaseContext, device: str, recipe: _Recipe, out: Path, like: TrainerRun | None = None, *,
+           float32: bool = False) -> TrainerRun:
     """Train the case's model with ``recipe`` on ``device``; ``like``: the device run whose bf16, padding and (GRPO)
-    completions the CPU run takes."""
+    completions the CPU run takes; ``float32``: without mixed precision (the reference a bf16 comparison is judged
+    against, :func:`~hf_neuron.matrix.scenarios.rounding.judged_against_float32`)."""
     import torch
     import trl
     from datasets import Dataset
     from transformers import AutoProcessor, AutoTokenizer
 
     run = TrainerRun()
-    choices = {} if like is None else {"bf16": like.args.bf16, "pad_to_multiple_of": like.args.pad_to_multiple_of}
+    choices = {} if like is None else {"bf16": like.args.bf16 and not float32,
+                                       "pad_to_multiple_of": like.args.pad_to_multiple_of}
     model = load_model(ctx, "cpu", train=True)
     if not model.supports_gradient_checkpointing:  # TRL turns it on by default; such a model's users turn it off
         choices["gradient_checkpointing"] = False
+    kind = torch.device(device).type + ("-float32" if float32 else "")
     args = getattr(trl, f"{recipe.trainer}Config")(
-        output_dir=str(out / f"{recipe.trainer.lower()}-{torch.device(device).type}"), max_steps=STEPS,
+        output_dir=str(out / f"{recipe.trainer.lower()}-{kind}"), max_steps=STEPS,
         per_device_train_batch_size=BATCH, learning_rate=LEARNING_RATE, seed=ctx.seed, logging_steps=1,
         save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=torch.device(device).type == "cpu",
         **choices, **recipe.settings)
@@ -215,10 +221,22 @@ def trl_chose(args: Any, device: str) -> ScenarioResult | None:
     return None
 
 
-def held_to_the_cpu(run: TrainerRun, reference: TrainerRun, device: str) -> ScenarioResult:
+def _results(run: TrainerRun) -> dict[str, torch.Tensor]:
+    """What :func:`held_to_the_cpu` judges against the float32 run, by name: every step's loss and the first step's
+    gradients (the weights after the step are held to the device's own gradients, as on every device)."""
+    import torch
+
+    return {"the loss of each step": torch.stack(run.losses),
+            **{f"the first step's gradient of {name}": value for name, value in run.gradients.items()}}
+
+
+def held_to_the_cpu(run: TrainerRun, reference: TrainerRun, device: str,
+                    float32: Callable[[], TrainerRun] | None = None) -> ScenarioResult:
     """The device's ``run`` against the CPU's ``reference``: TRL chose the device (:func:`trl_chose`), every step's
     loss, the first step's gradients and updated weights, and what the step changed. The first failure, or passed
-    with the worst parity; the details give both runs' losses and the device steps."""
+    with the worst parity; the details give both runs' losses and the device steps. Under bf16, a comparison that
+    fails is judged again against ``float32()``, the CPU's run without mixed precision
+    (:func:`~hf_neuron.matrix.scenarios.rounding.judged_against_float32`)."""
     import torch
 
     tolerance = TOLERANCES["bfloat16"] if run.args.bf16 else None
@@ -229,16 +247,19 @@ def held_to_the_cpu(run: TrainerRun, reference: TrainerRun, device: str) -> Scen
     if len(run.losses) != len(reference.losses):
         return ScenarioResult.failed(f"{len(run.losses)} steps on the device, {len(reference.losses)} on the CPU"
                                      ).adding_details(details)
-    comparisons = [
+    numerics = [
         compare(torch.stack(run.losses), torch.stack(reference.losses), "the loss of each step", tolerance,
                 device=device),
         compare_named(run.gradients, reference.gradients, "the first step's gradient of", tolerance, device=device),
-        updated_weights(run.weights, run.gradients, reference.weights, reference.gradients, device),
     ]
-    for result in [*comparisons, run.changes or ScenarioResult.passed()]:
+    compared = next((result for result in numerics if result.outcome != "passed"), None) or worst_of(numerics)
+    if tolerance is not None and float32 is not None:
+        compared = judged_against_float32(compared, _results(run), _results(reference), lambda: _results(float32()))
+    weights = updated_weights(run.weights, run.gradients, reference.weights, reference.gradients, device)
+    for result in [compared, weights, run.changes or ScenarioResult.passed()]:
         if result.outcome != "passed":
             return result.adding_details(details)
-    return worst_of(comparisons).adding_details(details)
+    return worst_of([compared, weights]).adding_details(details)
 
 
 def _case(ctx: CaseContext, recipe: _Recipe) -> ScenarioResult:
@@ -251,7 +272,8 @@ def _case(ctx: CaseContext, recipe: _Recipe) -> ScenarioResult:
     with tempfile.TemporaryDirectory(prefix=f"{ctx.scenario}-", dir=ctx.workdir) as out:
         run = _train(ctx, ctx.device, recipe, Path(out))
         reference = _train(ctx, "cpu", recipe, Path(out), like=run)
-    result = held_to_the_cpu(run, reference, ctx.device)
+        result = held_to_the_cpu(run, reference, ctx.device,
+                                 lambda: _train(ctx, "cpu", recipe, Path(out), like=run, float32=True))
     if recipe.trainer == "GRPO":
         wanted = torch.device(ctx.device).type
         elsewhere = sorted(where for where in run.generated_on if torch.device(where).type != wanted)
