@@ -461,3 +461,25 @@ def test_ddp_ranks_report_that_a_model_has_no_training_loss(tiny_llama: Path, mo
     monkeypatch.setattr(ddp_module, "_serving", lambda device_type, workdir: Ranks())
     result = ddp_module.ddp(CaseContext("llama", "decoder", "ddp", "neuron", tiny_llama))
     assert (result.outcome, result.message) == ("skipped", "no loss here")
+
+
+@pytest.mark.parametrize("model_type", ["mamba", "falcon_h1"])
+def test_lora_targets_leave_out_the_linear_layers_peft_refuses_on_a_mamba(model_type: str, tmp_path: Path) -> None:
+    """PEFT's "all-linear" picks Mamba's out_proj and then refuses it ("Please remove it from `target_modules`"):
+    the group's targets are every other linear layer, which PEFT accepts; a transformer keeps "all-linear"."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from hf_neuron.tiny.transformers.checkpoint import materialize
+    from hf_neuron.tiny.transformers.inputs import lora_targets
+
+    model = AutoModelForCausalLM.from_pretrained(materialize(model_type, tmp_path / model_type))
+    with pytest.raises(ValueError, match="is incompatible with Mamba-based models"):
+        get_peft_model(model, LoraConfig(target_modules="all-linear"))
+    model = AutoModelForCausalLM.from_pretrained(materialize(model_type, tmp_path / model_type))
+    targets = lora_targets(model)
+    assert isinstance(targets, list) and "out_proj" not in targets and "in_proj" in targets, targets
+    adapted = get_peft_model(model, LoraConfig(target_modules=targets))
+    assert any("lora_A" in name for name, _ in adapted.named_parameters())
+    llama = AutoModelForCausalLM.from_pretrained(materialize("llama", tmp_path / "llama"))
+    assert lora_targets(llama) == "all-linear"

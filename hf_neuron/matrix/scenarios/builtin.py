@@ -55,7 +55,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "reason (diffusion: on a denoising loss, the prediction's mean squared error against a fixed target)"),
     ScenarioDeclaration(
         "lora", "extra", True, {"transformers": training.lora, "diffusers": diffusion.lora},
-        "a PEFT LoRA adapter on all linear layers (image-text: the language model's; diffusion: the denoiser's "
+        "a PEFT LoRA adapter on all linear layers (but those PEFT refuses on the architecture: Mamba's `out_proj`; "
+        "image-text: the language model's; diffusion: the denoiser's "
         "attention projections `to_q`, `to_k`, `to_v`, `to_out.0`, added with diffusers' `add_adapter`, a backbone "
         "without them untested with gap `lora-targets`) trains like the CPU's: loss, gradients, updated adapter "
         "weights; only adapter weights change; the loss goes down"),

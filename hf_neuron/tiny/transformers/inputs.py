@@ -88,8 +88,28 @@ def model_inputs(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, t
 
 
 def lora_targets(model: PreTrainedModel) -> str | list[str]:
-    """PEFT's ``"all-linear"``: every linear layer but the output head."""
-    return "all-linear"
+    """PEFT's ``"all-linear"``: every linear layer but the output head; where PEFT refuses some of those on the
+    model's architecture (on Mamba-based models ``out_proj``: "Please remove it from `target_modules`"), every other
+    one, by name, as PEFT's message tells its users. Which modules it refuses, PEFT's own check of a LoRA target says
+    (``peft.tuners.tuners_utils._check_lora_target_modules_mamba``, peft 0.21), asked of each linear layer's name."""
+    import torch
+    from peft import LoraConfig
+    from peft.tuners import tuners_utils
+
+    refuses = getattr(tuners_utils, "_check_lora_target_modules_mamba", None)
+    head = model.get_output_embeddings()
+    names = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+                    if isinstance(module, torch.nn.Linear) and module is not head})
+    if refuses is None:
+        return "all-linear"
+    accepted = []
+    for name in names:
+        try:
+            refuses(LoraConfig(target_modules=[name]), model, name)
+        except ValueError:
+            continue
+        accepted.append(name)
+    return "all-linear" if accepted == names else accepted
 
 
 def reads_text(forward: Callable[..., Any]) -> bool:
