@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron import settings
-from hf_neuron.checkpoint.instances import GIB, families
+from hf_neuron.checkpoint.instances import GIB
 from hf_neuron.checkpoint.plan import USES
 from hf_neuron.checkpoint.slice import DEFAULT_LAYERS, SliceRequest, default_budget
+from hf_neuron.compat.hardware import trainium_families
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.profiles import DEFAULT_PROFILE, PROFILES
 from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK
@@ -110,11 +111,11 @@ def _plan_lines(prepared: Prepared) -> list[str]:
         f"{_gib(memory.kv_cache)} at {found.seq} tokens x {found.batch}); full fine-tune "
         f"{_gib(memory.full_fine_tune)}; LoRA r={found.lora_rank} {_gib(memory.lora)}",
     ]
-    for family in families():
+    for family in trainium_families():
         spots = found.neuron_cores[family.name]
         uses = "; ".join(f"{_USE_NAMES[use]} {spots[use].cores} core{'s' * (spots[use].cores > 1)} / "
                          f"{spots[use].chips} chip{'s' * (spots[use].chips > 1)}" for use in USES)
-        lines.append(f"  {family.name:<12} ({_gib(family.core_bytes)} a NeuronCore at LNC=2) {uses}")
+        lines.append(f"  {family.name:<12} ({_gib(family.device_bytes)} a NeuronCore at LNC=2) {uses}")
     if prepared.quantization is not None:
         quantized = prepared.quantization
         lines.append(f"  quantized    {quantized.method}: {label(quantized.verdict)}: {quantized.why}")
