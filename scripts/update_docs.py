@@ -246,7 +246,8 @@ a measurement**: a roofline model at assumed utilisations, calibrated on the few
   than either roofline (a test holds every catalogued checkpoint to the data file's bound).
 - **Prefill** of `--seq` tokens: every token attends to half of them on average; the weights are read once.
   **Decode** at `--seq` tokens of context: a step reads the weights (a mixture of experts: at most `b` tokens' active
-  parameters) and each sequence's KV cache. **Training** of `--batch x --seq` tokens a step reads the use's memory once.
+  parameters) and each sequence's KV cache; tokens a second are the step's `b` tokens over its time (all sequences
+  together). **Training** of `--batch x --seq` tokens a step reads the use's memory once.
 - **Devices**: the fewest whose memory holds the use (the plan's rule, for GPUs too: GPUs are not rounded to a
   tensor-parallel degree).
 - **Price**: the instance's on-demand price shared among its devices, times the devices used (the rest of the
