@@ -38,7 +38,8 @@ def test_a_well_formed_file_is_read() -> None:
     (_document(chip=_CHIP.replace('memory_gib = "spec"', 'memory_gib = "nowhere"')),
      r"cites 'nowhere', which is no \[sources\] table"),
     (_document(chip=_CHIP.replace("memory_gib = 96\n", "").replace('memory_gib = "spec", ', "")
-               + 'unsourced = { memory_gib = "why" }\n'), r"its chip T2 has no memory_gib"),
+               + 'unsourced = { memory_gib = "why" }\n'),
+     r"its chip T2 has no memory_gib: a family.s devices are placed by it"),
     (_document(chip=_CHIP.replace("bandwidth_tb_s = 2.9", "bandwidth_tb_s = 0")),
      r"bandwidth_tb_s: must be a positive number, not 0"),
     (_document(chip=_CHIP.replace('"trainium"', '"tpu"')), r"kind: must be one of \['trainium', 'gpu'\]"),

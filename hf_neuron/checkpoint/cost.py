@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from hf_neuron.checkpoint.instances import placement
@@ -245,7 +245,11 @@ _PRECISION: Mapping[str, Precision] = {"bfloat16": "bf16", "float8": "fp8"}
 _ROOFLINE = Utilisation(1.0, 1.0, "the roofline")
 
 
-def _measured(measurement: Measurement, family: Family, plan_of: Any) -> tuple[Work, Work, Precision]:
+#: Plans a catalogued checkpoint (its id) at a sequence length, one sequence.
+PlanOf = Callable[[str, int], Plan]
+
+
+def _measured(measurement: Measurement, plan_of: PlanOf) -> tuple[Work, Work, Precision]:
     """A measurement's prefill and mean decode step, from its checkpoint planned at its mean decoding context."""
     context = measurement.input_tokens + measurement.output_tokens // 2
     plan = plan_of(measurement.checkpoint, context)
@@ -272,13 +276,13 @@ class _Worked(NamedTuple):
     memory: float
 
 
-def calibrate(hardware: Hardware, plan_of: Any = _plan_of) -> Calibration:
+def calibrate(hardware: Hardware, plan_of: PlanOf = _plan_of) -> Calibration:
     """The utilisation defaults from ``hardware``'s measurements (see the module docstring), and each measurement
     beside the estimate they give; ``plan_of(checkpoint, seq)`` plans a measurement's checkpoint."""
     worked = []
     for measurement in hardware.measurements:
         family = hardware.families[measurement.family]
-        prefill, decode, precision = _measured(measurement, family, plan_of)
+        prefill, decode, precision = _measured(measurement, plan_of)
         devices = measurement.devices
         compute_bound = seconds(dataclasses.replace(prefill, bytes=0), family, devices, _ROOFLINE, precision)
         memory_bound = seconds(dataclasses.replace(decode, flops=0), family, devices, _ROOFLINE, precision)

@@ -238,9 +238,9 @@ def _family(path: Path, name: str, raw: Mapping[str, Any], chips: Mapping[str, C
         raise DataFileError(path, f"must name a [chips] table ({', '.join(chips)}), not {chip!r}", table=table,
                             key="chip")
     devices = int(_positive(path, table, "devices_per_chip", raw.get("devices_per_chip"), whole=True))
-    if chips[chip].kind == "trainium" and chips[chip].memory_gib is None:
-        raise DataFileError(path, f"its chip {chip} has no memory_gib: a Trainium family's NeuronCores are planned "
-                                  "from it", table=table, key="chip")
+    if chips[chip].memory_gib is None:
+        raise DataFileError(path, f"its chip {chip} has no memory_gib: a family's devices are placed by it (a "
+                                  "chip without it can be listed, not used by a family)", table=table, key="chip")
     if ("instance" in raw) != ("chips_per_instance" in raw):
         raise DataFileError(path, "give instance and chips_per_instance together", table=table)
     if ("usd_per_hour" in raw) != ("region" in raw):
