@@ -85,6 +85,8 @@ def test_an_estimate_by_hand() -> None:
     # full fine-tune: 16e9 bytes need 1 device (ceil(16e9 / 24 GiB)); 3 forwards of 2000 tokens at 500 of context
     assert found.train_devices == 1
     assert found.train_tokens_per_s == pytest.approx(2000 / (3 * 2000 * (2e9 + 2 * 1000 * 500) / 0.25e14))
+    # LoRA: 2 forwards (no gradient of the frozen weights), 2.5e9 bytes read a step (0.01 s) under the FLOPs' 0.32 s
+    assert (found.lora_devices, found.lora_train_tokens_per_s) == (1, pytest.approx(2000 / 0.32016))
     # 16 USD an hour for 8 devices: 2 USD an hour for the one used
     assert found.usd_per_hour == 2.0
     assert found.usd_per_million_output_tokens == pytest.approx(2.0 / (2 / 0.0084 * 3600) * 1e6)
@@ -113,7 +115,7 @@ def test_the_calibration_by_hand() -> None:
 def _over_the_roofline(found: Plan, utilisation: Utilisation | None = None) -> list[str]:
     """Each figure of ``found``'s estimates faster than the bound the data file's figures allow on its devices:
     prefill and training by the dense BF16 peak over 2 FLOPs a used parameter a forward (3 forwards a training step,
-    2 for LoRA), decode by the bandwidth over the used parameters' bytes."""
+    2 for LoRA), decode by that and by the bandwidth over the weights' bytes a step reads at least."""
     over = []
     used = found.active_parameters or found.parameters
     element = DTYPE_BYTES[found.dtype]
@@ -123,8 +125,11 @@ def _over_the_roofline(found: Plan, utilisation: Utilisation | None = None) -> l
         if chip.bf16_dense_tflops is None or chip.bandwidth_tb_s is None:
             continue
         peak, bandwidth = chip.bf16_dense_tflops * 1e12 / per_chip, chip.bandwidth_tb_s * 1e12 / per_chip
-        bounds = {"prefill_tokens_per_s": row.devices * peak / (2 * used),
-                  "decode_tokens_per_s": row.devices * bandwidth / (used * element),
+        read = min(found.parameters, found.batch * used) * element  # the weights a decode step reads at least
+        compute = row.devices * peak / (2 * used)
+        bounds = {"prefill_tokens_per_s": compute,
+                  "decode_tokens_per_s": min(row.devices * bandwidth / (used * element), compute),
+                  "decode_tokens_per_s_batch": min(row.devices * bandwidth * found.batch / read, compute),
                   "train_tokens_per_s": row.train_devices * peak / (3 * 2 * used),
                   "lora_train_tokens_per_s": row.lora_devices * peak / (2 * 2 * used)}
         over += [f"{name} {figure}: {getattr(row, figure):.4g} > {bound:.4g}"
@@ -135,7 +140,9 @@ def _over_the_roofline(found: Plan, utilisation: Utilisation | None = None) -> l
 def test_a_utilisation_over_one_breaks_the_roofline() -> None:
     llama = plan(resolve("compat/checkpoints/meta-llama/Llama-3.1-8B"))
     assert _over_the_roofline(llama) == []
-    assert len(_over_the_roofline(llama, Utilisation(1.5, 1.5, "more than the hardware has"))) >= 4
+    assert len(_over_the_roofline(llama, Utilisation(1.5, 1.5, "more than the hardware has"))) >= 5
+    assert len(_over_the_roofline(plan(resolve("compat/checkpoints/meta-llama/Llama-3.1-8B"), batch=8),
+                                  Utilisation(1.5, 1.5, "more than the hardware has"))) >= 5
 
 
 @pytest.mark.slow
