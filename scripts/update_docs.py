@@ -3,6 +3,8 @@
 - ``docs/reference.md``: the environment switches (``hf_neuron.settings.SWITCHES``), the ``torch.neuron`` contract
   (``hf_neuron.device.contract.CONTRACT``), every patch of the registry, the model groups (the group registry), the
   built-in scenarios (their declarations), and the closed sets of outcomes, harness gaps and failure classes.
+- ``docs/price-performance.md``: the price-performance estimate's assumptions, hardware and prices with their sources,
+  and its calibration against published measurements (``compat/hardware.toml``, ``hf_neuron.checkpoint.cost``).
 - ``docs/sample-run.md``: the figures of the sample run, from its records (``reports/sample/records.jsonl.gz``), the
   history (``reports/history/``) and the reviewed data (``compat/``), computed by the report's own tables.
 
@@ -177,7 +179,108 @@ def sample_run() -> str:
                            "the catalog, ranking and baseline of `compat/`")
 
 
-PAGES = {"reference.md": reference, "sample-run.md": sample_run}
+def _number(value: float | None, style: str = "{:g}") -> str:
+    return "—" if value is None else style.format(value)
+
+
+def price_performance() -> str:
+    """The estimate's page: its formulas, the utilisation defaults and the calibration they come from, and every value
+    of compat/hardware.toml with its source."""
+    from hf_neuron.checkpoint.cost import calibration
+    from hf_neuron.compat.hardware import CHIP_VALUES, load_hardware
+
+    hardware, found = load_hardware(), calibration()
+    chosen = found.utilisation
+    calibrated = ["| model (as published) | planned from | family | devices | weights | input / output tokens | "
+                  "TTFT measured | TTFT estimated | error | TPOT measured | TPOT estimated | error | implied compute "
+                  "| implied bandwidth | source |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in found.rows:
+        m = row.measurement
+        calibrated.append(
+            f"| {m.model} | `{m.checkpoint}` | {m.family} | {m.devices} | {m.weights_dtype} | "
+            f"{m.input_tokens:,} / {m.output_tokens:,} | {m.ttft_ms:g} ms | {row.ttft_ms:.1f} ms | "
+            f"{row.ttft_error:+.0%} | {m.tpot_ms:g} ms | {row.tpot_ms:.1f} ms | {row.tpot_error:+.0%} | "
+            f"{row.implied_compute:.3f} | {row.implied_memory:.3f} | [{m.source}](#sources) |")
+    notes = [f"- {m.measurement.model} on {m.measurement.family}: {m.measurement.note}" for m in found.rows
+             if m.measurement.note]
+    chips = [f"| chip | kind | {' | '.join(CHIP_VALUES)} | not sourced |",
+             "|---|---|" + "---|" * len(CHIP_VALUES) + "---|"]
+    for chip in hardware.chips.values():
+        values = [f"{_number(getattr(chip, key))} ({chip.sources[key]})" if key in chip.sources else "—"
+                  for key in CHIP_VALUES]
+        missing = "; ".join(f"{key}: {why}" for key, why in chip.unsourced.items()) or "—"
+        chips.append(f"| {chip.name} | {chip.kind} | {' | '.join(values)} | {_cell(missing)} |")
+    families = ["| family | chip | devices a chip | instance | chips an instance | on-demand USD an hour | region | "
+                "not sourced |", "|---|---|---|---|---|---|---|---|"]
+    for family in hardware.families.values():
+        cited = family.sources
+        price = (f"{family.usd_per_hour:g} ({cited['usd_per_hour']})" if family.usd_per_hour is not None else "—")
+        chips_per = (f"{family.chips_per_instance} ({cited.get('chips_per_instance', '—')})"
+                     if family.chips_per_instance is not None else "—")
+        missing = "; ".join(f"{key}: {why}" for key, why in family.unsourced.items()) or "—"
+        families.append(f"| {family.name} | {family.chip.name} | {family.devices_per_chip} | "
+                        f"{family.instance or '—'} | {chips_per} | {price} | {family.region or '—'} | "
+                        f"{_cell(missing)} |")
+    sources = ["| source | what | read |", "|---|---|---|"]
+    sources += [f"| `{s.name}` | [{_cell(s.what)}]({s.url}) | {s.read.isoformat()} |"
+                for s in hardware.sources.values()]
+    return f"""# Price-performance before renting: an estimate
+
+Generated from `compat/hardware.toml` and `hf_neuron/checkpoint/cost.py` by `python scripts/update_docs.py` (a test
+fails when it is out of date): do not edit.
+
+`hf-neuron check MODEL --cost` estimates, for the checkpoint at full size and per instance family, the devices each
+use needs, prefill, decode (one sequence and `--batch` sequences a step), full fine-tuning and LoRA tokens a second,
+and US dollars a million tokens of each at on-demand prices; `--json` carries it under `cost`, and the report's
+checkpoint table shows the decode rate and dollars a million output tokens on trn2 and H100. **It is an estimate, not
+a measurement**: a roofline model at assumed utilisations, calibrated on the few measurements the vendors publish.
+
+## How
+
+- **FLOPs a token** (forward): `2 x P + 2 x W x c`, `P` the parameters a token uses (the active ones of a mixture of
+  experts), `W` the plan's attention width (keys and values of every head, summed over the attention layers), `c` the
+  tokens attended to. A training step is 3 forwards (full fine-tuning), 2 for LoRA (no gradient of frozen weights).
+- **Time** of a piece of work on `d` devices: the slower of `FLOPs / (d x peak x u_c)` and
+  `bytes / (d x bandwidth x u_m)` — a device's dense BF16 peak (FP8 for FP8 weights) and bandwidth are its chip's
+  shared among the chip's devices (a logical NeuronCore at LNC=2 is a quarter of a Trainium chip). Never faster
+  than either roofline (a test holds every catalogued checkpoint to the data file's bound).
+- **Prefill** of `--seq` tokens: every token attends to half of them on average; the weights are read once.
+  **Decode** at `--seq` tokens of context: a step reads the weights (a mixture of experts: at most `b` tokens' active
+  parameters) and each sequence's KV cache; tokens a second are the step's `b` tokens over its time (all sequences
+  together). **Training** of `--batch x --seq` tokens a step reads the use's memory once.
+- **Devices**: the fewest whose memory holds the use (the plan's rule, for GPUs too: GPUs are not rounded to a
+  tensor-parallel degree).
+- **Price**: the instance's on-demand price shared among its devices, times the devices used (the rest of the
+  instance serves other replicas). A family whose price is not sourced has no dollar figures.
+
+## The utilisation defaults and the calibration
+
+One pair for every model and family: **{chosen.compute:.3f} of the dense peak and {chosen.memory:.3f} of the memory
+bandwidth**, the mean of what the published measurements below imply (a measured time to first token against its
+prefill's compute roofline; a measured time per output token against its decode step's memory roofline). Not a
+factor per model: the errors are shown as they are.
+
+{chr(10).join(calibrated)}
+
+{chr(10).join(notes)}
+
+## Chips and GPUs
+
+Dense peaks in TFLOPS, memory in GiB, bandwidth in TB/s; the source of each value in brackets ([sources](#sources)).
+
+{chr(10).join(chips)}
+
+## Instance families and prices
+
+{chr(10).join(families)}
+
+## Sources
+
+{chr(10).join(sources)}
+"""
+
+
+PAGES = {"reference.md": reference, "price-performance.md": price_performance, "sample-run.md": sample_run}
 
 
 def main() -> int:

@@ -38,6 +38,25 @@ def _check(folder: Path, *extra: str) -> Any:
                  scenarios=list(extra), profile="trainium", timeout=600, results=None)
 
 
+def test_the_cost_estimate_is_printed_and_in_the_json(tmp_path: Path) -> None:
+    """``--cost`` prints the estimate's table (labelled an estimate, with its assumptions); ``--json`` carries it
+    under ``cost`` for every family, with the fields the issue asks for."""
+    result = run_cli(["check", str(_folder(tmp_path, SMALL)), "--plan-only", "--cost", "--json", "--batch", "4"])
+    assert result.returncode == EXIT_OK, result.stderr[-3000:]
+    assert "ESTIMATE     price-performance at 2048 tokens x 4 (not a measurement" in result.stderr
+    assert "trn2   assumes: estimate, not a measurement: Trainium2" in result.stderr
+    cost = json.loads(result.stdout)["cost"]
+    assert set(cost) == {"trn2", "trn3", "h100", "h200"}
+    assert set(cost["h100"]) >= {"devices", "prefill_tokens_per_s", "decode_tokens_per_s",
+                                 "decode_tokens_per_s_batch", "train_tokens_per_s", "usd_per_hour",
+                                 "usd_per_million_output_tokens", "assumptions"}
+    assert cost["h100"]["decode_tokens_per_s_batch"] > cost["h100"]["decode_tokens_per_s"] > 0
+    assert cost["h100"]["usd_per_million_output_tokens"] > 0
+    assert cost["trn2"]["usd_per_hour"] is None and cost["trn2"]["devices"] == 1  # no sourced trn2 price
+    without = run_cli(["check", str(_folder(tmp_path, SMALL, "plain")), "--plan-only"])
+    assert without.returncode == EXIT_OK and "ESTIMATE" not in without.stdout
+
+
 @pytest.mark.slow
 def test_a_checkpoint_is_planned_and_its_slice_passes(tmp_path: Path) -> None:
     result = run_cli(["check", str(_folder(tmp_path, SMALL)), "--json", "--seq", "512"])

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from hf_neuron.checkpoint.instances import GIB, InstanceFamily, families, parse, placement
+from hf_neuron.checkpoint.instances import GIB, placement
 from hf_neuron.checkpoint.plan import plan, routed_experts
 from hf_neuron.checkpoint.quantization import METHODS, quantization
 from hf_neuron.checkpoint.source import resolve
+from hf_neuron.compat.hardware import trainium_families
 from hf_neuron.errors import InputError
 
 #: Llama-3.1-8B's config (meta-llama/Llama-3.1-8B), 8,030,261,248 parameters.
@@ -149,33 +150,21 @@ def test_routed_experts_leave_shared_experts_out(tmp_path: Path) -> None:
 
 
 def test_neuron_cores_by_instance_family() -> None:
-    trn2, trn3 = families()
-    assert (trn2.name, trn2.core_bytes, trn3.name, trn3.core_bytes) == ("trn2", 24 * GIB, "trn3", 36 * GIB)
+    trn2, trn3 = trainium_families()
+    assert (trn2.name, trn2.device_bytes, trn3.name, trn3.device_bytes) == ("trn2", 24 * GIB, "trn3", 36 * GIB)
     assert placement(1, trn2) == placement(24 * GIB, trn2) == (1, 1, 1)
     assert placement(24 * GIB + 1, trn2).cores == 2
     assert placement(97 * GIB, trn2)[:2] == (5, 2)
     assert placement(16 * 96 * GIB + 1, trn2).instances == 2  # one chip more than a trn2.48xlarge has
-    assert placement(100 * GIB, trn3) == (3, 1, None)  # no largest trn3 instance in the facts
+    assert placement(100 * GIB, trn3) == (3, 1, None)  # no trn3 instance in the facts
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("[trn2]\nchip = 'Trainium2'\n", r"\[trn2\] memory_gib_per_chip: missing"),
-    ("[trn2]\nchip = 'x'\nmemory_gib_per_chip = 0\nlogical_cores_per_chip = 4\nsource = 's'\n",
-     r"memory_gib_per_chip: must be a positive whole number, not 0"),
-    ("[trn2]\nchip = 'x'\nmemory_gib_per_chip = 96\nlogical_cores_per_chip = 4\nsource = 's'\ncolour = 1\n",
-     r"unknown keys \['colour'\]"),
-    ("[trn2]\nchip = 'x'\nmemory_gib_per_chip = 96\nlogical_cores_per_chip = 4\nsource = 's'\n"
-     "largest_instance = 'trn2.48xlarge'\n", r"give largest_instance and chips_per_largest_instance together"),
-    ("", r"no instance family"),
-])
-def test_the_instances_file_is_checked(text: str, message: str) -> None:
-    with pytest.raises(InputError, match=message):
-        parse(Path("instances.toml"), text)
-
-
-def test_the_instances_file_holds_the_facts() -> None:
-    assert [family.name for family in families()] == ["trn2", "trn3"]
-    assert all(isinstance(family, InstanceFamily) and family.source for family in families())
+def test_the_attention_width_counts_keys_and_values_of_the_attention_layers(tmp_path: Path) -> None:
+    found = plan(resolve(str(_config(tmp_path, LLAMA_3_1_8B))))
+    assert found.attention_width == 32 * 32 * 2 * 128  # 32 layers, 32 heads, keys and values of 128
+    mamba = plan(resolve(str(_config(tmp_path, {
+        "model_type": "mamba", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 256}, "mamba"))))
+    assert mamba.attention_width == 0
 
 
 def test_quantization_verdicts_name_their_method() -> None:

@@ -191,6 +191,45 @@ def test_the_dtype_memory_is_counted_in_is_the_plans(tmp_path: Path) -> None:
                      "awq": ("bfloat16", "bfloat16")}
 
 
+def test_the_table_shows_the_estimate_its_records_carry(tmp_path: Path) -> None:
+    """A checkpoint's records carry its estimated decode rate and dollars a million output tokens by family (the
+    planner's own :func:`~hf_neuron.checkpoint.facts.checkpoint_facts` writes them); the table shows trn2's and
+    h100's, and nothing for records written before the estimate (the fixture's)."""
+    cost = {"trn2": {"decode_tokens_per_s": 17.5, "usd_per_million_output_tokens": None},
+            "h100": {"decode_tokens_per_s": 80.9, "usd_per_million_output_tokens": 23.62}}
+    records = [{**r, "checkpoint": {**r["checkpoint"], "cost": cost}}
+               if r["checkpoint"] and r["checkpoint"]["id"] == "Qwen/Qwen3-0.6B" else r for r in _lines()]
+    table = _tables(RECORDS / "run-2", _write(tmp_path, records)).checkpoints
+    assert table is not None
+    row = table.table.loc["Qwen/Qwen3-0.6B"]
+    assert (row["estimated_decode_tokens_per_s_trn2"], row["estimated_decode_tokens_per_s_h100"],
+            row["estimated_usd_per_million_output_tokens_h100"]) == (17.5, 80.9, 23.62)
+    assert pd.isna(row["estimated_usd_per_million_output_tokens_trn2"])
+    assert pd.isna(table.table.loc["meta-llama/Llama-3.2-1B", "estimated_decode_tokens_per_s_h100"])
+    out = tmp_path / "site"
+    build_site([RECORDS / "run-2", tmp_path / "changed"], out, baseline=BASELINE, ranking=RANKING)
+    page = (out / "index.html").read_text()
+    assert "Estimate, not measured" in page and "docs/price-performance.md" in page
+    qwen = re.search(r'<tr data-checkpoint="Qwen/Qwen3-0.6B".*?</tr>', page, re.S)
+    assert qwen is not None and "17.5 / 80.9" in qwen.group(0) and "— / 23.62" in qwen.group(0)
+
+
+def test_the_planner_writes_the_estimate_into_the_records(tmp_path: Path) -> None:
+    from hf_neuron.checkpoint.facts import Prepared, checkpoint_facts
+    from hf_neuron.checkpoint.plan import plan
+    from hf_neuron.checkpoint.quantization import quantization
+    from hf_neuron.checkpoint.slice import SliceRequest, plan_slice
+    from hf_neuron.checkpoint.source import resolve
+
+    source = resolve(str(Path(__file__).parents[1] / "compat" / "checkpoints" / "Qwen" / "Qwen3-0.6B"))
+    facts = checkpoint_facts(Prepared(SliceRequest("q", source.path, 2, 1 << 30), source, plan(source),
+                                      plan_slice(source, budget=1 << 30, layers=2), quantization(None)))
+    cost = facts.get("cost") or {}
+    assert set(cost) == {"trn2", "trn3", "h100", "h200"}
+    assert cost["trn2"]["usd_per_million_output_tokens"] is None  # no sourced trn2 price
+    assert (cost["h100"]["decode_tokens_per_s"] or 0) > 0 and (cost["h100"]["usd_per_million_output_tokens"] or 0) > 0
+
+
 # -- the figures ---------------------------------------------------------------------------------------------------
 
 

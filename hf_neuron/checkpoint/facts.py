@@ -13,7 +13,7 @@ from hf_neuron.checkpoint.quantization import Quantization, quantization
 from hf_neuron.checkpoint.slice import CheckpointSlice, SliceRequest, materialize, plan_slice
 from hf_neuron.checkpoint.source import CheckpointSource, resolve
 from hf_neuron.tiny import UnbuildableInputError
-from hf_neuron.vocabulary.records import CheckpointFacts
+from hf_neuron.vocabulary.records import CheckpointFacts, CostFacts
 
 __all__ = ["SLICES", "Prepared", "checkpoint_facts", "prepare", "remember", "slice_directory"]
 
@@ -74,6 +74,8 @@ def remember(prepared: Prepared) -> None:
 
 def checkpoint_facts(prepared: Prepared) -> CheckpointFacts:
     """What a record says of ``prepared``'s checkpoint."""
+    from hf_neuron.checkpoint.cost import estimates
+
     found = prepared.plan
     quantized = prepared.quantization
     return CheckpointFacts(
@@ -85,6 +87,9 @@ def checkpoint_facts(prepared: Prepared) -> CheckpointFacts:
         memory=found.memory.by_use(),
         neuron_cores={family: {use: spot.cores for use, spot in uses.items()}
                       for family, uses in found.neuron_cores.items()},
+        cost={family: CostFacts(decode_tokens_per_s=estimated.decode_tokens_per_s,
+                                usd_per_million_output_tokens=estimated.usd_per_million_output_tokens)
+              for family, estimated in estimates(found).items()},
         quantization=None if quantized is None else {"method": quantized.method, "verdict": quantized.verdict,
                                                      "why": quantized.why},
         slice={"layers": prepared.slice.layers, "parameters": prepared.slice.parameters,

@@ -25,8 +25,12 @@ The formulas (each documented in ``docs/checkpoints.md``):
   the attention scores (the device's fused scaled-dot-product attention does not keep them):
   ``34 x seq x batch x hidden`` bytes per layer, plus the float32 logits and their gradient; vision, audio and
   diffusion activations are not estimated.
-* **NeuronCores**: the fewest logical cores (and chips) of each instance family whose memory holds the bytes of a use,
-  sharded evenly (:func:`hf_neuron.checkpoint.instances.placement`): a lower bound.
+* **NeuronCores**: the fewest logical cores (and chips) of each Trainium family of ``compat/hardware.toml`` whose
+  memory holds the bytes of a use, sharded evenly (:func:`hf_neuron.checkpoint.instances.placement`): a lower bound.
+* **attention width**: ``num_attention_heads x (key dim + value dim)`` (``2 x head_dim``; multi-head latent
+  attention: ``qk_nope_head_dim + qk_rope_head_dim + v_head_dim``) summed over the language model's layers that cache
+  keys and values (none for a recurrent or linear-attention layer): a token attending to ``c`` earlier tokens costs
+  ``2 x width x c`` FLOPs more, its scores and their weighted sum (:mod:`hf_neuron.checkpoint.cost`).
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.checkpoint.instances import Placement, families, placement
+from hf_neuron.checkpoint.instances import Placement, placement
 from hf_neuron.checkpoint.quantization import quantization
 from hf_neuron.checkpoint.source import CheckpointSource
+from hf_neuron.compat.hardware import trainium_families
 
 if TYPE_CHECKING:
     import torch
@@ -79,8 +84,8 @@ class Memory:
 class Plan:
     """A checkpoint at full size: ``parameters`` (total), ``active_parameters`` per token (None: not a mixture of
     experts, or its config does not say how many experts a token uses), the ``dtype`` its weights are counted in,
-    ``memory`` by use at ``seq`` tokens x ``batch`` (LoRA of ``lora_rank``), and per instance family and use the
-    cores and chips that hold it (``neuron_cores``)."""
+    ``memory`` by use at ``seq`` tokens x ``batch`` (LoRA of ``lora_rank``), per Trainium family and use the
+    cores and chips that hold it (``neuron_cores``), and the language model's ``attention_width`` (0: none)."""
 
     parameters: int
     active_parameters: int | None
@@ -90,6 +95,7 @@ class Plan:
     seq: int
     batch: int
     lora_rank: int
+    attention_width: int = 0
 
 
 def build_config(source: CheckpointSource) -> PreTrainedConfig:
@@ -235,21 +241,44 @@ def _kv_per_token(layer: Any) -> int:
     return 2 * kv_heads * (_int(layer, "head_dim") or hidden // heads)
 
 
-def _kv_cache(config: PreTrainedConfig, seq: int, batch: int, element: int) -> int:
-    """Bytes of the KV cache at ``seq`` tokens x ``batch`` (see the module docstring), layer by layer (a
-    heterogeneous config's layers each with their own heads)."""
+def _layers(config: PreTrainedConfig) -> list[Any]:
+    """The language model's layers, each as its config reads (a heterogeneous config's per-layer views; else the
+    text config once a layer); empty without a layer count."""
     text = _text(config)
     layers = _int(text, "num_hidden_layers", "decoder_layers", "num_decoder_layers") or 0
-    if not layers:
-        return 0
     try:
         per_layer: list[Any] = list(text.per_layer_config)
     except Exception:  # noqa: BLE001 - a config without per-layer views: the same for every layer
         per_layer = []
-    if len(per_layer) != layers:
-        per_layer = [text] * layers
+    return per_layer if len(per_layer) == layers else [text] * layers
+
+
+def _attention_width(config: PreTrainedConfig) -> int:
+    """Key plus value width of every head, summed over the layers that cache keys and values (see the module
+    docstring)."""
+    layers = _layers(config)
+    width = 0
+    for tokens, layer in zip(_layer_windows(_text(config), len(layers), 1), layers, strict=False):
+        heads, hidden = _int(layer, "num_attention_heads"), _int(layer, "hidden_size")
+        if not tokens or heads is None or hidden is None:
+            continue
+        if _int(layer, "kv_lora_rank") is not None:  # multi-head latent attention
+            key = (_int(layer, "qk_nope_head_dim") or 0) + (_int(layer, "qk_rope_head_dim") or 0)
+            width += heads * (key + (_int(layer, "v_head_dim") or key))
+        else:
+            width += heads * 2 * (_int(layer, "head_dim") or hidden // heads)
+    return width
+
+
+def _kv_cache(config: PreTrainedConfig, seq: int, batch: int, element: int) -> int:
+    """Bytes of the KV cache at ``seq`` tokens x ``batch`` (see the module docstring), layer by layer (a
+    heterogeneous config's layers each with their own heads)."""
+    text = _text(config)
+    per_layer = _layers(config)
+    if not per_layer:
+        return 0
     tokens = sum(count * _kv_per_token(layer)
-                 for count, layer in zip(_layer_windows(text, layers, seq), per_layer, strict=False))
+                 for count, layer in zip(_layer_windows(text, len(per_layer), seq), per_layer, strict=False))
     cross = 2 if getattr(config, "is_encoder_decoder", False) else 1
     return cross * batch * tokens * element
 
@@ -303,5 +332,6 @@ def plan(source: CheckpointSource, *, seq: int = 4096, batch: int = 1, lora_rank
         weights=weights, kv_cache=kv_cache, activations=activations, adapter_parameters=adapter,
     )
     cores = {family.name: {use: placement(size, family) for use, size in memory.by_use().items()}
-             for family in families()}
-    return Plan(total, _active(model, config, total), dtype, memory, cores, seq, batch, lora_rank)
+             for family in trainium_families()}
+    width = _attention_width(config) if config is not None else 0
+    return Plan(total, _active(model, config, total), dtype, memory, cores, seq, batch, lora_rank, width)

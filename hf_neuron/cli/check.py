@@ -1,7 +1,9 @@
 """``hf-neuron check MODEL``: will this checkpoint run on Trainium, on how many NeuronCores, at what cost?
 
 It plans the checkpoint at full size without allocating (parameters, memory by use, NeuronCores and chips per
-instance family: :mod:`hf_neuron.checkpoint.plan`), then runs a real-width slice of it through the matrix's checkpoint
+instance family: :mod:`hf_neuron.checkpoint.plan`), with ``--cost`` estimates its price-performance on Trainium and
+GPUs (:mod:`hf_neuron.checkpoint.cost`; always in ``--json``, under ``cost``), then runs a real-width slice of it
+through the matrix's checkpoint
 scenarios on neuron (the reference device where TorchNeuron is not installed, under the ``trainium`` profile) and
 compares each with the CPU (:mod:`hf_neuron.matrix.check`). Exit status: 0 when nothing failed on neuron (untested
 cases and failures the CPU shares are listed, not counted), 1 when something did (or the checkpoint's quantization
@@ -17,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron import settings
-from hf_neuron.checkpoint.instances import GIB, families
+from hf_neuron.checkpoint.instances import GIB
 from hf_neuron.checkpoint.plan import USES
 from hf_neuron.checkpoint.slice import DEFAULT_LAYERS, SliceRequest, default_budget
+from hf_neuron.compat.hardware import trainium_families
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.profiles import DEFAULT_PROFILE, PROFILES
 from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK
@@ -37,7 +40,7 @@ cache (never downloaded).
 exit status: 0 nothing failed on neuron; 1 something did; 2 bad input.
 examples:
   hf-neuron check ./Llama-3.1-8B/config.json
-  hf-neuron check Qwen/Qwen3-30B-A3B --seq 8192 --batch 4
+  hf-neuron check Qwen/Qwen3-30B-A3B --seq 8192 --batch 4 --cost
   hf-neuron check black-forest-labs/FLUX.1-dev --plan-only --json
 """
 
@@ -64,7 +67,9 @@ def _verdict(record: Record) -> str:
 
 
 def summary(prepared: Prepared, records: list[Record]) -> dict[str, Any]:
-    """The object ``--json`` prints: the checkpoint, its plan, its slice and its verdicts (scenario -> verdict)."""
+    """The object ``--json`` prints: the checkpoint, its plan, its price-performance estimate per family (``cost``),
+    its slice and its verdicts (scenario -> verdict)."""
+    from hf_neuron.checkpoint.cost import estimates
     from hf_neuron.checkpoint.facts import checkpoint_facts
 
     found = prepared.plan
@@ -85,6 +90,7 @@ def summary(prepared: Prepared, records: list[Record]) -> dict[str, Any]:
                          "lora_rank": found.lora_rank},
         "neuron_cores": {family: {use: {"cores": spot.cores, "chips": spot.chips, "instances": spot.instances}
                                   for use, spot in uses.items()} for family, uses in found.neuron_cores.items()},
+        "cost": {family: found_estimate.as_json() for family, found_estimate in estimates(found).items()},
         "quantization": facts.get("quantization"),
         "slice": facts.get("slice"),
         "verdicts": {record["scenario"]: _verdict(record) for record in records},
@@ -110,11 +116,11 @@ def _plan_lines(prepared: Prepared) -> list[str]:
         f"{_gib(memory.kv_cache)} at {found.seq} tokens x {found.batch}); full fine-tune "
         f"{_gib(memory.full_fine_tune)}; LoRA r={found.lora_rank} {_gib(memory.lora)}",
     ]
-    for family in families():
+    for family in trainium_families():
         spots = found.neuron_cores[family.name]
         uses = "; ".join(f"{_USE_NAMES[use]} {spots[use].cores} core{'s' * (spots[use].cores > 1)} / "
                          f"{spots[use].chips} chip{'s' * (spots[use].chips > 1)}" for use in USES)
-        lines.append(f"  {family.name:<12} ({_gib(family.core_bytes)} a NeuronCore at LNC=2) {uses}")
+        lines.append(f"  {family.name:<12} ({_gib(family.device_bytes)} a NeuronCore at LNC=2) {uses}")
     if prepared.quantization is not None:
         quantized = prepared.quantization
         lines.append(f"  quantized    {quantized.method}: {label(quantized.verdict)}: {quantized.why}")
@@ -123,6 +129,37 @@ def _plan_lines(prepared: Prepared) -> list[str]:
     fits = "fits" if cut.fits else "does NOT fit"
     lines.append(f"  slice        {cuts}: {_count(cut.parameters)} parameters, about {_gib(cut.bytes)}; {fits} the "
                  f"budget of {_gib(cut.budget)}")
+    return lines
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def _cost_lines(prepared: Prepared) -> list[str]:
+    """The price-performance estimate's table (``--cost``), one line a family, then each family's assumptions."""
+    from hf_neuron.checkpoint.cost import estimates
+
+    found = prepared.plan
+    estimated = estimates(found)
+    lines = [f"  ESTIMATE     price-performance at {found.seq} tokens x {found.batch} (not a measurement; "
+             "assumptions below, docs/price-performance.md)",
+             f"  {'family':<6} {'devices':>7} {'prefill/s':>10} {'decode/s':>9} {'x' + str(found.batch) + '/s':>9} "
+             f"{'train/s':>9} {'LoRA/s':>9} {'USD/h':>8} {'USD/M out':>10} {'USD/M train':>11}"]
+    for name, row in estimated.items():
+        lines.append(f"  {name:<6} {row.devices:>7} {_rate(row.prefill_tokens_per_s):>10} "
+                     f"{_rate(row.decode_tokens_per_s):>9} {_rate(row.decode_tokens_per_s_batch):>9} "
+                     f"{_rate(row.train_tokens_per_s):>9} {_rate(row.lora_train_tokens_per_s):>9} "
+                     f"{_usd(row.usd_per_hour):>8} {_usd(row.usd_per_million_output_tokens):>10} "
+                     f"{_usd(row.usd_per_million['train_tokens_per_s']):>11}")
+    for name, row in estimated.items():
+        lines += [f"  {name:<6} assumes: {'; '.join(row.assumptions[i] for i in (0, 3))}"]
+    first = next(iter(estimated.values()))
+    lines += [f"  all    assume: {'; '.join(first.assumptions[i] for i in (1, 2))}"]
     return lines
 
 
@@ -137,8 +174,10 @@ def _case_line(record: Record) -> str:
 
 
 def check(model: str, *, seq: int, batch: int, lora_rank: int, layers: int, max_gb: float | None, plan_only: bool,
-          as_json: bool, scenarios: list[str], profile: str, timeout: float | None, results: Path | None) -> int:
-    """Plan ``model`` and run its slice (unless ``plan_only``); print the table (or ``as_json`` the summary)."""
+          as_json: bool, scenarios: list[str], profile: str, timeout: float | None, results: Path | None,
+          cost: bool = False) -> int:
+    """Plan ``model`` (with ``cost``, estimate its price-performance) and run its slice (unless ``plan_only``); print
+    the table (or ``as_json`` the summary)."""
     from hf_neuron.checkpoint.facts import Prepared, remember
     from hf_neuron.checkpoint.plan import plan
     from hf_neuron.checkpoint.quantization import quantization
@@ -159,7 +198,7 @@ def check(model: str, *, seq: int, batch: int, lora_rank: int, layers: int, max_
                         plan_slice(source, budget=budget, layers=layers), quantization(source.quantization))
     remember(prepared)
     out = sys.stderr if as_json else sys.stdout
-    for line in _plan_lines(prepared):
+    for line in _plan_lines(prepared) + (_cost_lines(prepared) if cost else []):
         print(line, file=out, flush=True)
     records: list[Record] = []
     if not plan_only:
@@ -194,6 +233,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-gb", type=float, metavar="GIB",
                         help="memory budget of the slice (default: 3/4 of the memory available now)")
     parser.add_argument("--plan-only", action="store_true", help="plan at full size; run nothing")
+    parser.add_argument("--cost", action="store_true",
+                        help="estimate tokens a second and US dollars a million tokens on Trainium and GPUs (an "
+                             "estimate: docs/price-performance.md)")
     parser.add_argument("--json", dest="as_json", action="store_true",
                         help="print one JSON object on stdout (the table goes to stderr)")
     parser.add_argument("--scenario", dest="scenarios", action="extend", nargs="+", default=[], metavar="SCENARIO",
@@ -206,5 +248,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=lambda args: check(
         args.model, seq=args.seq, batch=args.batch, lora_rank=args.lora_rank, layers=args.layers,
         max_gb=args.max_gb, plan_only=args.plan_only, as_json=args.as_json, scenarios=args.scenarios,
-        profile=args.profile, timeout=args.timeout, results=args.results))
+        profile=args.profile, timeout=args.timeout, results=args.results, cost=args.cost))
 

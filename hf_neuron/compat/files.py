@@ -24,8 +24,8 @@ COMPAT_DIR = REPO_ROOT / "compat"
 #: site-packages): ``compat/`` and the matrix suite come with a clone of the repository only.
 NOT_A_CHECKOUT = (
     "hf-neuron is installed as a package, which holds the shim and the reference device but not the checkout's "
-    "compat/ and matrix/: run the matrix and build reports from a clone of the hf-neuron repository "
-    "(./scripts/setup.sh there), or name the data files explicitly"
+    "compat/ and matrix/: run the matrix and `hf-neuron check`, and build reports, from a clone of the hf-neuron "
+    "repository (./scripts/setup.sh there), or name the data files explicitly"
 )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from hf_neuron.compat.baselines import load_baseline
 from hf_neuron.compat.catalog import load_catalog
 from hf_neuron.compat.checkpoints import CHECKPOINTS_PATH, load_checkpoints
+from hf_neuron.compat.hardware import load_hardware
 from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
 from hf_neuron.compat.library_bugs import LIBRARY_BUGS_PATH, load_library_bugs
 from hf_neuron.compat.ranking import load_ranking
@@ -41,4 +42,5 @@ def check_reviewed_data(*, catalog: Path | None, known_failures: Path, known_fai
     load_baseline()
     load_ranking()
     load_not_applicable()
+    load_hardware()
     return known

@@ -27,12 +27,15 @@ from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, NOT_R
 from hf_neuron.vocabulary.records import CheckpointFacts, Record
 from hf_neuron.vocabulary.scenarios import ModelSource
 
-__all__ = ["DTYPE_SCENARIO", "PASSING", "TABLE_FAMILY", "CheckpointFigures", "CheckpointView", "Disagreement",
-           "checkpoint_figures", "checkpoint_scenarios", "checkpoint_table", "checkpoint_view"]
+__all__ = ["COST_FAMILIES", "DTYPE_SCENARIO", "PASSING", "TABLE_FAMILY", "CheckpointFigures", "CheckpointView",
+           "Disagreement", "checkpoint_figures", "checkpoint_scenarios", "checkpoint_table", "checkpoint_view"]
 
 #: The instance family whose NeuronCores the table shows (records plan each family of
 #: ``hf_neuron/checkpoint/instances.toml``; ``hf-neuron check`` prints them all).
 TABLE_FAMILY = "trn2"
+#: The instance families whose estimated price-performance the table shows (records estimate each family of
+#: ``compat/hardware.toml``): Trainium, and a GPU for comparison.
+COST_FAMILIES = (TABLE_FAMILY, "h100")
 #: The scenario that runs a checkpoint's slice in the 16-bit dtype its config states (bfloat16 or float16).
 DTYPE_SCENARIO = "dtype"
 #: The verdicts of a checkpoint that passes at real width.
@@ -40,9 +43,12 @@ PASSING: frozenset[str] = frozenset({"fully-passes", "passes-where-tested"})
 
 #: Columns of :func:`checkpoint_table` before and after the scenario columns.
 _LEAD_COLUMNS = ["model_type", "group", "rank", "verdict", "tiny_verdict", "agreement", "trainium"]
+#: Columns of the estimated price-performance, by family of :data:`COST_FAMILIES`.
+_COST_COLUMNS = [f"estimated_{figure}_{family}" for family in COST_FAMILIES
+                 for figure in ("decode_tokens_per_s", "usd_per_million_output_tokens")]
 _TRAIL_COLUMNS = ["stated_dtype", "counted_dtype", "parameters", "active_parameters", "memory_inference",
-                  "cores_inference", "cores_full_fine_tune", "quantization_method", "quantization_verdict",
-                  "slice_layers", "slice_reductions", "duration_s", "peak_memory_bytes"]
+                  "cores_inference", "cores_full_fine_tune", *_COST_COLUMNS, "quantization_method",
+                  "quantization_verdict", "slice_layers", "slice_reductions", "duration_s", "peak_memory_bytes"]
 _INTEGERS = ("rank", "parameters", "active_parameters", "memory_inference", "cores_inference", "cores_full_fine_tune",
              "slice_layers", "peak_memory_bytes")
 #: Verdicts that can be compared, best first (an untested verdict says nothing either way).
@@ -91,7 +97,9 @@ def checkpoint_table(cases: pd.DataFrame, *, tiny_verdicts: Mapping[str, str] | 
     ``agreement``; its verdict on Trainium (``trainium``: by checkpoint; None without that lane); one status column per
     scenario; then its facts: the dtype it states (``stated_dtype``) and the one memory is ``counted_dtype`` in,
     full-size ``parameters`` and ``active_parameters`` per token, ``memory_inference`` bytes, the
-    :data:`TABLE_FAMILY` NeuronCores for inference and for full fine-tuning, its quantization's method and verdict, the
+    :data:`TABLE_FAMILY` NeuronCores for inference and for full fine-tuning, the estimated decode tokens a second and
+    US dollars a million output tokens of each of :data:`COST_FAMILIES` (``estimated_<figure>_<family>``; None where
+    the records have no estimate or the family no price), its quantization's method and verdict, the
     slice's layers and what was cut to fit the budget, and its cases' time (summed) and peak memory (the largest).
     Rows by rank (unranked last), then id (case aside)."""
     columns = checkpoint_scenarios(cases)
@@ -104,6 +112,7 @@ def checkpoint_table(cases: pd.DataFrame, *, tiny_verdicts: Mapping[str, str] | 
         verdict = arch_verdict(statuses, variants)
         tiny = (tiny_verdicts or {}).get(model_type, NOT_RUN)
         cores = facts.get("neuron_cores", {}).get(TABLE_FAMILY, {})
+        cost: Mapping[str, Any] = facts.get("cost") or {}
         cut: Mapping[str, Any] = facts.get("slice") or {}
         quantized: Mapping[str, Any] = facts.get("quantization") or {}
         rows.append({
@@ -117,6 +126,8 @@ def checkpoint_table(cases: pd.DataFrame, *, tiny_verdicts: Mapping[str, str] | 
             "active_parameters": facts.get("active_parameters"),
             "memory_inference": facts.get("memory", {}).get("inference"),
             "cores_inference": cores.get("inference"), "cores_full_fine_tune": cores.get("full_fine_tune"),
+            **{f"estimated_{figure}_{family}": (cost.get(family) or {}).get(figure) for family in COST_FAMILIES
+               for figure in ("decode_tokens_per_s", "usd_per_million_output_tokens")},
             "slice_layers": cut.get("layers"), "slice_reductions": "; ".join(cut.get("reductions", [])),
             "quantization_method": quantized.get("method"), "quantization_verdict": quantized.get("verdict"),
             "duration_s": round(float(mine["duration_s"].sum()), 3),

@@ -21,7 +21,7 @@ import pandas as pd
 
 from hf_neuron.compat.catalog import Catalog, CatalogEntry
 from hf_neuron.report.chart import TrendChart
-from hf_neuron.report.checkpoints import TABLE_FAMILY, CheckpointView
+from hf_neuron.report.checkpoints import COST_FAMILIES, TABLE_FAMILY, CheckpointView
 from hf_neuron.report.downloads import Download
 from hf_neuron.report.history import CostTrend, RunSummary, hf_neuron_label
 from hf_neuron.report.load import LoadedRecords
@@ -174,6 +174,7 @@ def _environment() -> jinja2.Environment:
         GAP_LABELS=GAP_MEANINGS,
         CHANGES_SHOWN=CHANGES_SHOWN,
         CHECKPOINT_FAMILY=TABLE_FAMILY,
+        COST_FAMILIES=COST_FAMILIES,
         backend=_backend,
         on_backend=_on_backend,
         hf_neuron_label=hf_neuron_label,

@@ -67,6 +67,7 @@ __all__ = [
     "CheckpointFacts",
     "CompileFacts",
     "ConflictPolicy",
+    "CostFacts",
     "Env",
     "FallbackList",
     "FallbackListKind",
@@ -168,6 +169,15 @@ class SliceFacts(TypedDict):
     reductions: list[str]
 
 
+class CostFacts(TypedDict):
+    """A checkpoint's estimated price-performance on one instance family (:mod:`hf_neuron.checkpoint.cost`, at the
+    plan's sequence and batch): decoded tokens a second of one sequence, and US dollars a million output tokens (None
+    where the family's price is not sourced). An estimate, not a measurement."""
+
+    decode_tokens_per_s: float | None
+    usd_per_million_output_tokens: float | None
+
+
 class QuantizationFacts(TypedDict):
     """A quantized checkpoint's ``method`` (its ``quant_method``), what it does on neuron (``verdict``:
     ``runs-dequantized`` or ``not-runnable``) and ``why``."""
@@ -182,7 +192,8 @@ class CheckpointFacts(TypedDict):
     config states (None: none), and at full size (:mod:`hf_neuron.checkpoint.plan`): its ``parameters``, those a token
     uses (``active_parameters``: None but for a mixture of experts), ``memory`` in bytes by use (``inference``,
     ``full_fine_tune``, ``lora``), the logical NeuronCores each use needs by instance family (``neuron_cores``:
-    family -> use -> cores), its ``quantization`` (None: unquantized) and its ``slice``. A record written where the
+    family -> use -> cores), its estimated price-performance by family (``cost``; absent from records before it),
+    its ``quantization`` (None: unquantized) and its ``slice``. A record written where the
     checkpoint could not be planned (its worker died first) has only the ``id``."""
 
     id: str
@@ -194,6 +205,7 @@ class CheckpointFacts(TypedDict):
     active_parameters: NotRequired[int | None]
     memory: NotRequired[dict[str, int]]
     neuron_cores: NotRequired[dict[str, dict[str, int]]]
+    cost: NotRequired[dict[str, CostFacts]]
     quantization: NotRequired[QuantizationFacts | None]
     slice: NotRequired[SliceFacts | None]
 
