@@ -109,7 +109,7 @@ def _start_controller(pytest_config: pytest.Config, config: MatrixConfig, cases:
     known = config.read_data_files()  # every data file is read and checked before the first case runs
     apply_profile(config.profile, os.environ)  # before any worker (or this process's first case) imports torch
     scenarios = load_scenarios(config.scenario_module)
-    env = environment.collect(config.profile, scenarios.named())
+    env = environment.collect(config.profile, scenarios.named(config.selection.scenarios))
     environment.require_backend(config.device, env)
     if pytest_config.option.collectonly:
         run_id, done = "collect-only", set[str]()

@@ -19,6 +19,7 @@ __all__ = [
     "DID_NOT_WORK",
     "FAILS_ON_CPU_TOO",
     "LABELS",
+    "MISSING",
     "NEURON_LIMITATION",
     "NOT_RUN",
     "OUTCOMES",
@@ -77,13 +78,18 @@ CaseVerdict = Literal["passed", "not-applicable", "untested", "fails-on-cpu-too"
 #: failure, known failures included: a known failure is expected, not excused).
 VERDICTS: tuple[CaseVerdict, ...] = get_args(CaseVerdict)
 
-#: The status of a case the run has no record of.
+#: The status of a case the run has no record of and did not mean to run (a scenario its selection left out, or one
+#: that has no case for the architecture).
 NOT_RUN: Literal["not-run"] = "not-run"
+#: The status of a case the run meant to run and has no record of (a shard that never came back, a process that died
+#: before writing it). A roll-up counts a case as passing only when its record says passed (or skipped: does not
+#: apply); a missing case never counts as one.
+MISSING: Literal["missing"] = "missing"
 
 Status = Literal["passed", "skipped", "untested", "fails-on-cpu-too", "neuron-limitation", "known-failure", "failed",
-                 "error", "timeout", "crashed", "not-run"]
+                 "error", "timeout", "crashed", "missing", "not-run"]
 #: A report cell: the record's outcome, except ``fails-on-cpu-too`` for a failure the CPU shares,
-#: ``neuron-limitation`` for a documented limitation of the device, and ``not-run``.
+#: ``neuron-limitation`` for a documented limitation of the device, ``missing`` and ``not-run``.
 #: Best first: the sort order of a table.
 STATUSES: tuple[Status, ...] = get_args(Status)
 
@@ -113,6 +119,7 @@ LABELS: dict[str, str] = {
     "fails-on-neuron": "fails on neuron",
     "fully-passes": "fully passes",
     "passes-where-tested": "passes where tested",
+    MISSING: "missing",
     NOT_RUN: "—",
 }
 
