@@ -96,11 +96,12 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 ArchVerdict = Literal["fully-passes", "passes-where-tested", "untested", "fails-on-cpu-too", "neuron-limitation",
                       "fails-on-neuron"]
 #: An architecture's verdict over the scenarios of its group (variants aside), in this order of precedence:
-#: ``fails-on-neuron`` (a case fails on neuron), ``untested`` (forward was not tested: a harness gap),
+#: ``fails-on-neuron`` (a case fails on neuron), ``untested`` (forward was not tested: a harness gap, or its case is
+#: missing),
 #: ``fails-on-cpu-too`` (forward fails on the CPU the same way), ``neuron-limitation`` (a case stops at a documented
 #: limitation of the device, with its fix, and nothing else fails on neuron), ``fully-passes`` (every case passed or
-#: does not apply), ``passes-where-tested`` (forward passed, nothing fails on neuron, some cases untested or failing on
-#: the CPU too).
+#: does not apply), ``passes-where-tested`` (forward passed, nothing fails on neuron, some cases untested, missing or
+#: failing on the CPU too).
 ARCH_VERDICTS: tuple[ArchVerdict, ...] = get_args(ArchVerdict)
 
 #: The short text of each outcome, status and verdict on a page (colour is never the only signal).
