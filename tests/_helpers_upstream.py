@@ -151,13 +151,38 @@ def _write(path: Path, text: str) -> None:
     path.write_text(textwrap.dedent(text).lstrip())
 
 
-def write_tree(root: Path, *, broken: bool = False) -> Path:
-    """Write the tree under ``root``; with ``broken``, add an architecture whose test file does not import."""
+_OKAPI = '''
+import os
+import unittest
+
+import torch
+from transformers.testing_utils import torch_device
+
+
+class OkapiModelTest(unittest.TestCase):
+    def test_a_forward(self):
+        self.assertEqual(float(torch.ones(2, device=torch_device).sum().cpu()), 2.0)
+
+    def test_b_crashes_on_neuron(self):
+        if torch.device(torch_device).type == "neuron":
+            os._exit(3)  # a native crash: without xdist workers nothing replaces the process
+
+    def test_c_after_the_crash(self):
+        pass
+'''
+
+
+def write_tree(root: Path, *, broken: bool = False, crashing: bool = False) -> Path:
+    """Write the tree under ``root``; with ``broken``, add an architecture whose test file does not import; with
+    ``crashing``, one (``okapi``) whose second test ends its process on neuron."""
     _write(root / "conftest.py", '"""The root conftest of a transformers-like tree."""\n')
     for package in ("tests", "tests/models", "tests/models/zebra"):
         _write(root / package / "__init__.py", "")
     _write(root / "tests" / "test_modeling_common.py", _COMMON)
     _write(root / "tests" / "models" / "zebra" / "test_modeling_zebra.py", _ZEBRA)
+    if crashing:
+        _write(root / "tests" / "models" / "okapi" / "__init__.py", "")
+        _write(root / "tests" / "models" / "okapi" / "test_modeling_okapi.py", _OKAPI)
     if broken:
         _write(root / "tests" / "models" / "broken" / "__init__.py", "")
         _write(root / "tests" / "models" / "broken" / "test_modeling_broken.py",

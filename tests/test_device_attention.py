@@ -32,7 +32,10 @@ _COMPARE = """
             cpu[3].requires_grad_(False); dev[3].requires_grad_(False)
         expected = attend(*cpu, *([None] if mask is None else []), enable_gqa=True, **kwargs)
         got = attend(*dev, *([None] if mask is None else []), enable_gqa=True, **kwargs)
-        return max(float((g.cpu().float() - e.float()).abs().max()) for g, e in zip(got, expected, strict=True))
+        return largest([float((g.cpu().float() - e.float()).abs().max()) for g, e in zip(got, expected, strict=True)])
+
+    def largest(errors):  # NaN when any is one: Python's max keeps a NaN only when it comes first
+        return float(torch.tensor(errors, dtype=torch.float64).max())
 
     weights = torch.randn(2, 4, 5, 8)
 """
@@ -63,11 +66,14 @@ def test_rows_masked_with_the_lowest_float_get_the_cpus_gradients() -> None:
     uniformly, as on the CPU; the written-out attention (a mask that wants its gradient) once normalised it by a
     logsumexp that rounds to that value, giving every position 1, and gradients thousands of times the CPU's."""
     result = run(_COMPARE + """
+    print(largest([0.0, float("nan")]), largest([float("nan"), 0.0]))  # a NaN gradient after a good output
     print(worst({}, bias_grad=True, lowest_rows=True))
     print(worst({}, lowest_rows=True))
     """, TRAINIUM)
     assert result.returncode == 0, result.stderr
-    assert all(float(error) < 1e-5 for error in result.stdout.split()), result.stdout
+    nan_last, nan_first, *errors = result.stdout.split()
+    assert (nan_last, nan_first) == ("nan", "nan"), "a NaN anywhere is the worst error (Python's max dropped it)"
+    assert all(float(error) < 1e-5 for error in errors), result.stdout
 
 
 def test_dropout_draws_one_mask_for_forward_and_backward() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 import torch
@@ -58,6 +58,9 @@ def _get_device_properties(n: ModuleType) -> None:
 def _synchronize(n: ModuleType) -> None:
     n.synchronize()
     n.synchronize(0)
+    n.synchronize(torch.device("neuron", n.device_count() - 1))
+    with pytest.raises((ValueError, RuntimeError)):  # it waits for a device: one that does not exist is an error
+        n.synchronize(99)
 
 
 def _is_initialized(n: ModuleType) -> None:
@@ -189,12 +192,28 @@ def _max_memory_allocated(n: ModuleType) -> None:
     assert n.max_memory_allocated(0) >= before + 2**20 > n.memory_allocated(0)
 
 
+#: A tensor large enough for a segment of its own in a caching allocator (above its 20 MiB large-buffer size).
+_SEGMENT = 64 * 2**20
+
+
 def _memory_reserved(n: ModuleType) -> None:
-    assert n.memory_reserved(0) >= n.memory_allocated(0)
+    """Reserved memory holds what tensors hold: a held tensor is in it (a constant or zero fails)."""
+    before = n.memory_reserved(0)
+    t = torch.empty(_SEGMENT, dtype=torch.uint8, device="neuron:0")
+    assert n.memory_reserved(0) >= n.memory_allocated(0) >= _SEGMENT
+    assert n.memory_reserved(0) >= before + _SEGMENT or before >= n.memory_allocated(0)  # grew, or was cached
+    del t
 
 
 def _max_memory_reserved(n: ModuleType) -> None:
-    assert n.max_memory_reserved(0) >= n.memory_reserved(0)
+    """The peak of reserved memory: at least what a held tensor reserved, and the current value right after a reset
+    of the peaks (a constant fails)."""
+    t = torch.empty(_SEGMENT, dtype=torch.uint8, device="neuron:0")
+    assert n.max_memory_reserved(0) >= n.memory_reserved(0) >= _SEGMENT
+    del t
+    n.empty_cache()
+    n.reset_peak_memory_stats(0)
+    assert n.max_memory_reserved(0) == n.memory_reserved(0)
 
 
 def _reset_peak_memory_stats(n: ModuleType) -> None:
@@ -215,7 +234,13 @@ def _memory_summary(n: ModuleType) -> None:
 
 
 def _empty_cache(n: ModuleType) -> None:
+    """Freed memory a caching allocator keeps goes back: after it, a freed tensor's bytes are no longer reserved (a
+    no-op on an allocator that caches fails; the reference device caches nothing, so freeing gives them back)."""
+    t = torch.empty(_SEGMENT, dtype=torch.uint8, device="neuron:0")
+    held = n.memory_reserved(0)
+    del t
     n.empty_cache()
+    assert n.memory_reserved(0) <= held - _SEGMENT
 
 
 def _mem_get_info(n: ModuleType) -> None:
@@ -250,3 +275,24 @@ def test_contract(neuron: ModuleType, requirement: object) -> None:
     name = requirement.name  # type: ignore[attr-defined]
     assert hasattr(neuron, name), f"torch.neuron has no {name} ({requirement.callers} call it)"  # type: ignore[attr-defined]
     CHECKS[name](neuron)
+
+
+def test_the_checks_fail_a_trivial_implementation(neuron: ModuleType) -> None:
+    """A no-op ``synchronize`` or ``empty_cache`` (under a caching allocator), a ``memory_reserved`` of zero, a
+    constant ``max_memory_reserved``: each met the old checks (which only ran them, or compared two values a
+    trivial implementation keeps in order)."""
+    real = {name: getattr(neuron, name) for name in names()}
+
+    def fake(**changed: Callable[..., object]) -> ModuleType:
+        return SimpleNamespace(**{**real, **changed})  # type: ignore[return-value]
+
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        _synchronize(fake(synchronize=lambda device=None: None))
+    with pytest.raises(AssertionError):
+        _memory_reserved(fake(memory_reserved=lambda device=None: 0))
+    with pytest.raises(AssertionError):
+        _max_memory_reserved(fake(max_memory_reserved=lambda device=None: 2**62))
+    caching = fake(memory_reserved=lambda device=None: neuron.max_memory_allocated(device),  # keeps the peak
+                   empty_cache=lambda: None)
+    with pytest.raises(AssertionError):
+        _empty_cache(caching)

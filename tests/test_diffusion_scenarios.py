@@ -87,6 +87,15 @@ def test_compile_compiles_for_the_device_and_fails_a_backend_that_computes_other
         result.message
 
 
+def test_compile_that_compiled_nothing_is_no_pass(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.compile that traces no graph (here: one that hands the model back) runs eager code: the old scenario
+    compared eager with eager and passed."""
+    monkeypatch.setattr(torch, "compile", lambda model, **kwargs: model)
+    result = diffusion.compile_forward(_ctx("FluxTransformer2DModel", "compile", workdir))
+    assert (result.outcome, result.gap) == ("untested", "checks"), result.message
+    assert "compiled no graph of the denoiser" in (result.message or "")
+
+
 def test_save_fails_a_reload_that_changes_a_weight(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hf_neuron.tiny.diffusion.backbones import backbone_class
 

@@ -21,7 +21,7 @@ from hf_neuron.matrix.scenarios.contract import (
     compare_named,
 )
 from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, load_scenarios
-from hf_neuron.matrix.scenarios.text import _agree
+from hf_neuron.matrix.scenarios.text import _agree, compare_outputs
 from hf_neuron.matrix.scenarios.text_models import NEW_TOKENS, disable_dropout
 from hf_neuron.matrix.scenarios.training import STEPS
 from hf_neuron.tiny.groups import Decoding, transformers_models
@@ -184,8 +184,39 @@ def test_greedy_scores_are_compared_up_to_the_first_different_token() -> None:
     unsuppressed = [[[5.0, 1.0, 0.0], [5.0, 1.0, float("-inf")]], scores[1]]
     wrong = _agree(_greedy([[0, 1], [0, 1]], unsuppressed), cpu, TOLERANCES["float32"], "tokens")
     assert wrong.outcome == "failed" and "masked, infinite or NaN values of the CPU's differ" in wrong.message
-    after_the_tie = [scores[0], [[9.0, 3.0, 3.0], [0.0, 3.0, 1.0]]]  # step 1 follows row 0's tie: not compared
-    assert _agree(_greedy([[0, 2], [0, 1]], after_the_tie), cpu, TOLERANCES["float32"], "tokens").outcome == "passed"
+    # a third step: row 0's tie at step 1 leaves the two sides decoding step 2 from different tokens (not compared),
+    # but both decoded step 1 itself from the same ones: its scores are compared (the old code compared steps 0 only)
+    three = [*scores, [[1.0, 2.0, 0.0], [1.0, 2.0, 0.0]]]
+    cpu = _greedy([[0, 1, 1], [0, 1, 1]], three)
+    after_the_tie = [*scores, [[9.0, 0.0, 0.0], [1.0, 2.0, 0.0]]]
+    assert _agree(_greedy([[0, 2, 0], [0, 1, 1]], after_the_tie), cpu, TOLERANCES["float32"],
+                  "tokens").outcome == "passed"
+    at_the_tie = [scores[0], [[0.0, 3.0, 3.0], [0.0, 3.0, 2.5]], three[2]]  # row 1 of step 1 off on the device
+    off_at_the_tie = _agree(_greedy([[0, 2, 0], [0, 1, 1]], at_the_tie), cpu, TOLERANCES["float32"], "tokens")
+    assert off_at_the_tie.outcome == "failed" and off_at_the_tie.message.startswith("tokens scores differ")
+
+
+def test_a_first_token_that_differs_at_a_tie_still_compares_its_scores() -> None:
+    """The device's first token differs from the CPU's and the CPU calls it a tie: the old leg compared scores[:0],
+    nothing, and passed 0/0; the first step's scores (same input on both sides) are compared now."""
+    cpu = _greedy([[1]], [[[0.0, 3.0, 3.0]]])
+    off = _agree(_greedy([[2]], [[[0.0, 3.0, 3.0 + 1e-7]]]), cpu, TOLERANCES["float32"], "tokens")
+    assert off.outcome == "passed" and off.parity["compared"] == 3
+    far = _agree(_greedy([[2]], [[[7.0, 3.0, 3.0 + 1e-7]]]), cpu, TOLERANCES["float32"], "tokens")
+    assert far.outcome == "failed" and far.message.startswith("tokens scores differ from the CPU's")
+
+
+def test_a_comparison_of_nothing_is_untested() -> None:
+    """Empty tensors (and no tensor at all) compared nothing: the old compare passed them."""
+    for empty in (torch.zeros(0), torch.zeros(2, 0, 5), torch.zeros(0, dtype=torch.long)):
+        result = compare(empty, empty.clone(), "logits")
+        assert (result.outcome, result.gap) == ("untested", "checks"), result
+        assert "empty" in result.message
+    assert compare_named({}, {}, "gradient of").outcome == "untested"
+    assert compare_named({"w": torch.zeros(0)}, {"w": torch.zeros(0)}, "gradient of").outcome == "untested"
+    assert compare_outputs({}, {}, "{}").outcome == "untested"
+    beside = {"logits": torch.ones(2, 3), "empty": torch.zeros(0)}  # an empty output beside a compared one
+    assert compare_outputs(beside, {k: v.clone() for k, v in beside.items()}, "{}").outcome == "passed"
 
 
 def test_what_a_generation_makes_besides_tokens_is_compared_within_tolerance() -> None:
@@ -349,6 +380,24 @@ def test_a_model_that_stays_on_the_cpu_fails_a_neuron_case(tiny_llama: Path, sce
         monkeypatch.setattr(module, "load_model", text_models.load_model, raising=False)
     result = SCENARIOS[scenario](CaseContext("llama", "decoder", scenario, "neuron", tiny_llama))
     assert result.outcome == "failed" and "not on neuron" in (result.message or ""), result.message
+
+
+def test_compile_that_compiled_nothing_is_no_pass(tiny_llama: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.compile that traces no graph (here: one that hands the model back) runs eager code: the old scenario
+    compared eager with eager and passed; decoding's compiled leg holds to the same rule (not applicable there)."""
+    from hf_neuron.matrix.scenarios.text import graphs_compiled, nothing_compiled
+
+    ctx = CaseContext("llama", "decoder", "compile", "neuron", tiny_llama)
+    compiled = SCENARIOS["compile"](ctx)
+    assert compiled.outcome == "passed", compiled.message
+    monkeypatch.setattr(torch, "compile", lambda model, **kwargs: model)
+    result = SCENARIOS["compile"](ctx)
+    assert (result.outcome, result.gap) == ("untested", "checks"), result.message
+    assert "compiled no graph of the forward pass" in (result.message or "")
+    passed, failed = ScenarioResult.passed(), ScenarioResult.failed("off")
+    assert graphs_compiled(passed, 2, nothing_compiled("x")) is passed
+    assert graphs_compiled(failed, 0, nothing_compiled("x")) is failed
+    assert graphs_compiled(passed, 0, nothing_compiled("x")).outcome == "untested"
 
 
 def test_the_variants_on_neuron(tiny_llama: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from _helpers_matrix import FAKE, a_record, cli, raw_records
 
 from hf_neuron.errors import InputError
-from hf_neuron.matrix.results.merge import merge, write_merged
+from hf_neuron.matrix.results.merge import merge, missing_shards, write_merged
 from hf_neuron.matrix.results.store import Manifest, RecordWriter, write_manifest
 from hf_neuron.matrix.scenarios.registry import ScenarioDeclaration, ScenarioSet
 from hf_neuron.matrix.selection import Architecture, Selection, Shard, select
@@ -110,3 +110,21 @@ def test_merge_writes_a_results_directory_once(tmp_path: Path) -> None:
     assert [r["case_id"] for r in raw_records(tmp_path / "out")] == ["a::load"]
     with pytest.raises(InputError, match="already holds a run"):
         write_merged(merged, tmp_path / "out")
+
+
+def test_a_merge_without_a_shard_exits_3_unless_asked_to_publish_a_partial_run(tmp_path: Path) -> None:
+    """The old merge only warned and wrote the run, so a nightly without a shard published an inflated headline."""
+    one = _results(tmp_path / "1", "r", "1/3", [("a::load", "passed", "2025-01-01T00:00:01+00:00")])
+    refused = cli("merge", str(one), "--out", str(tmp_path / "merged"))
+    assert refused.returncode == 3, refused.stderr
+    assert "run r is incomplete: shards 2/3, 3/3 are missing" in refused.stderr and "--partial" in refused.stderr
+    assert not (tmp_path / "merged").exists()
+    partial = cli("merge", str(one), "--out", str(tmp_path / "merged"), "--partial")
+    assert partial.returncode == 0, partial.stderr
+    assert json.loads((tmp_path / "merged" / "run.json").read_text())["missing_shards"] == ["2/3", "3/3"]
+    assert missing_shards([tmp_path / "merged"]) == ("2/3", "3/3")  # what the report's banner names
+    two = _results(tmp_path / "2", "r", "2/3", [("b::load", "passed", "2025-01-01T00:00:01+00:00")])
+    assert missing_shards([one, two, tmp_path / "nothing"]) == ("3/3",)
+    three = _results(tmp_path / "3", "r", "3/3", [("c::load", "passed", "2025-01-01T00:00:01+00:00")])
+    assert missing_shards([one, two, three]) == ()
+    assert cli("merge", str(one), str(two), str(three), "--out", str(tmp_path / "whole")).returncode == 0

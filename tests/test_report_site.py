@@ -140,6 +140,25 @@ def test_a_core_scenario_left_out_of_the_run_is_said(tmp_path: Path) -> None:
     assert note.endswith("This run did not run train, so it is not counted.")
 
 
+def test_a_run_without_a_shard_says_it_is_incomplete(tmp_path: Path) -> None:
+    """A shard that never came back took llama's train case: the old page called llama fully passing, and said
+    nothing of the shard."""
+    (tmp_path / "results").mkdir()
+    lines = [line for path in sorted((RECORDS / "run-2").glob("*.jsonl")) for line in path.read_text().splitlines()]
+    kept = [line for line in lines if json.loads(line)["case_id"] != "llama::train"]
+    (tmp_path / "results" / "shard.jsonl").write_text("\n".join(kept) + "\n")
+    build_site([tmp_path / "results"], tmp_path / "site", baseline=BASELINE, missing_shards=["2/3"])
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert _by_id(html, "incomplete").startswith("This run is incomplete. Shard 2/3 never came back, and 1 core case "
+                                                 "it meant to run has no record")
+    assert _by_id(html, "headline-count") == "3 of 8"  # llama no longer counts
+    matrix = pd.read_csv(tmp_path / "site" / "downloads" / "matrix.csv", index_col="model_type")
+    assert matrix.loc["llama", ["train", "verdict", "runs_unmodified"]].tolist() == [
+        "missing", "passes-where-tested", False]
+    build_site([RECORDS / "run-2"], tmp_path / "whole", baseline=BASELINE)
+    assert 'id="incomplete"' not in (tmp_path / "whole" / "index.html").read_text()
+
+
 def test_pass_rates_and_baseline_per_scenario(site: tuple[Path, BuildResult]) -> None:
     html = _page(site)
     rows = {

@@ -354,14 +354,15 @@ def test_a_slice_without_some_core_scenarios_is_judged_on_the_core_it_ran(cases:
 
 
 def test_a_group_is_judged_on_the_core_scenarios_it_runs(cases: pd.DataFrame) -> None:
-    # A diffusion backbone has forward and generate only; a decoder missing train is still not proven to run.
+    # A diffusion backbone has forward and generate only; a decoder missing train (which its group ran: the run meant
+    # to run it) is missing, not proven to run.
     llama = cases[cases["model_type"] == "llama"]
     backbone = llama[llama["scenario"].isin(["forward", "generate"])]
     backbone = backbone.assign(model_type="UNet2DModel", group="diffusion")
     short = llama[llama["scenario"] != "train"].assign(model_type="llama_no_train")
     table = matrix_table(pd.concat([cases, backbone, short]), baseline=BASELINE)
     assert table.loc["UNet2DModel", ["load", "train", "runs_unmodified"]].tolist() == ["not-run", "not-run", True]
-    assert table.loc["llama_no_train", ["train", "runs_unmodified"]].tolist() == ["not-run", False]
+    assert table.loc["llama_no_train", ["train", "runs_unmodified"]].tolist() == ["missing", False]
     assert headline(table, BASELINE, backend="reference", scenarios=FACTS).core == CORE_SCENARIOS
 
 
@@ -386,3 +387,59 @@ def test_the_run_page_says_what_the_records_say() -> None:
                               "cpu_verdict": "passes"}
     changed = run_page(run_tables(LoadedRecords(records), baseline=BASELINE), title="t", source="s")
     assert "**3 of 8 architectures run unmodified**" in changed and "| `forward` | core | 4 | 8 | 50% |" in changed
+
+
+def _run_of(records: list[dict[str, object]]) -> tuple[pd.DataFrame, object]:
+    """The matrix table and headline of ``records`` (upgraded), as the site computes them."""
+    upgraded = [upgrade(record) for record in records]
+    run = run_info(upgraded)
+    cases = case_frame(upgraded)
+    table = matrix_table(cases, baseline=BASELINE, scenarios=run.scenarios, plan=run.plan)
+    return table, headline(table, BASELINE, backend="reference", scenarios=run.scenarios, cases=cases)
+
+
+def _declared(selected: tuple[str, ...]) -> dict[str, object]:
+    """An env block whose scenario set is the built-in one of schema 2, ``selected`` chosen, on every group."""
+    return {"backend": "reference", "scenarios": [
+        {"name": name, **facts, "selected": name in selected, "groups": ["decoder", "diffusion"]}
+        for name, facts in SCHEMA_2_SCENARIOS.items()]}
+
+
+def test_a_core_case_the_run_meant_to_run_without_a_record_is_missing() -> None:
+    """`matrix run --arch llama --scenario load forward generate train`, its generate and train records lost (a shard
+    that never came back): the old table filled them with not-run and called llama fully-passes and running
+    unmodified; now they are missing and llama is neither."""
+    env = _declared(("load", "forward", "generate", "train"))
+    table, head = _run_of([a_record(f"llama::{s}", env=env) for s in ("load", "forward")])
+    assert (table.loc["llama", "generate"], table.loc["llama", "train"]) == ("missing", "missing")
+    assert table.loc["llama", "verdict"] == "passes-where-tested"
+    assert not table.loc["llama", "runs_unmodified"]
+    assert (head.runs_unmodified, head.verdicts["fully-passes"], head.missing, head.incomplete) == (0, 0, 2, True)
+    # a scenario the selection did not choose is not run, and a group that has no case of one is not held to it
+    env = _declared(("load", "forward"))
+    table, head = _run_of([a_record(f"llama::{s}", env=env) for s in ("load", "forward")])
+    assert (table.loc["llama", "generate"], table.loc["llama", "verdict"]) == ("not-run", "fully-passes")
+    assert table.loc["llama", "runs_unmodified"] and not head.incomplete
+    env = _declared(("load", "forward", "generate", "train"))
+    env["scenarios"] = [{**s, "groups": ["diffusion"]} if s["name"] == "train" else s  # type: ignore[union-attr]
+                        for s in env["scenarios"]]  # type: ignore[union-attr]
+    table, head = _run_of([a_record(f"llama::{s}", env=env) for s in ("load", "forward", "generate")])
+    assert (table.loc["llama", "train"], table.loc["llama", "verdict"], head.missing) == ("not-run", "fully-passes", 0)
+
+
+def test_records_that_do_not_say_what_the_run_chose_miss_what_the_run_ran_elsewhere() -> None:
+    """Records before the scenario set said what the selection chose: a core scenario the run has a record of, on
+    any architecture, was meant for every one (llama's lost train case is missing, not a pass)."""
+    records = [a_record(f"{m}::{s}") for m in ("llama", "gpt2") for s in ("load", "forward", "generate", "train")]
+    table, head = _run_of([r for r in records if r["case_id"] != "llama::train"])
+    assert table.loc["llama", "train"] == "missing"
+    assert table.loc["llama", "verdict"] == "passes-where-tested" and not table.loc["llama", "runs_unmodified"]
+    assert (head.missing, head.architectures, head.runs_unmodified) == (1, 2, 1)
+
+
+@pytest.mark.parametrize("statuses", [{"forward": "passed", "train": "missing"},
+                                      {"load": "missing", "forward": "passed"}])
+def test_a_missing_case_is_no_pass(statuses: dict[str, str]) -> None:
+    assert arch_verdict(statuses, ()) == "passes-where-tested"
+    assert not runs_unmodified(statuses, CORE_SCENARIOS)
+    assert arch_verdict({"load": "passed", "forward": "missing"}, ()) == "untested"

@@ -159,3 +159,18 @@ def test_a_library_section_says_which_release_its_tests_ran_against(tmp_path: Pa
     records = [make_record(config, "tests/test_sft_trainer.py::T::test_train", "passed", started=0.0, finished=1.0)]
     [library] = load_upstream([_write(tmp_path / "upstream", records)]).libraries
     assert library.source == "git: commit f2cd577, against trl 1.9.0, installed beside 1.16.0 (beside/trl-1.9.0)"
+
+
+def test_a_test_neuron_did_not_run_shows_as_a_gap_not_a_pass(tmp_path: Path) -> None:
+    """Flux's test_training passed on the CPU and has no neuron record (a crash cut the neuron run short): the old
+    cell said "pass (1)"."""
+    records = [_diffusers("test_output", device, "passed") for device in ("cpu", "neuron")]
+    records.append(_diffusers("test_training", "cpu", "passed"))
+    (library,) = load_upstream([_write(tmp_path / "gap", records)]).libraries
+    assert library.cell("FluxTransformer2DModel") == ("1 not run on neuron", 1)
+    assert not library.ok and library.neuron_gaps == 1
+    build_site([RECORDS], tmp_path / "site", baseline=BASELINE, upstream=[tmp_path / "gap"])
+    html = _text((tmp_path / "site" / "index.html").read_text())
+    assert "0 neuron-only failures; 1 test passed on the CPU and not run on neuron." in html
+    assert "Passed on the CPU, not run on neuron (no record: a crash cut the neuron run short; or skipped on neuron " \
+           "only): test_training" in html

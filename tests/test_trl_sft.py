@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +19,79 @@ pytestmark = pytest.mark.usefixtures("neuron")  # the training arguments unpickl
 #: ``trl sft`` on a free port (``0``), so that launches of parallel test workers never share accelerate's default.
 TRL_SFT = [str(SCRIPTS / "trl"), "sft", "--main_process_port", "0"]
 
+#: A ``sitecustomize`` that every Python process of a command imports first: a global forward hook notes the device
+#: of each parameter that took part in a forward pass, written at exit to ``$PARAMETER_DEVICES.<pid>``.
+_PROBE = """
+    import atexit, json, os
+    import torch
+
+    seen = {}
+
+    def note(module, args, output):
+        for parameter in module.parameters(recurse=False):
+            seen.setdefault(str(parameter.device), set()).add(id(parameter))
+
+    torch.nn.modules.module.register_module_forward_hook(note)
+    atexit.register(lambda: seen and open(f"{os.environ['PARAMETER_DEVICES']}.{os.getpid()}", "w").write(
+        json.dumps({device: len(ids) for device, ids in seen.items()})))
+"""
+
+
+def _probed(out: Path) -> dict[str, str]:
+    """The environment that makes a command's processes note their parameters' devices next to ``out``."""
+    probe = out.parent / f"{out.name}-probe"
+    probe.mkdir(parents=True, exist_ok=True)
+    (probe / "sitecustomize.py").write_text(textwrap.dedent(_PROBE))
+    path = os.pathsep.join(p for p in (str(probe), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "PARAMETER_DEVICES": str(probe / "devices")}
+
+
+def _parameter_devices(out: Path) -> dict[str, int]:
+    """The parameters that took part in a forward pass, by device, over the processes of a command
+    (:func:`_probed`)."""
+    found: dict[str, int] = {}
+    for path in (out.parent / f"{out.name}-probe").glob("devices.*"):
+        for device, count in json.loads(path.read_text()).items():
+            found[device] = found.get(device, 0) + count
+    return found
+
 
 def _sft(command: list[str], model: Path, dataset: Path, out: Path, *extra: str, lr: str = "3e-3",
          env: dict[str, str] | None = None) -> dict[str, Any]:
     run([*command, "--model_name_or_path", str(model), "--dataset_name", str(dataset), "--output_dir", str(out),
          "--max_steps", "5", "--learning_rate", lr, "--logging_steps", "1", "--report_to", "none", *extra],
-        cwd=out.parent, env=env)
+        cwd=out.parent, env={**_probed(out), **(env or {})})
     args = torch.load(out / "training_args.bin", weights_only=False)
     state = json.loads((out / "checkpoint-5" / "trainer_state.json").read_text())
     return {"device": args.__dict__["_setup_devices"], "bf16": args.bf16, "pad": args.pad_to_multiple_of,
-            "losses": [entry["loss"] for entry in state["log_history"] if "loss" in entry]}
+            "losses": [entry["loss"] for entry in state["log_history"] if "loss" in entry],
+            "parameters": _parameter_devices(out)}
+
+
+def _assert_on_neuron_0(parameters: dict[str, int]) -> None:
+    """Every parameter that took part in a forward pass was on neuron:0 (the whole model, not split or left behind)."""
+    assert set(parameters) == {"neuron:0"} and parameters["neuron:0"] > 0, parameters
 
 
 def _assert_trained_on_neuron(result: dict[str, Any]) -> None:
     assert result["device"] == torch.device("neuron:0")
+    _assert_on_neuron_0(result["parameters"])
     assert result["bf16"] is True and result["pad"] == 128  # trl pads to 128 on neuron
     losses = result["losses"]
     assert len(losses) == 5 and losses[-1] < losses[0], losses
+
+
+def test_the_probe_sees_a_model_split_over_two_devices(tmp_path: Path) -> None:
+    """What TrainingArguments chose says nothing of where the layers are: a model split over neuron:0 and neuron:1
+    (device_map over two devices) is seen as such, and fails the check of the whole model on neuron:0."""
+    out = tmp_path / "split"
+    run([sys.executable, "-c", "import torch; a = torch.nn.Linear(2, 2).to('neuron:0'); "
+         "b = torch.nn.Linear(2, 2).to('neuron:1'); b(a(torch.ones(1, 2, device='neuron:0')).to('neuron:1'))"],
+        env={**_probed(out), "HF_NEURON_EMULATOR_DEVICES": "2"})
+    parameters = _parameter_devices(out)
+    assert parameters == {"neuron:0": 2, "neuron:1": 2}
+    with pytest.raises(AssertionError):
+        _assert_on_neuron_0(parameters)
 
 
 @pytest.mark.slow
@@ -48,6 +107,8 @@ def test_trl_sft_on_neuron_matches_a_use_cpu_run(tiny_llama: Path, chat_dataset:
     neuron = _sft(TRL_SFT, tiny_llama, chat_dataset, tmp_path / "neuron", *same)
     cpu = _sft(TRL_SFT, tiny_llama, chat_dataset, tmp_path / "cpu", *same, "--use_cpu", "true")
     assert neuron["device"] == torch.device("neuron:0") and cpu["device"] == torch.device("cpu")
+    _assert_on_neuron_0(neuron["parameters"])
+    assert set(cpu["parameters"]) == {"cpu"}
     assert neuron["losses"] == pytest.approx(cpu["losses"], rel=1e-3), (neuron["losses"], cpu["losses"])
 
 

@@ -110,10 +110,30 @@ def test_an_unlisted_neuron_only_failure_and_a_file_that_runs_nothing_fail_the_r
     assert "NotImplementedError: Could not run 'aten::zebra_stripes'" in out
     assert "RuntimeError: torch._inductor.exc.InductorError" in out
     assert "no test passed on the CPU (nor on neuron where the CPU skipped every test): nothing here says" in out
-    assert "neuron-only failures in zebra, broken" in out
+    assert "neuron-only failures (or tests the CPU passed that neuron did not run) in zebra, broken" in out
     broken = [r for r in read_records([tmp_path / "results"])[0] if r["model_type"] == "broken"]
     assert {(r["device"], r["outcome"]) for r in broken} == {("cpu", "error"), ("neuron", "error")}
     assert all("BrokenModelThatDoesNotExist" in (r["failure"] or {}).get("traceback", "") for r in broken)
+
+
+def test_a_crash_that_cuts_the_neuron_run_short_is_recorded_and_what_it_left_unrun_never_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without xdist workers (-n 1 runs pytest -n 0) a native crash ends the neuron run: the old runner recorded
+    nothing more and the old summary called okapi a pass (CPU 3 passed, neuron 1 passed and 2 missing)."""
+    tree = write_tree(tmp_path / "tree", crashing=True)
+    empty = write_list(tmp_path / "empty.toml", "")
+    status = main(_upstream("--source", tree, "--arch", "okapi", "--results", tmp_path / "results", "-n", "1",
+                            "--not-applicable", empty))
+    captured = capsys.readouterr()
+    assert status == 1, captured.out
+    assert "okapi on neuron: 1 passed, 1 crashed" in captured.err and "pytest's exit status 3" in captured.err
+    records = read_records([tmp_path / "results"])[0]
+    (crash,) = [r for r in records if r["outcome"] == "crashed"]
+    assert crash["device"] == "neuron"
+    assert "pytest did not finish on neuron (exit status 3" in crash["failure"]["message"]
+    assert "passed on the CPU, not run on neuron (no record, or skipped on neuron only): test_b_crashes_on_neuron, " \
+           "test_c_after_the_crash" in " ".join(captured.out.split())
 
 
 @pytest.mark.parametrize(

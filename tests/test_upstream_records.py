@@ -112,6 +112,26 @@ def test_an_architecture_that_ran_nothing_on_the_cpu_does_not_pass() -> None:
     assert summary.neuron_only == () and not summary.ran and not summary.ok
 
 
+@pytest.mark.parametrize("neuron", [
+    ["skipped", "skipped", "skipped"],  # neuron ran nothing: CPU 3 passed, neuron 3 skipped
+    ["passed", None, None],  # neuron ran one: CPU 3 passed, neuron 1 passed and 2 missing (a crash cut it short)
+])
+def test_a_test_the_cpu_passed_and_neuron_did_not_run_is_a_neuron_side_gap(neuron: list[Outcome | None]) -> None:
+    """The old summary called both ok: ``ran`` needed CPU passes only, and neuron's failures were all it looked at."""
+    tests = ("test_a", "test_b", "test_c")
+    records = [_record(test, "cpu", "passed") for test in tests]
+    records += [_record(test, "neuron", outcome) for test, outcome in zip(tests, neuron, strict=True) if outcome]
+    summary = summarize(records)["zebra"]
+    assert summary.ran and summary.neuron_only == () and not summary.ok
+    assert summary.neuron_gaps == tuple(test for test, outcome in zip(tests, neuron, strict=True)
+                                        if outcome in ("skipped", None))
+    # skipped on both sides, or skipped on neuron where the CPU did not pass, is no gap
+    same = [_record("test_a", "cpu", "passed"), _record("test_a", "neuron", "passed"),
+            _record("test_s", "cpu", "skipped"), _record("test_s", "neuron", "skipped"),
+            _record("test_f", "cpu", "failed", failure="X: y"), _record("test_f", "neuron", "skipped")]
+    assert summarize(same)["zebra"].ok
+
+
 def test_a_test_recorded_twice_counts_once_by_its_last_record() -> None:
     records = [_record("test_a", "cpu", "passed"), _record("test_a", "neuron", "failed", failure="X", finished=1.0),
                _record("test_a", "neuron", "passed", finished=2.0)]

@@ -13,7 +13,7 @@ from hf_neuron.compat.catalog import CATALOG_PATH
 from hf_neuron.compat.ranking import RANKING_PATH
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.options import MatrixConfig, add_options
-from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_OK, EXIT_USAGE
+from hf_neuron.vocabulary.exits import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from hf_neuron.vocabulary.groups import GROUPS, declaration
 from hf_neuron.vocabulary.records import CONFLICT_POLICIES
 
@@ -58,13 +58,18 @@ def _merge(args: argparse.Namespace) -> int:
     from hf_neuron.matrix.results.merge import merge, write_merged
 
     merged = merge(args.dirs, args.on_conflict)
+    if merged.missing_shards and not args.partial:
+        print(f"error: run {merged.manifest.run_id} is incomplete: shards {', '.join(merged.missing_shards)} are "
+              "missing (their cases have no record); merge every shard, or pass --partial to publish the run without "
+              "them (its report then says it is incomplete); nothing was written", file=sys.stderr)
+        return EXIT_INCOMPLETE
     write_merged(merged, args.out)
     print(f"merged {len(merged.records)} records of run {merged.manifest.run_id} from {len(args.dirs)} "
           f"directories into {args.out} ({merged.duplicates} duplicates dropped)", file=sys.stderr)
     for conflict in merged.conflicts:
         print(f"conflict, kept the latest: {conflict}", file=sys.stderr)
     if merged.missing_shards:
-        print(f"warning: shards {', '.join(merged.missing_shards)} are missing", file=sys.stderr)
+        print(f"warning: a partial run: shards {', '.join(merged.missing_shards)} are missing", file=sys.stderr)
     return EXIT_OK
 
 
@@ -164,6 +169,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     merging.add_argument("--out", required=True, type=Path, metavar="DIR", help="new results directory to write")
     merging.add_argument("--on-conflict", choices=CONFLICT_POLICIES, default="error",
                          help="when two records of a case disagree: fail (default) or keep the latest")
+    merging.add_argument("--partial", action="store_true",
+                         help="publish a run some of whose shards are missing (without it, the merge exits 3 and "
+                         "writes nothing); the merged manifest names them and the report's banner says the run is "
+                         "incomplete")
     merging.set_defaults(func=_merge)
 
     catalog = actions.add_parser("catalog", help="regenerate compat/catalog.json or the ranking",

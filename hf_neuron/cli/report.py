@@ -135,6 +135,7 @@ def _build(args: argparse.Namespace) -> int:
     from hf_neuron.compat.catalog import load_catalog
     from hf_neuron.compat.library_bugs import load_library_bugs
     from hf_neuron.compat.ranking import load_ranking, ranking
+    from hf_neuron.matrix.results.merge import missing_shards
     from hf_neuron.matrix.scenarios.registry import load_scenarios
     from hf_neuron.report.site import build_site
 
@@ -155,6 +156,7 @@ def _build(args: argparse.Namespace) -> int:
         top_n=args.top,
         on_conflict=args.on_conflict,
         upstream=args.upstream,
+        missing_shards=missing_shards(args.results),
         library_bugs=load_library_bugs(bugs_path, scenario_names=load_scenarios().names,  # the checkout's names
                                        model_types=load_catalog().by_type() if DEFAULT_CATALOG.is_file() else None,
                                        required=args.library_bugs is not None) if bugs_path else None,

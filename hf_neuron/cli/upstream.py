@@ -19,10 +19,11 @@ __all__ = ["format_groups", "format_summary", "format_table", "register"]
 
 _EPILOG = """\
 exit status: 0 no test fails on neuron that the CPU does not fail the same way (a timeout or a crash never
-counts as the same), except those listed as not applicable on neuron (compat/upstream_not_applicable.toml), and
-every unit ran tests; 1 otherwise; 2 bad input (unknown suite, group, architecture or file, missing source tree,
-malformed list, no neuron device), or a run that did not run where it says (a "neuron" run on the CPU, or the
-reverse: its records are not reported); 4 with --configured: the settings give no source (nothing ran).
+counts as the same), except those listed as not applicable on neuron (compat/upstream_not_applicable.toml), neuron
+ran every test the CPU passed, and every unit ran tests; 1 otherwise; 2 bad input (unknown suite, group,
+architecture or file, missing source tree, malformed list, no neuron device), or a run that did not run where it
+says (a "neuron" run on the CPU, or the reverse: its records are not reported); 4 with --configured: the settings
+give no source (nothing ran).
 examples:
   hf-neuron upstream transformers --source ~/src/transformers --arch llama gpt2 -n 2
   hf-neuron upstream transformers --fetch --top 10 --results results/upstream
@@ -57,6 +58,9 @@ def format_summary(summary: ArchSummary) -> str:
     if summary.on_stand_ins:
         lines.append(f"  ran on stand-ins of Hub models or datasets: {summary.on_stand_ins}")
     lines.append(f"  neuron-only failures: {summary.neuron_only_tests or 'none'}")
+    if summary.neuron_gaps:
+        lines.append(textwrap.fill(f"  passed on the CPU, not run on neuron (no record, or skipped on neuron only): "
+                                   f"{_tests(summary.neuron_gaps)}", _WIDTH, subsequent_indent="      "))
     for group in summary.neuron_only:
         message = textwrap.shorten(f"{group.type}: {group.message}", _WIDTH - 24)
         lines.append(f"    [{group.fingerprint}] {message} ({group.frame or 'no frame'})")
@@ -82,7 +86,8 @@ def format_table(suite: str, summaries: Mapping[str, ArchSummary]) -> str:
     lines = [f"{suite}: its own tests on neuron against the CPU", head]
     for unit, summary in summaries.items():
         cpu, neuron = summary.counts["cpu"], summary.counts["neuron"]
-        verdict = "pass" if summary.ok else "ran nothing" if not summary.ran else "neuron-only failures"
+        verdict = ("pass" if summary.ok else "ran nothing" if not summary.ran else "neuron-only failures"
+                   if summary.neuron_only else "neuron-side gaps")
         lines.append(f"  {unit:{width}}{cpu.passed:>11}{cpu.failed:>7}{cpu.skipped:>8}{neuron.passed:>14}"
                      f"{neuron.failed:>7}{neuron.skipped:>8}{neuron.not_applicable:>5}{summary.same_failure:>6}"
                      f"{summary.neuron_only_tests:>6}{summary.on_stand_ins:>10}  {verdict}")
@@ -147,7 +152,8 @@ def _run(args: argparse.Namespace) -> int:
     print()
     backend = records[0]["env"]["backend"] if records else "unknown"
     print(f"upstream {args.suite} tests, neuron ({backend} backend) against the CPU: "
-          + (f"neuron-only failures in {', '.join(failing)}" if failing else "no neuron-only failure")
+          + (f"neuron-only failures (or tests the CPU passed that neuron did not run) in {', '.join(failing)}"
+             if failing else "no neuron-only failure, every test the CPU passed run on neuron")
           + f"; records in {args.results}")
     return EXIT_FAILURES if failing else EXIT_OK
 

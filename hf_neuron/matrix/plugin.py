@@ -109,7 +109,7 @@ def _start_controller(pytest_config: pytest.Config, config: MatrixConfig, cases:
     known = config.read_data_files()  # every data file is read and checked before the first case runs
     apply_profile(config.profile, os.environ)  # before any worker (or this process's first case) imports torch
     scenarios = load_scenarios(config.scenario_module)
-    env = environment.collect(config.profile, scenarios.named())
+    env = environment.collect(config.profile, scenarios.named(config.selection.scenarios))
     environment.require_backend(config.device, env)
     if pytest_config.option.collectonly:
         run_id, done = "collect-only", set[str]()
@@ -182,10 +182,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _report(record: Record) -> None:
-    """Tell pytest what the record says (the record is already written)."""
+    """Tell pytest what the record says (the record is already written): a pass only for a record that passed."""
     outcome, failure = record["outcome"], record["failure"]
     if outcome == "skipped":
         pytest.skip(record["reason"] or "")
+    if outcome == "untested":  # the harness could not test it: never shown as a pass
+        pytest.skip(f"untested ({record['gap']}): {record['reason'] or ''}")
     if outcome == "known-failure":
         pytest.xfail(record["reason"] or "")
     if failure is not None:

@@ -78,6 +78,10 @@ def _headline(tables: RunTables, previous: RunSummary | None) -> list[str]:
     ]
     if head.catalog_not_run:
         lines.append(f"{head.catalog_not_run:,} architectures of the catalog have no record in this run.")
+    shards = f"; shards {', '.join(head.missing_shards)} never came back" if head.missing_shards else ""
+    lines.append(f"**The run is incomplete**: {head.missing:,} core cases it meant to run have no record{shards}."
+                 if head.incomplete else f"{head.missing:,} core cases the run meant to run have no record: it is "
+                 "complete.")
     if previous is not None:
         lines.append(f"The run before it in the history (`{previous.run_id}`) had {previous.runs_unmodified:,} of "
                      f"{previous.architectures:,}.")

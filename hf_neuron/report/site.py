@@ -88,13 +88,14 @@ class RunTables:
 
 
 def run_tables(loaded: LoadedRecords, *, baseline: Baseline, catalog: Catalog | None = None,
-               ranking: Ranking | None = None, top_n: int = 100) -> RunTables:
+               ranking: Ranking | None = None, top_n: int = 100, missing_shards: Sequence[str] = ()) -> RunTables:
     """The report's tables of ``loaded`` (the one place every page and figure of a run is computed); raises
     :class:`InputError` when no valid record is found or several runs of one backend mix.
 
     The tiny models' cases and the checkpoints' are split here, once (:func:`~hf_neuron.report.load.split_sources`):
     the architecture table, headline, rates and statuses count the tiny models' cases only, so checkpoint cases change
-    none of them; the run (its times, environment and patches) is every case's."""
+    none of them; the run (its times, environment and patches) is every case's. ``missing_shards``: the shards of
+    the run that never came back (the headline says so)."""
     if not loaded.records:
         raise InputError("no valid record")
     backend, records, real_records = _lanes(loaded)
@@ -103,14 +104,14 @@ def run_tables(loaded: LoadedRecords, *, baseline: Baseline, catalog: Catalog | 
     trainium = None
     if real_tiny:
         real_run = run_info(real_records, real_tiny)
-        trainium = lane(matrix_table(case_frame(real_tiny), baseline=baseline, scenarios=real_run.scenarios),
-                        real_run)
+        trainium = lane(matrix_table(case_frame(real_tiny), baseline=baseline, scenarios=real_run.scenarios,
+                                     plan=real_run.plan), real_run)
     run = run_info(records, tiny)
     cases = case_frame(tiny)
     table = matrix_table(cases, baseline=baseline, scenarios=run.scenarios, catalog=catalog, ranking=ranking,
-                         top_n=top_n, trainium=trainium)
+                         top_n=top_n, trainium=trainium, plan=run.plan)
     head = headline(table, baseline, backend=backend, scenarios=run.scenarios, cases=cases, catalog=catalog,
-                    trainium=trainium)
+                    trainium=trainium, missing_shards=missing_shards)
     statuses = case_statuses(cases)
     view = checkpoint_view(checkpoints, tiny_table=table, tiny_cases=cases, tiny_statuses=statuses,
                            tiny_order=scenario_columns(table), ranking=ranking, trainium=real_checkpoints)
@@ -149,6 +150,7 @@ def build_site(
     on_conflict: ConflictPolicy = "error",
     upstream: Sequence[Path] = (),
     library_bugs: LibraryBugs | None = None,
+    missing_shards: Sequence[str] = (),
 ) -> BuildResult:
     """Build the site of the run whose records are in ``results`` (directories or record files) into ``out``.
 
@@ -162,7 +164,9 @@ def build_site(
     ``"latest"``). With ``upstream`` (directories of ``hf-neuron upstream`` records), the index gets a column and a
     section per library, and each architecture's page a section per library that ran tests on it. Each page shows
     the bugs of ``library_bugs`` (``compat/library_bugs.toml``) that name its architecture, in the library versions
-    the run used, as the libraries' bugs, beside the cases they fail.
+    the run used, as the libraries' bugs, beside the cases they fail. ``missing_shards`` names the shards of the
+    run that never came back: the page's banner says the run is incomplete, as it does when a case the run meant to
+    run has no record.
     """
     entries = catalog.by_type() if catalog else {}
     if bad := sorted(m for m in entries if not is_name(m)):
@@ -171,7 +175,8 @@ def build_site(
     loaded = load_records(results, on_conflict)
     if not loaded.records:
         raise InputError(f"no valid record in {', '.join(map(str, results))}")
-    tables = run_tables(loaded, baseline=baseline, catalog=catalog, ranking=ranking, top_n=top_n)
+    tables = run_tables(loaded, baseline=baseline, catalog=catalog, ranking=ranking, top_n=top_n,
+                        missing_shards=missing_shards)
     run, cases, table, head, rates = tables.run, tables.cases, tables.table, tables.head, tables.rates
     history = read_history(history_dir) if history_dir else []
     previous = previous_run(history, run)

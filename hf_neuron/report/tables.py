@@ -20,10 +20,10 @@ from hf_neuron.compat.catalog import Catalog
 from hf_neuron.compat.expected_failures import EVERY
 from hf_neuron.compat.library_bugs import LibraryBugs, affects
 from hf_neuron.compat.ranking import Ranking
-from hf_neuron.report.status import FAILING, arch_verdict, cell_status, runs_unmodified, scenario_order
+from hf_neuron.report.status import FAILING, Plan, arch_verdict, cell_status, runs_unmodified, scenario_order
 from hf_neuron.vocabulary.backends import BackendKind
 from hf_neuron.vocabulary.groups import GROUPS
-from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, NOT_RUN
+from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, MISSING, NOT_RUN
 from hf_neuron.vocabulary.records import DEVICE_STEPS, Record, case_verdict, parse_time, scenario_facts
 from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, SCHEMA_2_SCENARIOS, ScenarioFacts, decodes
 
@@ -89,6 +89,8 @@ class RunInfo:
     #: where the list of operators the real backend runs on the CPU came from (the run's ``env.fallback_list``: its
     #: source, commit, kind); None when the records do not say
     fallback_list: Mapping[str, str] | None = None
+    #: which core cases the run meant to run (its scenario set's ``selected`` and ``groups``)
+    plan: Plan = field(default_factory=Plan)
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,15 @@ class Headline:
     #: every core scenario of the run's set (run or not), and its variant scenarios
     all_core: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
+    #: the core cases the run meant to run and has no record of (``missing`` cells), and the shards of the run that
+    #: never came back (its results directories' manifests say which); either makes the run incomplete
+    missing: int = 0
+    missing_shards: tuple[str, ...] = ()
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether the run lacks records it meant to have: the page's banner says so."""
+        return bool(self.missing or self.missing_shards)
 
 
 @dataclass(frozen=True)
@@ -273,7 +284,8 @@ def run_info(records: Sequence[Record], cases: Sequence[Record] | None = None) -
     provenance = first.get("fallback_list")
     return RunInfo(records[0]["run_id"], started, finished, env["backend"], env,
                    listed["patches"], listed["reference_gap_patches"], scenarios,
-                   {str(k): str(v) for k, v in provenance.items()} if isinstance(provenance, dict) else None)
+                   {str(k): str(v) for k, v in provenance.items()} if isinstance(provenance, dict) else None,
+                   Plan.of(declared) if declared else Plan())
 
 
 #: The columns of :func:`case_frame`, in order (an empty run's frame has them too).
@@ -518,15 +530,16 @@ def matrix_table(
     top_n: int = 100,
     changed: frozenset[str] = frozenset(),
     trainium: Lane | None = None,
+    plan: Plan | None = None,
 ) -> pd.DataFrame:
     """One row per architecture (run or in the catalog), one status column per scenario (``scenarios``: the run's
     declared set; the cases' own by default), its verdict, compile and fallback facts, and the baseline's support in
     the architecture's group.
 
-    ``runs_unmodified`` applies :func:`~hf_neuron.report.status.runs_unmodified` to the :func:`counted_core`
-    scenarios of the architecture's group, so a run that left out a core scenario entirely (a slice), or a group the
-    scenario does not apply to (diffusion backbones have no ``load`` or ``train``), is judged on the core scenarios
-    that group ran.
+    ``runs_unmodified`` applies :func:`~hf_neuron.report.status.runs_unmodified` to the core scenarios ``plan``
+    (default: those the group has records of) says the run meant to run on the architecture's group, so a run
+    that left out a core scenario (a slice), or a group that has no case of it, is judged on the core scenarios it
+    meant to run; a case of those without a record is ``missing`` (never a pass).
 
     Rows are ordered by rank (unranked last), then by name. ``top`` marks the ``top_n`` best-ranked rows;
     ``changed`` names the architectures to flag as changed since the previous run. ``trainium`` fills the
@@ -544,7 +557,13 @@ def matrix_table(
     table["group"] = [groups.get(m) or (entries[m].group if m in entries else "") for m in table.index]
     table["rank"] = pd.array([ranking.ranks.get(m) if ranking else None for m in table.index], dtype="Int64")
     table["has_records"] = table.index.isin(groups.index)
-    core = {group: counted_core(rows, facts) for group, rows in table.groupby("group")}
+    recorded = cases.groupby("group")["scenario"].agg(set)
+    core = {group: (plan or Plan()).core(core_scenarios(facts), group, recorded.get(group, set()))
+            for group in set(table["group"])}
+    for model_type in table.index[table["has_records"]]:
+        for scenario in core[table.at[model_type, "group"]]:
+            if table.at[model_type, scenario] == NOT_RUN:
+                table.at[model_type, scenario] = MISSING
     statuses = {m: dict(zip(columns, table.loc[m, columns], strict=True)) for m in table.index}
     table["runs_unmodified"] = [runs_unmodified(statuses[m], core[g])
                                 for m, g in zip(table.index, table["group"], strict=True)]
@@ -573,7 +592,8 @@ def matrix_table(
 
 
 def counted_core(table: pd.DataFrame, scenarios: Mapping[str, ScenarioFacts]) -> list[str]:
-    """The core scenarios this run ran (a core scenario with no record at all is left out of the verdict)."""
+    """The core scenarios this run ran or meant to run (a core scenario it has neither a record nor a ``missing`` case
+    of is not counted)."""
     return [s for s in core_scenarios(scenarios) if s in table.columns and (table[s] != NOT_RUN).any()]
 
 
@@ -589,9 +609,9 @@ def _verdict_counts(rows: pd.DataFrame) -> dict[str, int]:
 
 def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, scenarios: Mapping[str, ScenarioFacts],
              cases: pd.DataFrame | None = None, catalog: Catalog | None = None,
-             trainium: Lane | None = None) -> Headline:
+             trainium: Lane | None = None, missing_shards: Sequence[str] = ()) -> Headline:
     """The index's headline figures, from :func:`matrix_table` of the ``backend`` lane and its ``scenarios`` (and the
-    cases, for the harness gaps; the catalog, for each group's size)."""
+    cases, for the harness gaps; the catalog, for each group's size; the shards of the run that never came back)."""
     run = table[table["has_records"]]
     top = table[table["top"]]
     in_catalog = Counter(entry.group for entry in catalog.entries) if catalog else Counter(table["group"])
@@ -638,6 +658,8 @@ def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, scenarios
         trainium=trainium,
         all_core=tuple(core_scenarios(scenarios)),
         variants=tuple(variant_scenarios(scenarios)),
+        missing=int((run[scenario_columns(table)] == MISSING).to_numpy().sum()),
+        missing_shards=tuple(missing_shards),
     )
 
 

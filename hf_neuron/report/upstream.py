@@ -43,6 +43,11 @@ class LibraryView:
     def neuron_only_tests(self) -> int:
         return sum(summary.neuron_only_tests for summary in self.units.values())
 
+    @property
+    def neuron_gaps(self) -> int:
+        """Tests that passed on the CPU and that neuron did not run, over the units."""
+        return sum(len(summary.neuron_gaps) for summary in self.units.values())
+
     def total(self, device: str, field: str) -> int:
         return sum(getattr(summary.counts[device], field) for summary in self.units.values())  # type: ignore[index]
 
@@ -56,6 +61,8 @@ class LibraryView:
             return "nothing passed on the CPU", 2
         if summary.neuron_only:
             return f"{summary.neuron_only_tests} neuron-only", 1
+        if summary.neuron_gaps:
+            return f"{len(summary.neuron_gaps)} not run on neuron", 1
         return f"pass ({summary.counts['neuron'].passed})", 0
 
 

@@ -12,7 +12,10 @@ directory, the terminal output kept in ``<results>/logs/<suite>-<job>-<device>.l
 its tests launched, which report through ``HF_NEURON_DEVICE_PROBE``) allocated nothing on neuron, and a CPU run that
 used a neuron device, stop the run with :class:`DeviceMismatchError` instead of a report. A process
 that ends without recording any test (it could not start, or ``-k`` selected nothing) leaves one ``error`` record per
-file saying so, so a run never looks clean because nothing ran.
+file saying so, so a run never looks clean because nothing ran; one that recorded some and did not finish (pytest's
+exit status is none of :data:`PYTEST_ENDED`: it was killed by a signal, or a test ended the process, as a native
+crash does without xdist workers to replace) leaves one ``crashed`` record per target with that status, and the tests
+after the crash have no record (the summary holds each that passed on the CPU as a neuron-side gap).
 """
 
 from __future__ import annotations
@@ -46,10 +49,12 @@ from hf_neuron.upstream.plugin import OPTION, PROBES, PluginConfig, make_record,
 from hf_neuron.upstream.records import DEVICES, Device, UpstreamRecord, read_records
 from hf_neuron.upstream.stand_ins import StandInCache, prepare
 from hf_neuron.upstream.suites import Group, Suite, suite
+from hf_neuron.vocabulary.outcomes import Outcome
 from hf_neuron.vocabulary.records import Env
 
 __all__ = [
     "NEEDED_MODULES",
+    "PYTEST_ENDED",
     "SHARED_UPSTREAM",
     "DeviceMismatchError",
     "Job",
@@ -283,6 +288,12 @@ def _check_prerequisites(options: UpstreamOptions) -> None:
         raise InputError("-n must be at least 1 and --timeout more than 0 seconds")
 
 
+#: pytest's exit statuses of a session that ended by itself: all passed, some failed, interrupted (as errors during
+#: collection stop it: the plugin records each), none collected. Any other (a signal, a test's ``os._exit``, pytest's
+#: internal error) cut it short.
+PYTEST_ENDED = (0, 1, 2, 5)
+
+
 def _outcomes(results: Path, device: Device, run_id: str) -> Counter[str]:
     """How many tests of run ``run_id`` on ``device`` have each outcome so far."""
     records, _ = read_records([results])
@@ -385,19 +396,37 @@ def _run_job(chosen: Suite, job: Job, device: Device, options: UpstreamOptions, 
         ).returncode
     if not _outcomes(options.results, device, run_id) - before:
         _record_nothing_ran(options.results, config, job, status, log, started)
+    elif status not in PYTEST_ENDED:
+        _record_unfinished(options.results, config, job, status, log, started)
     where = check_devices(options.results, job.name, device)
     counts = ", ".join(f"{n} {outcome}" for outcome, n in
                        (_outcomes(options.results, device, run_id) - before).most_common())
-    progress(f"{chosen.name} {job.name} on {device}: {counts} in {time.time() - started:.0f} s; {where} "
-             f"(log: {log})")
+    progress(f"{chosen.name} {job.name} on {device}: {counts} in {time.time() - started:.0f} s, pytest's exit status "
+             f"{status}; {where} (log: {log})")
 
 
 def _record_nothing_ran(results: Path, config: PluginConfig, job: Job, status: int, log: Path,
                         started: float) -> None:
-    tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["no output"]
-    message = f"pytest exited with status {status} without recording a test ({tail[0]}); see {log}"
+    _record_each_target(results, config, job, "error", f"pytest exited with status {status} without recording a "
+                        f"test ({_last_line(log)}); see {log}", started)
+
+
+def _record_unfinished(results: Path, config: PluginConfig, job: Job, status: int, log: Path,
+                       started: float) -> None:
+    how = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
+    _record_each_target(results, config, job, "crashed", f"pytest did not finish on {config.device} ({how}; "
+                        f"{_last_line(log)}): the tests after the crash have no record; see {log}", started)
+
+
+def _last_line(log: Path) -> str:
+    return (log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["no output"])[0]
+
+
+def _record_each_target(results: Path, config: PluginConfig, job: Job, outcome: Outcome, message: str,
+                        started: float) -> None:
+    """One record of ``outcome`` per target of ``job`` on ``config.device``, saying ``message``."""
     writer = RecordWriter(results, f"{job.name}-{config.device}-runner")
     for target in job.targets:
-        writer.write(make_record(config, target, "error", failure=text_failure(message), started=started,
-                                 finished=time.time()))
+        writer.write(make_record(config, target, outcome, failure=text_failure(message, outcome=outcome),
+                                 started=started, finished=time.time()))
     writer.close()

@@ -7,8 +7,13 @@ a crash on either side never excuses). A test that passed on the CPU, was skippe
 accelerator run on neuron only), has no CPU record, or failed there in another way counts. Tests not applicable on
 neuron (``known-failure``) are counted apart, with their reason; a listed test that passes on neuron is *removable*
 from the list. Neuron-only failures are grouped by failure fingerprint, so one cause shows once with the tests it
-breaks. A unit passes when it has no neuron-only failure and ran something: a test passed on the CPU, or, where the
-CPU skipped every test (they need an accelerator), on neuron. Pure: records in, summaries out.
+breaks.
+
+The two sides are compared test by test: a test that passed on the CPU and has no neuron record (a crash cut the
+neuron run short before it) or was skipped on neuron only is a **neuron-side gap**: neuron ran nothing of it, so it
+is never a pass. A unit passes when it has no neuron-only failure and no neuron-side gap, and ran something: a test
+passed on the CPU, or, where the CPU skipped every test (they need an accelerator), on neuron. Pure: records in,
+summaries out.
 """
 
 from __future__ import annotations
@@ -62,6 +67,8 @@ class ArchSummary:
     removable: tuple[str, ...]  # test names listed as not applicable that pass on neuron
     same_failure: int = 0  # neuron failures the CPU fails the same way
     on_stand_ins: int = 0  # neuron tests that read a stand-in of a Hub model or dataset
+    #: test names that passed on the CPU and that neuron did not run: no neuron record, or skipped on neuron only
+    neuron_gaps: tuple[str, ...] = ()
 
     @property
     def neuron_only_tests(self) -> int:
@@ -75,7 +82,8 @@ class ArchSummary:
 
     @property
     def ok(self) -> bool:
-        return self.ran and not self.neuron_only
+        """True when it ran something, and neuron fails no test the CPU does not and ran every test the CPU passed."""
+        return self.ran and not self.neuron_only and not self.neuron_gaps
 
 
 def _counts(records: Iterable[UpstreamRecord]) -> Counts:
@@ -113,6 +121,7 @@ def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
     failed = [record for record in neuron if record["outcome"] in DID_NOT_WORK]
     only = {record["test"] for record in failed if neuron_only(record, kept.get(("cpu", record["test"])))}
     failing = [(record["test"], record["failure"] or _NO_DETAILS) for record in failed if record["test"] in only]
+    ran_on_neuron = {record["test"]: record["outcome"] for record in neuron}
     return ArchSummary(
         model_type=model_type,
         suite=", ".join(sorted({record["suite"] for record in records})),
@@ -124,6 +133,8 @@ def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
                                if r["outcome"] == "passed" and r["not_applicable"] is not None)),
         same_failure=len(failed) - len(only),
         on_stand_ins=sum(bool(record.get("stand_ins")) for record in neuron),
+        neuron_gaps=tuple(sorted(short_name(r["test"]) for r in by_device["cpu"] if r["outcome"] == "passed"
+                                 and (r["test"] not in ran_on_neuron or ran_on_neuron[r["test"]] == "skipped"))),
     )
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "DID_NOT_WORK",
     "FAILS_ON_CPU_TOO",
     "LABELS",
+    "MISSING",
     "NEURON_LIMITATION",
     "NOT_RUN",
     "OUTCOMES",
@@ -77,24 +78,30 @@ CaseVerdict = Literal["passed", "not-applicable", "untested", "fails-on-cpu-too"
 #: failure, known failures included: a known failure is expected, not excused).
 VERDICTS: tuple[CaseVerdict, ...] = get_args(CaseVerdict)
 
-#: The status of a case the run has no record of.
+#: The status of a case the run has no record of and did not mean to run (a scenario its selection left out, or one
+#: that has no case for the architecture).
 NOT_RUN: Literal["not-run"] = "not-run"
+#: The status of a case the run meant to run and has no record of (a shard that never came back, a process that died
+#: before writing it). A roll-up counts a case as passing only when its record says passed (or skipped: does not
+#: apply); a missing case never counts as one.
+MISSING: Literal["missing"] = "missing"
 
 Status = Literal["passed", "skipped", "untested", "fails-on-cpu-too", "neuron-limitation", "known-failure", "failed",
-                 "error", "timeout", "crashed", "not-run"]
+                 "error", "timeout", "crashed", "missing", "not-run"]
 #: A report cell: the record's outcome, except ``fails-on-cpu-too`` for a failure the CPU shares,
-#: ``neuron-limitation`` for a documented limitation of the device, and ``not-run``.
+#: ``neuron-limitation`` for a documented limitation of the device, ``missing`` and ``not-run``.
 #: Best first: the sort order of a table.
 STATUSES: tuple[Status, ...] = get_args(Status)
 
 ArchVerdict = Literal["fully-passes", "passes-where-tested", "untested", "fails-on-cpu-too", "neuron-limitation",
                       "fails-on-neuron"]
 #: An architecture's verdict over the scenarios of its group (variants aside), in this order of precedence:
-#: ``fails-on-neuron`` (a case fails on neuron), ``untested`` (forward was not tested: a harness gap),
+#: ``fails-on-neuron`` (a case fails on neuron), ``untested`` (forward was not tested: a harness gap, or its case is
+#: missing),
 #: ``fails-on-cpu-too`` (forward fails on the CPU the same way), ``neuron-limitation`` (a case stops at a documented
 #: limitation of the device, with its fix, and nothing else fails on neuron), ``fully-passes`` (every case passed or
-#: does not apply), ``passes-where-tested`` (forward passed, nothing fails on neuron, some cases untested or failing on
-#: the CPU too).
+#: does not apply), ``passes-where-tested`` (forward passed, nothing fails on neuron, some cases untested, missing or
+#: failing on the CPU too).
 ARCH_VERDICTS: tuple[ArchVerdict, ...] = get_args(ArchVerdict)
 
 #: The short text of each outcome, status and verdict on a page (colour is never the only signal).
@@ -113,6 +120,7 @@ LABELS: dict[str, str] = {
     "fails-on-neuron": "fails on neuron",
     "fully-passes": "fully passes",
     "passes-where-tested": "passes where tested",
+    MISSING: "missing",
     NOT_RUN: "—",
 }
 

@@ -211,11 +211,15 @@ class CheckpointFacts(TypedDict):
 
 
 class NamedScenario(ScenarioFacts):
-    """A scenario of a run's set: its name, its facts, and the models it runs on (``tiny``, ``checkpoints``; absent
-    from records before checkpoint cases: ``tiny``)."""
+    """A scenario of a run's set: its name, its facts, the models it runs on (``tiny``, ``checkpoints``; absent
+    from records before checkpoint cases: ``tiny``), whether the run's selection chose it (``selected``) and the groups
+    that have a case of it (``groups``); the last two tell the report which cases the run meant to run (absent from
+    older records)."""
 
     name: str
     models: NotRequired[list[ModelSource]]
+    selected: NotRequired[bool]
+    groups: NotRequired[list[str]]
 
 
 #: Where a run's list of the operators the real backend runs on the CPU comes from: TorchNeuron's source, a Trainium

@@ -3,7 +3,8 @@
 Records are deduplicated by ``case_id``: two records of a case that say the same (outcome, cpu outcome, failure
 fingerprint) are one result seen twice, and the later one is kept; records that disagree are a conflict, which is
 an error unless ``on_conflict="latest"`` keeps the later one. Directories of different runs, or shards of one run
-started with different selections, are refused; shards missing from ``1/N .. N/N`` are reported.
+started with different selections, are refused; shards missing from ``1/N .. N/N`` are reported
+(:func:`missing_shards`), and the merged manifest names them (a run published without them is partial).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from hf_neuron.matrix.results.store import (
 )
 from hf_neuron.vocabulary.records import ConflictPolicy, Record, one_each
 
-__all__ = ["Merged", "merge", "write_merged"]
+__all__ = ["Merged", "merge", "missing_shards", "write_merged"]
 
 MERGED_RECORDS = "records.jsonl"
 
@@ -69,15 +70,31 @@ def _common(manifests: list[Manifest]) -> tuple[dict[str, Any] | None, str | Non
     devices = {m.device for m in manifests}
     if len(devices) > 1:
         raise InputError(f"the shards of run {manifests[0].run_id} ran on different devices: {devices}")
+    return unsharded[0], devices.pop(), _missing(manifests)
+
+
+def _missing(manifests: Sequence[Manifest]) -> tuple[str, ...]:
+    """The shards of ``1/N .. N/N`` none of ``manifests`` holds (a merged one holds those it merged, less those it
+    names missing)."""
     shards = {m.selection["shard"] for m in manifests if m.selection and m.selection.get("shard")}
+    shards |= {shard for m in manifests for shard in m.missing_shards}
     counts = {int(shard.split("/")[1]) for shard in shards}
-    missing: tuple[str, ...] = ()
     if len(counts) > 1:
         raise InputError(f"the directories hold shards of different splits: {', '.join(sorted(shards))}")
-    if counts:
-        (count,) = counts
-        missing = tuple(f"{i}/{count}" for i in range(1, count + 1) if f"{i}/{count}" not in shards)
-    return unsharded[0], devices.pop(), missing
+    if not counts:
+        return ()
+    (count,) = counts
+    held = {m.selection["shard"] for m in manifests if m.selection and m.selection.get("shard")}
+    held |= {f"{i}/{count}" for m in manifests if m.merged_from for i in range(1, count + 1)} - {
+        shard for m in manifests for shard in m.missing_shards}
+    return tuple(f"{i}/{count}" for i in range(1, count + 1) if f"{i}/{count}" not in held)
+
+
+def missing_shards(dirs: Sequence[Path]) -> tuple[str, ...]:
+    """The shards of the run in ``dirs`` (its results directories; a directory or file without a manifest says
+    nothing) that are not there: ``1/N .. N/N`` less those the directories hold, and those a partial merge among them
+    was published without."""
+    return _missing([m for d in dirs if (m := read_manifest(d)) is not None])
 
 
 def merge(dirs: Sequence[Path], on_conflict: ConflictPolicy = "error") -> Merged:
@@ -103,6 +120,7 @@ def merge(dirs: Sequence[Path], on_conflict: ConflictPolicy = "error") -> Merged
         selection=selection,
         device=device,
         merged_from=tuple(str(d) for d in dirs),
+        missing_shards=missing,
     )
     return Merged(manifest, tuple(kept), duplicates, tuple(conflicts), missing)
 

@@ -108,16 +108,19 @@ def read_records(directory: Path) -> list[Record]:
 
 @dataclasses.dataclass(frozen=True)
 class Manifest:
-    """What a results directory holds: which run, which selection, on which device."""
+    """What a results directory holds: which run, which selection, on which device; a merge's, which directories it
+    merged and the shards of the run it published without (``hf-neuron matrix merge --partial``)."""
 
     run_id: str
     created_at: str
     selection: dict[str, Any] | None
     device: str | None
     merged_from: tuple[str, ...] = ()
+    missing_shards: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "merged_from": list(self.merged_from)}
+        return {**dataclasses.asdict(self), "merged_from": list(self.merged_from),
+                "missing_shards": list(self.missing_shards)}
 
 
 def read_manifest(directory: Path) -> Manifest | None:
@@ -133,6 +136,7 @@ def read_manifest(directory: Path) -> Manifest | None:
             selection=raw.get("selection"),
             device=raw.get("device"),
             merged_from=tuple(raw.get("merged_from", ())),
+            missing_shards=tuple(raw.get("missing_shards", ())),
         )
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise InputError(f"{path}: not a run manifest ({exc}); was it edited?") from exc

@@ -358,12 +358,15 @@ def compare(
     """Passed when ``actual`` (on ``device``, when given) agrees with ``expected`` element by element: within
     ``tolerance`` (default: the :data:`TOLERANCES` row of ``expected``'s dtype; exact for integer and boolean
     tensors) where ``expected`` is finite and below half its dtype's largest value, equal everywhere else (masks,
-    infinities, NaN). A comparison left with nothing to hold to the tolerance is ``untested`` (gap ``checks``): it
-    checked nothing. ``reference`` names where ``expected`` comes from, for the message."""
+    infinities, NaN). A comparison left with nothing to hold to the tolerance, or of empty tensors, is ``untested``
+    (gap ``checks``): it checked nothing. ``reference`` names where ``expected`` comes from, for the message."""
     if (elsewhere := _elsewhere(actual, device, what)) is not None:
         return elsewhere
     if tuple(actual.shape) != tuple(expected.shape):
         return ScenarioResult.failed(f"{what} have shape {tuple(actual.shape)}, {reference} {tuple(expected.shape)}")
+    if expected.numel() == 0:
+        return ScenarioResult.untested(f"{what}: {reference} are empty (shape {tuple(expected.shape)}): no value to "
+                                       "compare", "checks")
     bound, name = _tolerance_of(expected, tolerance)
     found = measure(actual, expected, bound)
     if found.unequal:
@@ -400,8 +403,8 @@ def compare_named(
     """:func:`compare` for each name of ``expected``, tensor by tensor (one tensor's values loosen no other's check);
     the result of the worst one (by difference / bound), named in the message. A name in only one of the two fails;
     a tensor with nothing to hold to the tolerance counts only when no tensor has (then the result is
-    ``untested``). A name's own entry of ``tolerances``, where it has one, is its tolerance in place of
-    ``tolerance``."""
+    ``untested``, as it is when there is no tensor at all). A name's own entry of ``tolerances``, where it has one,
+    is its tolerance in place of ``tolerance``."""
     missing, extra = sorted(set(expected) - set(actual)), sorted(set(actual) - set(expected))
     if missing:
         return ScenarioResult.failed(f"{what}: {len(missing)} missing on the device, e.g. {', '.join(missing[:3])}")
@@ -412,7 +415,7 @@ def compare_named(
                              device=device)
                for name in expected}
     if not results:
-        return ScenarioResult.passed()
+        return ScenarioResult.untested(f"{what}: {reference} has no tensor: nothing to compare", "checks")
     return worst_of(list(results.values()))
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from hf_neuron.compat.tiny_diffusion import presets, recipe
-from hf_neuron.matrix.case.observe import fresh_dynamo
+from hf_neuron.matrix.case.observe import device_graphs, fresh_dynamo
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
     CaseContext,
@@ -340,18 +340,21 @@ def bf16(ctx: CaseContext) -> ScenarioResult:
 
 def compile_forward(ctx: CaseContext) -> ScenarioResult:
     """``torch.compile(model, backend=<the device's>)`` (``neuron`` on a neuron device) predicts what the eager
-    backbone does on the same device; the case's observer records the graphs and graph breaks."""
+    backbone does on the same device, with at least one graph compiled for it; the case's observer records the graphs
+    and graph breaks."""
     import torch
 
-    from hf_neuron.matrix.scenarios.text import compile_backend
+    from hf_neuron.matrix.scenarios.text import compile_backend, graphs_compiled, nothing_compiled
 
     fresh_dynamo()
     model = _load(ctx, ctx.device)
     inputs = {name: _on(value, ctx.device) for name, value in forward_inputs(model, seed=ctx.seed).items()}
     eager = denoise(model, inputs)
     compiled = torch.compile(model, backend=compile_backend(ctx.device), dynamic=False)
-    return compare(denoise(compiled, inputs), eager, "compiled denoiser output",  # type: ignore[arg-type]
-                   reference="eager's", device=ctx.device)
+    before = device_graphs()
+    result = compare(denoise(compiled, inputs), eager, "compiled denoiser output",  # type: ignore[arg-type]
+                     reference="eager's", device=ctx.device)
+    return graphs_compiled(result, device_graphs() - before, nothing_compiled("the denoiser"))
 
 
 def save(ctx: CaseContext) -> ScenarioResult:

@@ -59,10 +59,11 @@ class ScenarioDeclaration:
         """What the records of its cases say of it."""
         return {"kind": self.kind, "trains": self.trains, "decodes": self.decodes}
 
-    @property
-    def named(self) -> NamedScenario:
-        """What a run's environment block says of it: its name, its facts, the models it runs on."""
-        return NamedScenario(name=self.name, **self.facts, models=list(self.models))
+    def named(self, selected: bool = True) -> NamedScenario:
+        """What a run's environment block says of it: its name, its facts, the models it runs on, whether the run's
+        selection chose it (``selected``) and the groups that have a case of it."""
+        return NamedScenario(name=self.name, **self.facts, models=list(self.models), selected=selected,
+                             groups=list(self.groups()))
 
     def implementation(self, group: str, features: Collection[str] | None = None) -> Scenario | None:
         """The function that runs it for an architecture of ``group`` (with catalog ``features``, when given), or
@@ -129,9 +130,10 @@ class ScenarioSet:
         """The names of the scenarios of ``kind``, in run order."""
         return tuple(name for name, found in self.declarations.items() if found.kind == kind)
 
-    def named(self) -> list[NamedScenario]:
-        """The run's scenario set as its environment block lists it, in run order."""
-        return [found.named for found in self.declarations.values()]
+    def named(self, selected: Collection[str] = ()) -> list[NamedScenario]:
+        """The run's scenario set as its environment block lists it, in run order, each marked as chosen by a
+        selection that names ``selected`` (every one when it names none)."""
+        return [found.named(not selected or name in selected) for name, found in self.declarations.items()]
 
     def on(self, models: ModelSource) -> tuple[ScenarioDeclaration, ...]:
         """The scenarios that run on ``models``, in run order."""

@@ -24,6 +24,7 @@ from hf_neuron.matrix.scenarios.contract import (
     Tolerance,
     compare,
     compare_named,
+    worst_of,
 )
 from hf_neuron.matrix.scenarios.text_models import (
     forward_outputs,
@@ -84,20 +85,14 @@ def compare_outputs(actual: Mapping[str, torch.Tensor], expected: Mapping[str, t
                     tolerance: Tolerance | None = None, reference: str = "the CPU's", *,
                     device: str | None = None) -> ScenarioResult:
     """:func:`compare` for each output of ``expected`` (``what`` names it where it says ``{}``: ``"compiled {}"``);
-    the first that fails, else the closest to its tolerance. Outputs on one side only fail."""
+    the worst (:func:`~hf_neuron.matrix.scenarios.contract.worst_of`: an output with nothing to compare, an empty one,
+    counts only when every output is; no output at all is ``untested``). Outputs on one side only fail."""
     if set(actual) != set(expected):
         return ScenarioResult.failed(f"{what.format('outputs')}: {sorted(actual)}, {reference} {sorted(expected)}")
-    results = [compare(actual[name], expected[name], what.format(name), tolerance, reference, device=device)
-               for name in expected]
-    failed = [result for result in results if result.outcome != "passed"]
-    if failed or not results:
-        return failed[0] if failed else ScenarioResult.passed()
-
-    def share(result: ScenarioResult) -> float:
-        value, bound = (result.parity["value"], result.parity["tolerance"]) if result.parity else (0.0, 1.0)
-        return value / bound if bound > 0 else float(value > 0)
-
-    return max(results, key=share)
+    if not expected:
+        return ScenarioResult.untested(f"{what.format('outputs')}: {reference} are none: nothing to compare", "checks")
+    return worst_of([compare(actual[name], expected[name], what.format(name), tolerance, reference, device=device)
+                     for name in expected])
 
 
 def _forward_with(ctx: CaseContext, **config: Any) -> ScenarioResult:
@@ -148,9 +143,9 @@ def _diverging_step(actual: torch.Tensor, expected: torch.Tensor, expected_score
 
 
 def _agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str) -> ScenarioResult:
-    """The scores of every step up to the first differing token within ``tolerance``, element by element (suppressed
-    tokens, -inf, suppressed on both), and the greedy tokens equal but where the CPU's scores of both tokens tie; what
-    the generation made besides tokens within ``tolerance``."""
+    """The scores of every step up to and including the first differing token within ``tolerance``, element by element
+    (suppressed tokens, -inf, suppressed on both), and the greedy tokens equal but where the CPU's scores of both
+    tokens tie; what the generation made besides tokens within ``tolerance``."""
     tokens = _tokens_agree(actual, expected, tolerance, what) if expected.tokens is not None else None
     if not expected.outputs or (tokens is not None and tokens.outcome != "passed"):
         return tokens if tokens is not None else ScenarioResult.failed(f"{what} made neither tokens nor outputs")
@@ -169,7 +164,8 @@ def _tokens_agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, wh
     if mismatches:
         parity = Parity(metric="token_mismatches", value=float(len(mismatches)), tolerance=0.0)
         return ScenarioResult.failed(f"{what} differ from the CPU's: {'; '.join(mismatches)}", parity)
-    return compare(actual.scores[:steps], expected.scores[:steps], f"{what} scores", tolerance)
+    upto = steps + 1  # the first differing step's scores too: both sides decoded it from the same tokens
+    return compare(actual.scores[:upto], expected.scores[:upto], f"{what} scores", tolerance)
 
 
 def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel, input_ids: torch.Tensor,
@@ -203,15 +199,28 @@ def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedMod
     return _agree(actual, expected, ctx.tolerance(dtype), what).with_details(facts)
 
 
+def graphs_compiled(result: ScenarioResult, graphs: int, nothing: ScenarioResult) -> ScenarioResult:
+    """``result``, except that a pass for which no graph was compiled for the device (``graphs``) is ``nothing``
+    (with ``result``'s details): nothing compiled ran, so the pass compared nothing compiled. Compiled decoding and
+    the ``compile`` scenario hold to this one rule."""
+    if result.outcome != "passed" or graphs:
+        return result
+    return nothing.with_details(result.details or {})
+
+
 def _compiled(static: ScenarioResult, model: PreTrainedModel) -> ScenarioResult:
     """The compiled-decoding leg of a static-cache leg: the static leg's result (passed, failed, or not applicable),
     except that a pass without any graph compiled for the device is not applicable: there was no compiled decoding."""
-    if static.outcome != "passed":
-        return static
-    if not (static.details or {}).get("graphs"):
-        return ScenarioResult.skipped(f"transformers decoded {type(model).__name__}'s static cache without compiling "
-                                      "anything: no compiled decoding to test").with_details(static.details or {})
-    return static
+    return graphs_compiled(static, (static.details or {}).get("graphs", 0), ScenarioResult.skipped(
+        f"transformers decoded {type(model).__name__}'s static cache without compiling anything: no compiled decoding "
+        "to test"))
+
+
+def nothing_compiled(what: str) -> ScenarioResult:
+    """The ``compile`` scenario's result when Dynamo compiled no graph of ``what`` for the device: untested (gap
+    ``checks``), since the "compiled" model ran eagerly and equals eager by construction."""
+    return ScenarioResult.untested(f"torch.compile compiled no graph of {what} for the device: the compiled model ran "
+                                   "eagerly, so comparing it with eager checks nothing", "checks")
 
 
 def _greedy_agrees(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel,
@@ -301,7 +310,7 @@ def compile_backend(device: str) -> str:
 
 def compile_forward(ctx: CaseContext) -> ScenarioResult:
     """``torch.compile(model, backend=<the device's>)`` computes the eager model's forward outputs (logits) on the
-    device."""
+    device, with at least one graph compiled for it (:func:`graphs_compiled`)."""
     import torch
 
     fresh_dynamo()
@@ -309,8 +318,10 @@ def compile_forward(ctx: CaseContext) -> ScenarioResult:
     input_ids = sample_ids(ctx, model)
     eager = forward_outputs(model, input_ids)
     compiled = torch.compile(model, backend=compile_backend(ctx.device), dynamic=False)
-    return compare_outputs(forward_outputs(compiled, input_ids), eager, "compiled {}",  # type: ignore[arg-type]
-                           reference="eager's", device=ctx.device)
+    before = device_graphs()
+    result = compare_outputs(forward_outputs(compiled, input_ids), eager, "compiled {}",  # type: ignore[arg-type]
+                             reference="eager's", device=ctx.device)
+    return graphs_compiled(result, device_graphs() - before, nothing_compiled("the forward pass"))
 
 
 def save(ctx: CaseContext) -> ScenarioResult:
