@@ -160,9 +160,11 @@ SWITCHES: tuple[Switch, ...] = (
            "as on Trainium, and `scaled_dot_product_attention` on 4-D inputs runs the overrideable fused attention "
            "TorchNeuron picks; `cpu` runs every operator that has a CPU kernel with it, attention as the CPU picks."),
     Switch("HF_NEURON_EMULATOR_RNG", _choice("device", "cpu"), "device",
-           "`cpu`: random operators on the device draw from the CPU's default generator (`torch.manual_seed`), as "
-           "TorchNeuron's CPU fallback and its dropout do, and refuse an explicit neuron generator as the CPU kernels "
-           "do; `device` draws from the device's own generator (`torch.neuron.manual_seed`)."),
+           "`device` (the released TorchNeuron's, 2.33 and later, and the `trainium` profile's): each neuron device "
+           "has its own default generator, random operators on the device draw from it, an explicit neuron generator "
+           "is used, and `torch.manual_seed` seeds it with the CPU's; `cpu` (the pre-release tree's): random operators "
+           "on the device draw from the CPU's default generator, as its CPU fallback and its dropout did, and refuse "
+           "an explicit neuron generator as the CPU kernels do."),
     Switch("HF_NEURON_EMULATOR_ALIASING", _choice("zero-copy", "copy"), "zero-copy",
            "Debug mode `copy`: CPU kernels run on copies of device tensors, copied back after the call, instead of "
            "on aliases of device memory."),
