@@ -172,6 +172,15 @@ COMPILE_CHECKS: tuple[Check, ...] = (
           "only mode=\"default\" applies: another mode warns \"Neuron backend does not support mode='X', falling "
           "back to default mode.\" and is ignored",
           Citation(("torch-compile-reference", "study-notes"), _ALL)),
+    Check("compile-backend-selection",
+          "the backend is 'neuron', explicitly set or selected by itself on a Neuron device: a torch.compile that "
+          "names no backend, or Inductor by name (torch.compile cannot tell them apart), compiles a graph with a "
+          "neuron input with the neuron backend, its mode ignored with a warning; a graph without one stays "
+          "Inductor's",
+          Citation(("torch-compile-reference",), ("2.33", "2.34"),
+                   "the page says the backend is auto-selected on a Neuron device; that an explicit backend='inductor' "
+                   "is selected the same way, and how (by a graph's inputs here), is inferred; whether the pre-release "
+                   "tree selected it is not known, so the check is not cited for it")),
     Check("compile-failures-raise",
           "a graph that fails to compile raises; it is not run eagerly instead "
           "(TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION, default on)",
