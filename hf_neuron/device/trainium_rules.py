@@ -100,11 +100,11 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "with the real backend's complex decomposition turned off, torch.compile(backend=\"neuron\") rejects a graph "
          "with a complex dtype: NCC_EVRF004 \"Complex data types are not supported on the Neuron device\"; by default "
          "(PyTorch >= 2.13: 2.33 and 2.34) TorchNeuron decomposes complex operations into real ones before lowering, "
-         "and such a graph compiles; the pre-release tree (torch ~2.10) did not decompose by default",
-         (),
-         Citation(("env-vars", "evrf004", "pre-release-tree"), _ALL,
-                  "that the pre-release tree did not decompose by default is inferred from the switch's default (on "
-                  "for PyTorch >= 2.13) and the tree's torch ~2.10"),
+         "and such a graph compiles; the pre-release tree (torch ~2.10) did not: its torch.compile example replaces a "
+         "complex rotary embedding (torch.polar, complex multiplication) with real arithmetic, \"not supported by "
+         "Neuron\"",
+         ("examples/torch_compile/models/gpt_oss/README.md",),
+         Citation(("env-vars", "evrf004", "pre-release-tree"), _ALL),
          "TORCH_NEURONX_COMPLEX_DECOMPOSE", "0", "1", default_for=("pre-release",)),
     Rule("fallback-log",
          "an operator the device dispatches that TorchNeuron does not register for PrivateUse1 runs through its "
