@@ -59,6 +59,15 @@ RULE_CHECKS: dict[str, tuple[str, list[str], list[str]]] = {
     print(compiled(lambda x: torch.view_as_complex(x) * 2, pairs))
     print(compiled(lambda x: x * 2, pairs))
     """, ["rejected NCC_EVRF004", "compiled"], ["compiled", "compiled"]),
+    "compile-backend-selection": ("""
+        import torch
+        for device in ("neuron", "cpu"):
+            try:
+                torch.compile(lambda t: t * 2)(torch.ones(2, device=device))
+                print("compiled")
+            except Exception as error:
+                print("rejected", type(error).__name__)
+        """, ["compiled", "compiled"], ["rejected InductorError", "compiled"]),
     "fallback-log": ("""
         import torch
         x = torch.randn(4, 4, device="neuron")
@@ -219,7 +228,23 @@ RELEASE_CHANGES: dict[str, tuple[str, list[str], list[str]]] = {
         except Exception as error:
             print("rejected", "NCC_EVRF004" if "NCC_EVRF004" in str(error) else type(error).__name__)
         """, ["rejected NCC_EVRF004"], ["compiled, as eagerly: True"]),
+    "compile-backend-selection": ("""
+        import torch
+        model = torch.nn.Linear(4, 2).to("neuron")
+        x = torch.randn(3, 4, device="neuron")
+        try:
+            out = torch.compile(model)(x)  # no backend named: Inductor by name
+            print("compiled, as eagerly:", torch.allclose(out.cpu(), model(x).cpu()))
+        except Exception as error:
+            print("rejected", type(error).__name__)
+        """, ["rejected InductorError"], ["compiled, as eagerly: True"]),
 }
+
+
+def test_every_rule_a_release_changed_shows_both_behaviours() -> None:
+    changed = sorted(rule.name for rule in TRAINIUM_RULES
+                     if ("pre-release" in rule.default_releases) != ("2.34" in rule.default_releases))
+    assert changed == sorted(RELEASE_CHANGES), "a rule that changed between releases without a test of both"
 
 
 def _release_environment(release: str) -> dict[str, str | None]:
@@ -231,7 +256,7 @@ def _release_environment(release: str) -> dict[str, str | None]:
 @pytest.mark.parametrize("name", sorted(RELEASE_CHANGES))
 def test_a_changed_rule_behaves_as_each_release_does(name: str) -> None:
     rule = next(rule for rule in TRAINIUM_RULES if rule.name == name)
-    assert "pre-release" in rule.default_releases and "2.34" not in rule.default_releases
+    assert ("pre-release" in rule.default_releases) != ("2.34" in rule.default_releases), "a rule 2.34 changed"
     code, old, new = RELEASE_CHANGES[name]
     before, now = run(code, _release_environment("pre-release")), run(code, _release_environment("2.34"))
     assert before.returncode == 0, before.stderr

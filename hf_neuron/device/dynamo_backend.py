@@ -178,11 +178,15 @@ def _mode_of(wrapper: Any) -> str | None:
 
 def select_on_neuron(inductor_call: Callable[..., Any]) -> Callable[..., Any]:
     """``torch._TorchCompileInductorWrapper.__call__`` choosing the ``neuron`` backend for a graph with a neuron
-    input, as the released backend auto-selects it on a Neuron device; Inductor for any other graph."""
+    input, as the released backend auto-selects it on a Neuron device (``HF_NEURON_EMULATOR_COMPILE_BACKEND=auto``,
+    the default; ``explicit`` as the pre-release tree: Inductor); Inductor for any other graph."""
 
     @functools.wraps(inductor_call)
     def __call__(self: Any, model_: torch.fx.GraphModule, inputs_: Sequence[Any], **kwargs: Any) -> Any:  # noqa: N807
-        if any(isinstance(value, torch.Tensor) and value.device.type == BACKEND_NAME for value in inputs_):
+        from hf_neuron import settings
+
+        if settings.read("HF_NEURON_EMULATOR_COMPILE_BACKEND") == "auto" and any(
+                isinstance(value, torch.Tensor) and value.device.type == BACKEND_NAME for value in inputs_):
             from torch._dynamo.backends.registry import lookup_backend
 
             backend: Callable[..., Any] = lookup_backend(BACKEND_NAME)  # neuron_backend, or what replaced it

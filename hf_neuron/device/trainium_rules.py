@@ -70,7 +70,7 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "float64 and int64 tensors keep their dtype on the device, but every operator computes them in 32 bits and "
          "casts the result back (values round through float32 / int32)",
          ("torch_neuronx/python_ops/base.py", "torch_neuronx/python_ops/dtype_autocast.py",
-          "torch_neuronx/python_ops/cast_policy.py"),
+          "torch_neuronx/python_ops/cast_policy.py", "examples/torch_compile/README.md"),
          Citation(("pre-release-tree", "study-notes", "compiler-notes-2.32"), _ALL,
                   "the compiler's 2.32 notes announce native int64 (--native-int64=enabled, "
                   "--implicit-integer-downcast=none) as the next release's default; whether the compiler of 2.33 or "
@@ -106,6 +106,17 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          ("examples/torch_compile/models/gpt_oss/README.md",),
          Citation(("env-vars", "evrf004", "pre-release-tree"), _ALL),
          "TORCH_NEURONX_COMPLEX_DECOMPOSE", "0", "1", default_for=("pre-release",)),
+    Rule("compile-backend-selection",
+         "the backend is 'neuron', explicitly set or selected by itself on a Neuron device: a torch.compile that "
+         "names no backend, or Inductor by name (torch.compile cannot tell them apart), compiles a graph with a "
+         "neuron input with the neuron backend, its mode ignored with a warning; a graph without one stays "
+         "Inductor's. Off (the pre-release tree: \"Use 'neuron' backend\"), such a graph goes to Inductor, which "
+         "has no lowering for the device",
+         ("examples/torch_compile/README.md",),
+         Citation(("torch-compile-reference", "pre-release-tree"), ("2.33", "2.34"),
+                  "the page says the backend is auto-selected on a Neuron device; that an explicit "
+                  "backend='inductor' is selected the same way, and how (by a graph's inputs here), is inferred"),
+         "HF_NEURON_EMULATOR_COMPILE_BACKEND", "auto", "explicit"),
     Rule("fallback-log",
          "an operator the device dispatches that TorchNeuron does not register for PrivateUse1 runs through its "
          "catch-all CPU fallback and is reported by get_fallback_ops() (with its calls here), except the fallback's "
@@ -172,15 +183,6 @@ COMPILE_CHECKS: tuple[Check, ...] = (
           "only mode=\"default\" applies: another mode warns \"Neuron backend does not support mode='X', falling "
           "back to default mode.\" and is ignored",
           Citation(("torch-compile-reference", "study-notes"), _ALL)),
-    Check("compile-backend-selection",
-          "the backend is 'neuron', explicitly set or selected by itself on a Neuron device: a torch.compile that "
-          "names no backend, or Inductor by name (torch.compile cannot tell them apart), compiles a graph with a "
-          "neuron input with the neuron backend, its mode ignored with a warning; a graph without one stays "
-          "Inductor's",
-          Citation(("torch-compile-reference",), ("2.33", "2.34"),
-                   "the page says the backend is auto-selected on a Neuron device; that an explicit backend='inductor' "
-                   "is selected the same way, and how (by a graph's inputs here), is inferred; whether the pre-release "
-                   "tree selected it is not known, so the check is not cited for it")),
     Check("compile-failures-raise",
           "a graph that fails to compile raises; it is not run eagerly instead "
           "(TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION, default on)",
