@@ -170,8 +170,11 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
          "HF_NEURON_EMULATOR_RNG", "cpu", "device",
          "the released backend (random-number-generation, 2026-10-26) keeps a default torch.Generator per neuron "
          "device whose values come from an NKI kernel on the device, and torch.manual_seed seeds the CPU generator "
-         "and every neuron generator. Not modelled: the device's kernel draws other numbers than the CPU's for the "
-         "same seed; the reference device's generator draws the CPU's algorithm from its own state"),
+         "and every neuron generator. So a pass that draws both from the CPU's generator (torch.randn(...).to(device): "
+         "VITS's duration noise, VibeVoice's diffusion noise) and from the device's (randn_like of a device tensor) "
+         "draws other numbers than a CPU run of it, and its outputs differ from the CPU's. Not modelled: the "
+         "device's kernel draws other numbers than the CPU's for the same seed; the reference device's generator "
+         "draws the CPU's algorithm from its own state"),
 )
 
 #: The compile contract's checks that no switch turns off (``hf_neuron/device/dynamo_backend.py``).
