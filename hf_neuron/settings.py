@@ -149,6 +149,11 @@ SWITCHES: tuple[Switch, ...] = (
            "`trainium`: `torch.compile(backend=\"neuron\")` also refuses what the Neuron compiler rejects by default, "
            "integer scatter-with-compute (`scatter_add`, `index_add`, `scatter_reduce`, accumulating `index_put` on "
            "integers: NCC_EVRF060); `lenient` compiles it as the CPU does. `dynamic=True` is refused either way."),
+    Switch("HF_NEURON_EMULATOR_COMPILE_BACKEND", _choice("auto", "explicit"), "auto",
+           "`auto` (TorchNeuron 2.33 and later): the `neuron` backend is selected by itself on the device, so a "
+           "`torch.compile` that names no backend, or Inductor by name, compiles a graph with a neuron input with it "
+           "(its mode ignored with a warning); `explicit` (the pre-release tree): only `backend=\"neuron\"` "
+           "compiles for the device, and such a graph goes to Inductor, which cannot lower for it."),
     Switch("TORCH_NEURONX_COMPLEX_DECOMPOSE", _flag, "1",
            "The real backend's own switch (AWS docs, `torch/reference/env-vars`: on by default for PyTorch >= 2.13): "
            "complex operations are decomposed into real ones before the Neuron compiler sees a graph. The reference "
@@ -160,9 +165,11 @@ SWITCHES: tuple[Switch, ...] = (
            "as on Trainium, and `scaled_dot_product_attention` on 4-D inputs runs the overrideable fused attention "
            "TorchNeuron picks; `cpu` runs every operator that has a CPU kernel with it, attention as the CPU picks."),
     Switch("HF_NEURON_EMULATOR_RNG", _choice("device", "cpu"), "device",
-           "`cpu`: random operators on the device draw from the CPU's default generator (`torch.manual_seed`), as "
-           "TorchNeuron's CPU fallback and its dropout do, and refuse an explicit neuron generator as the CPU kernels "
-           "do; `device` draws from the device's own generator (`torch.neuron.manual_seed`)."),
+           "`device` (the released TorchNeuron's, 2.33 and later, and the `trainium` profile's): each neuron device "
+           "has its own default generator, random operators on the device draw from it, an explicit neuron generator "
+           "is used, and `torch.manual_seed` seeds it with the CPU's; `cpu` (the pre-release tree's): random operators "
+           "on the device draw from the CPU's default generator, as its CPU fallback and its dropout did, and refuse "
+           "an explicit neuron generator as the CPU kernels do."),
     Switch("HF_NEURON_EMULATOR_ALIASING", _choice("zero-copy", "copy"), "zero-copy",
            "Debug mode `copy`: CPU kernels run on copies of device tensors, copied back after the call, instead of "
            "on aliases of device memory."),

@@ -71,6 +71,23 @@ def test_other_modes_warn_and_fall_back_to_default() -> None:
         compiled(torch.randn(2, 8, device="neuron"))
 
 
+@pytest.mark.parametrize("backend", [{}, {"backend": "inductor"}], ids=["no backend", "inductor"])
+def test_the_neuron_backend_is_selected_on_the_device(graphs: list[Graph], backend: dict[str, str]) -> None:
+    """As the released backend auto-selects it on a Neuron device: torch.compile without a backend (Inductor, by
+    name) compiles a graph on neuron with the neuron backend, its mode warning and ignored; a CPU graph stays
+    Inductor's."""
+    model = _model()
+    x = torch.randn(3, 8, device="neuron")
+    torch.testing.assert_close(torch.compile(model, **backend)(x).cpu(), model(x).cpu())  # type: ignore[arg-type]
+    assert len(graphs) == 1
+    torch._dynamo.reset()
+    with pytest.warns(UserWarning, match="does not support mode='reduce-overhead', falling back to default mode"):
+        torch.compile(model, mode="reduce-overhead", **backend)(x)  # type: ignore[arg-type]
+    assert len(graphs) == 2
+    assert torch.equal(torch.compile(lambda t: t * 2, **backend)(torch.ones(2)), torch.full((2,), 2.0))  # type: ignore[arg-type]
+    assert len(graphs) == 2, "a graph without a neuron input is Inductor's"
+
+
 def test_compile_failures_raise() -> None:
     torch._dynamo.reset()
 

@@ -58,3 +58,26 @@ def test_capacity_raises_a_device_out_of_memory_error() -> None:
             "HF_NEURON_EMULATOR_MEMORY_GB.") in result.stdout
     assert f"stats 1 {int(2.5 * 2**20)}" in result.stdout
     assert "other device ok 1048576" in result.stdout
+
+
+def test_torch_accelerator_memory_functions_work_on_neuron() -> None:
+    """TorchNeuron 2.34: "the torch.accelerator memory functions work on Neuron" (the device's allocator is a
+    c10::DeviceAllocator; before it, each raised "Allocator for PrivateUse1 is not a DeviceAllocator")."""
+    accelerator = torch.accelerator
+    assert accelerator.current_accelerator() == torch.device("neuron")
+    x = torch.empty(1000, dtype=torch.float32, device="neuron")
+    assert accelerator.memory_allocated() == torch.neuron.memory_allocated()
+    assert accelerator.memory_reserved() == torch.neuron.memory_reserved()
+    peak = torch.empty(10_000, dtype=torch.float32, device="neuron")
+    del peak
+    assert accelerator.max_memory_allocated() == torch.neuron.max_memory_allocated() >= accelerator.memory_allocated()
+    accelerator.reset_peak_memory_stats()
+    assert accelerator.max_memory_allocated() == torch.neuron.memory_allocated()
+    stats = accelerator.memory_stats()
+    assert stats["allocated_bytes.all.current"] == torch.neuron.memory_allocated()
+    assert stats["num_ooms"] == torch.neuron.memory_stats()["num_ooms"]
+    accelerator.empty_cache()
+    free, total = accelerator.get_memory_info()
+    assert (free, total) == torch.neuron.mem_get_info() or abs(free - torch.neuron.mem_get_info()[0]) < 2**26
+    assert 0 < free <= total
+    del x

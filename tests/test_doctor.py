@@ -32,6 +32,8 @@ def test_doctor_reports_the_reference_device_and_every_patch_applied() -> None:
     assert "  backend: hf-neuron reference device 0.1.0, 1 device(s)\n" in text
     assert "  neuron:0: hf-neuron reference device\n" in text
     assert "  cuda redirect: off\n" in text
+    assert "  the trainium profile's verdicts predict: torch-neuronx 2.13.3.1 / 2.14.3.1 (Neuron 2.34.0, " \
+           "2026-11-30)\n" in text
     for patch in default_registry().patches():
         assert f"    {patch.id} " in text
     assert text.count(" applied (") == len(default_registry().patches())
@@ -42,6 +44,7 @@ def test_doctor_json() -> None:
     code, report = _doctor("--json", HF_NEURON_EMULATOR_DEVICES="2")
     assert code == 0 and report["problems"] == []
     assert report["backend"]["kind"] == "reference"
+    assert report["predicts"]["release"] == "2.34"
     assert [device["device"] for device in report["backend"]["devices"]] == ["neuron:0", "neuron:1"]
     assert {status for status, _detail in _statuses(report).values()} == {"applied"}
     assert [row["id"] for row in report["patches"]] == [patch.id for patch in default_registry().patches()]

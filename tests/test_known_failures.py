@@ -27,6 +27,8 @@ model_type = "mamba"
 scenario = "{scenario}"
 reason = "conv1d has no neuron kernel"
 upstream = "https://github.com/example/issues/1"
+sources = ["evrf060"]
+releases = ["2.33", "2.34"]
 {extra}
 """
 
@@ -100,13 +102,21 @@ def test_a_malformed_entry_is_named_with_what_is_wrong(
     ("text", "message"),
     [
         ("[[known_failure]]\nmodel_type = 'x'\nscenario = '*'\nreason = 'r'\n", "missing upstream"),
-        ("[[known_failure]]\nmodel_type = 'x'\nscenario = '*'\nreason = 'r'\nupstream = 'issue 12'\n",
+        ("[[known_failure]]\nmodel_type = 'x'\nscenario = '*'\nreason = 'r'\nupstream = 'issue 12'\n"
+         "sources = 'evrf060'\nreleases = '2.34'\n",
          "upstream must be a link"),
         ("[[known_failure]\n", "not valid TOML"),
         ("known_failure = 'x'\n", "must be an array of tables"),
         ("[known]\n", "unknown top-level key"),
         (ENTRY.format(scenario="*", extra="") * 2,
-         r":9: \[\[known_failure\]\] #2: names .*'mamba'.* same message as #1: merge"),
+         r":11: \[\[known_failure\]\] #2: names .*'mamba'.* same message as #1: merge"),
+        (ENTRY.format(scenario="*", extra="").replace('sources = ["evrf060"]\n', ""), "missing sources"),
+        (ENTRY.format(scenario="*", extra="").replace('releases = ["2.33", "2.34"]\n', ""), "missing releases"),
+        (ENTRY.format(scenario="*", extra="").replace('"evrf060"', '"a-blog-post"'),
+         r"cites unknown source\(s\) \['a-blog-post'\]"),
+        (ENTRY.format(scenario="*", extra="").replace('"2.34"', '"2.35"'), r"names unknown release\(s\) \['2.35'\]"),
+        (ENTRY.format(scenario="*", extra="").replace('"evrf060"', '"pre-release-tree"'),
+         "cites no released source: say what is unconfirmed"),
     ],
 )
 def test_a_malformed_file_is_named_with_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:

@@ -23,12 +23,17 @@ scenario = "forward"
 reason = "no kernel for the fake op"
 upstream = "https://github.com/example/fake/issues/1"
 message = "Could not run 'aten::_fake_op'"
+sources = ["pre-release-tree"]
+releases = ["pre-release", "2.33", "2.34"]
+unconfirmed = "a fake operator"
 
 [[known_failure]]
 model_type = "alpha"
 scenario = "*"
 reason = "used to fail"
 upstream = "https://github.com/example/fake/pull/2"
+sources = ["evrf060"]
+releases = ["2.34"]
 """
 
 

@@ -90,7 +90,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_holds_the_device_sources_and_templates_and_no_checkout_data(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("hf_neuron/device/csrc/runtime.cpp", "hf_neuron/device/csrc/neuron.h",
-                   "hf_neuron/device/trainium_ops.toml", "hf_neuron/report/templates/index.html.j2",
+                   "hf_neuron/device/trainium_ops.toml", "hf_neuron/device/trainium_sources.toml",
+                   "hf_neuron/report/templates/index.html.j2",
                    "hf_neuron/report/static/report.css"):
         assert needed in names
     assert not [n for n in names if n.split("/")[0] in ("compat", "matrix", "tests", "scripts", "reports")]

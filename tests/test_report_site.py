@@ -548,6 +548,20 @@ def test_the_pages_name_the_fallback_list_the_records_say_predicted_them(tmp_pat
     assert "predicted from TorchNeuron&#39;s source" in (tmp_path / "site" / "index.html").read_text()
 
 
+def test_the_index_says_which_release_the_verdicts_predict(tmp_path: Path) -> None:
+    label = "torch-neuronx 2.13.3.1 / 2.14.3.1 (Neuron 2.34.0, 2026-11-30)"
+    lines = [json.loads(line) for path in sorted((RECORDS / "run-2").glob("*.jsonl"))
+             for line in path.read_text().splitlines() if line.strip()]
+    for name, env in (("named", {"predicts": label}), ("older", {})):
+        with (tmp_path / f"{name}.jsonl").open("w") as out:
+            for record in lines:
+                out.write(json.dumps({**record, "env": {**record["env"], **env}}) + "\n")
+        build_site([tmp_path / f"{name}.jsonl"], tmp_path / name, baseline=BASELINE)
+    html = (tmp_path / "named" / "index.html").read_text()
+    assert _by_id(html, "predicts").startswith(f"The reference device's verdicts predict {label}: the rules of its")
+    assert 'id="predicts"' not in (tmp_path / "older" / "index.html").read_text(), "records that do not say"
+
+
 def test_the_trend_shows_what_each_scenario_cost_run_by_run(tmp_path: Path) -> None:
     records = [json.loads(line) for line in (RECORDS / "run-2" / "shard-0.jsonl").read_text().splitlines()]
     forward = [r for r in records if r["scenario"] == "forward"]

@@ -111,9 +111,24 @@ def test_a_measured_file_predicts_what_was_measured(ops: trainium_ops.TrainiumOp
         trainium_ops.parse(path, _broken(text, 'cases = 3\n', ''))
 
 
+def test_the_list_cites_its_sources_and_releases(ops: trainium_ops.TrainiumOps, tmp_path: Path) -> None:
+    assert ops.citation.sources[0] == "pre-release-tree" and "2.34" in ops.citation.releases
+    assert "not readable from here" in ops.citation.unconfirmed
+    path = tmp_path / "trainium_ops.toml"
+    text = trainium_ops.TRAINIUM_OPS_FILE.read_text(encoding="utf-8")
+    sources = 'sources = ["pre-release-tree", "supported-operators", "torchneuron-notes-2.34"]\n'
+    with pytest.raises(DataFileError, match=r"\[provenance\] needs \['sources', 'releases'\]"):
+        trainium_ops.parse(path, _broken(text, sources, ""))
+    with pytest.raises(DataFileError, match=r"cites unknown source\(s\) \['a-guess'\]"):
+        trainium_ops.parse(path, _broken(text, sources, 'sources = ["a-guess"]\n'))
+
+
 def test_the_run_environment_carries_the_lists_provenance(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_NEURON_EMULATOR", "1")
     env = environment.collect("trainium")
+    assert env["predicts"] == "torch-neuronx 2.13.3.1 / 2.14.3.1 (Neuron 2.34.0, 2026-11-30)"
+    assert environment.predicts("reference", "cpu-parity") is None  # plain parity predicts no release
+    assert environment.predicts("real", "trainium") is None  # the real backend measures what it is
     assert env["fallback_list"] == {
         "file": "hf_neuron/device/trainium_ops.toml", "source": "parmoham-aws/test-repo-parmoham",
         "commit": SOURCE_COMMIT, "date": "2026-04-21", "torch_neuronx": "0.1.0", "kind": "source",

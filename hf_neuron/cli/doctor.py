@@ -1,4 +1,5 @@
-"""``hf-neuron doctor``: which backend owns ``neuron``, its devices, and where every patch stands.
+"""``hf-neuron doctor``: which backend owns ``neuron``, its devices, where every patch stands, and which torch-neuronx
+release the reference device's ``trainium`` profile predicts.
 
 It imports the patched modules of every installed library so that each patch is evaluated (applied, or skipped
 with its reason), then prints a report (``--json`` for a machine-readable one). The exit code is 1 when something a
@@ -45,6 +46,14 @@ def _backend(problems: list[str]) -> dict[str, Any]:
     return {"kind": info.kind, "version": info.version, "summary": str(info), "devices": devices}
 
 
+def _predicts() -> dict[str, str]:
+    """The release the ``trainium`` profile's verdicts predict (``hf_neuron/device/trainium_sources.toml``)."""
+    from hf_neuron.device.trainium_sources import predicted_release
+
+    release = predicted_release()
+    return {"release": release.id, "label": release.label}
+
+
 def _row(patch: Patch, status: str, text: str, detail: str) -> dict[str, Any]:
     return {"id": patch.id, "library": patch.library, "target": patch.target, "versions": patch.versions,
             "status": status, "text": text, "detail": detail, "reason": patch.reason}
@@ -89,7 +98,7 @@ def diagnose() -> dict[str, Any]:
     """The doctor's findings as one JSON-ready dict; ``problems`` lists what is broken, ``bad_setting`` the
     environment variable's error that stopped the autoload (or a read here), if any."""
     problems: list[str] = []
-    report: dict[str, Any] = {"bad_setting": None}
+    report: dict[str, Any] = {"bad_setting": None, "predicts": _predicts()}
     try:
         report["backend"] = _backend(problems)
         report["patches_installed"], report["cuda_redirect"], report["patches"] = _patches(problems)
@@ -110,6 +119,7 @@ def _text(report: dict[str, Any]) -> str:
     if backend:
         lines.append(f"  backend: {backend['summary']}")
         lines += [f"  {device['device']}: {device['name']}" for device in backend["devices"]]
+    lines.append(f"  the trainium profile's verdicts predict: {report['predicts']['label']}")
     if "patches" in report:
         lines.append(f"  cuda redirect: {'on' if report['cuda_redirect'] else 'off'}")
         lines.append(f"  patches: {'installed' if report['patches_installed'] else 'not installed'}")

@@ -40,8 +40,9 @@ class Selector:
 @dataclasses.dataclass(frozen=True)
 class ListSchema:
     """What a file's ``[[table]]`` entries hold besides the shared ``reason`` and ``message``: its selectors, other
-    keys (``required`` and ``optional``, non-empty strings), whether ``message`` is required, and a ``check`` of an
-    entry's own rules (what is wrong with it, or None)."""
+    keys (``required`` and ``optional``, non-empty strings; ``lists``, required, each a non-empty string or a list of
+    distinct ones), whether ``message`` is required, and a ``check`` of an entry's own rules (what is wrong with it, or
+    None)."""
 
     table: str
     selectors: Mapping[str, Selector]
@@ -49,22 +50,24 @@ class ListSchema:
     optional: tuple[str, ...] = ()
     message_required: bool = True
     check: Callable[[ExpectedFailure], str | None] | None = None
+    lists: tuple[str, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return (*self.selectors, "reason", "message", *self.required, *self.optional)
+        return (*self.selectors, "reason", "message", *self.required, *self.optional, *self.lists)
 
 
 @dataclasses.dataclass(frozen=True)
 class ExpectedFailure:
     """One reviewed entry: what it names (``names``: selector -> values), why, the failure it expects (``message``),
-    and the file's other keys (``fields``)."""
+    and the file's other keys (``fields``: strings; ``lists``: lists of strings)."""
 
     names: Mapping[str, tuple[str, ...]]
     reason: str
     message: re.Pattern[str] | None
     fields: Mapping[str, str] = dataclasses.field(default_factory=dict)
     patterns: frozenset[str] = frozenset()
+    lists: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     def selects(self, values: Mapping[str, str]) -> bool:
         """True when every selector names ``values[selector]``."""
@@ -90,7 +93,7 @@ class ExpectedFailure:
     def as_dict(self) -> dict[str, Any]:
         """The entry as a record carries it (a selector of one value as that value)."""
         named = {key: values[0] if len(values) == 1 else list(values) for key, values in self.names.items()}
-        return {**named, "reason": self.reason, **self.fields,
+        return {**named, "reason": self.reason, **self.fields, **{key: list(v) for key, v in self.lists.items()},
                 "message": None if self.message is None else self.message.pattern}
 
 
@@ -123,7 +126,7 @@ def _entry(path: Path, schema: ListSchema, index: int, raw: Any) -> ExpectedFail
         raise DataFileError(path, f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(schema.keys)}",
                               table=where)
     needed = [*(key for key, s in schema.selectors.items() if s.required), "reason", *schema.required,
-              *(("message",) if schema.message_required else ())]
+              *schema.lists, *(("message",) if schema.message_required else ())]
     if missing := [key for key in needed if key not in raw]:
         raise DataFileError(path, f"missing {', '.join(missing)} (every entry needs {', '.join(needed)})",
                               table=where)
@@ -145,7 +148,8 @@ def _entry(path: Path, schema: ListSchema, index: int, raw: Any) -> ExpectedFail
             raise DataFileError(path, f"not a valid regular expression: {exc}", table=where, key="message") from exc
     entry = ExpectedFailure(names, raw["reason"], message,
                             {key: raw[key] for key in (*schema.required, *schema.optional) if key in raw},
-                            frozenset(key for key, s in schema.selectors.items() if s.patterns))
+                            frozenset(key for key, s in schema.selectors.items() if s.patterns),
+                            {key: _strings(path, where, key, raw[key]) for key in schema.lists})
     if schema.check is not None and (problem := schema.check(entry)):
         raise DataFileError(path, problem, table=where)
     return entry

@@ -8,6 +8,12 @@ them (``compat/known_failures.toml``, read by the one reader of expected-failure
     reason = "the conv1d of the mixer has no neuron kernel"
     upstream = "https://github.com/pytorch/pytorch/issues/NNNNN"
     message = "Could not run 'aten::convolution_overrideable'"   # optional regex, searched in "Type: message"
+    sources = ["pre-release-tree"]  # where the failure's cause is stated: ids of hf_neuron/device/trainium_sources.toml
+    releases = ["pre-release", "2.33", "2.34"]   # the torch-neuronx releases it holds for (ids of the same file)
+    unconfirmed = "what no released source confirms"   # optional; required when no released source is cited
+
+Every entry cites where its cause is stated and the releases it holds for; an entry without them, or with an id the
+sources file does not define, is refused (:meth:`~hf_neuron.device.trainium_sources.TrainiumSources.check`).
 
 A failing case that matches an entry is recorded as ``known-failure``; a case that passes although an entry names
 it keeps ``passed`` and carries the entry in ``known_failure``, so the summary and the report say it can be
@@ -28,11 +34,19 @@ from hf_neuron.compat.expected_failures import (
     load_expected,
 )
 from hf_neuron.compat.files import COMPAT_DIR
+from hf_neuron.device import trainium_sources
+from hf_neuron.device.trainium_sources import Citation
 
-__all__ = ["KNOWN_FAILURES_PATH", "KnownFailures", "known_failures_schema", "load_known_failures", "names_every_type"]
+__all__ = ["KNOWN_FAILURES_PATH", "KnownFailures", "citation", "known_failures_schema", "load_known_failures",
+           "names_every_type"]
 
 KNOWN_FAILURES_PATH = COMPAT_DIR / "known_failures.toml"
 KnownFailures = ExpectedFailures
+
+
+def citation(entry: ExpectedFailure) -> Citation:
+    """Where ``entry``'s cause is stated and the releases it holds for."""
+    return Citation(entry.lists["sources"], entry.lists["releases"], entry.fields.get("unconfirmed", ""))
 
 
 def _check(entry: ExpectedFailure) -> str | None:
@@ -41,13 +55,19 @@ def _check(entry: ExpectedFailure) -> str | None:
                 "other failure is excused")
     if not entry.fields["upstream"].startswith(("https://", "http://")):
         return "upstream must be a link (https://...) to the issue or patch that fixes it"
+    sources = trainium_sources.load()
+    if problem := sources.problem(citation(entry)):
+        return problem
+    if not any(sources.sources[name].released for name in entry.lists["sources"]) and "unconfirmed" not in entry.fields:
+        return "cites no released source: say what is unconfirmed (unconfirmed = \"...\")"
     return None
 
 
 def known_failures_schema(scenario_names: Collection[str]) -> ListSchema:
     """The shape of the file's entries, for a run whose scenarios are ``scenario_names``."""
     return ListSchema("known_failure", {"model_type": Selector(), "scenario": Selector(allowed=tuple(scenario_names))},
-                      required=("upstream",), message_required=False, check=_check)
+                      required=("upstream",), optional=("unconfirmed",), message_required=False, check=_check,
+                      lists=("sources", "releases"))
 
 
 def load_known_failures(path: Path, scenario_names: Collection[str], *, required: bool = False) -> KnownFailures:

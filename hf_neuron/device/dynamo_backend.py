@@ -10,12 +10,20 @@ real ones before lowering, as TorchNeuron does by default (``TORCH_NEURONX_COMPL
 2.13), so a graph with complex values compiles; with that switch off, the compiler sees them and rejects the graph
 (NCC_EVRF004).
 
+The backend is also chosen by itself on a Neuron device, as the released backend documents ("explicitly set, or
+auto-selected when running on a Neuron device": ``torch/compile/reference-torch-compile``): a ``torch.compile`` that
+names no backend means Inductor, which ``torch.compile`` cannot tell from an explicit ``backend="inductor"`` (both
+become its Inductor wrapper), so a graph with a neuron input that reaches that wrapper is compiled by the ``neuron``
+backend, its mode warning and falling back to default as it does for ``backend="neuron"`` (:func:`select_on_neuron`).
+Graphs without a neuron input go to Inductor as before.
+
 Registered only while the reference device is active, when Dynamo is first imported, so that the real
 backend's own ``neuron`` entry point is never shadowed and ``import torch`` does not pay for Dynamo.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,6 +39,7 @@ __all__ = [
     "neuron_backend",
     "register",
     "register_when_dynamo_loads",
+    "select_on_neuron",
 ]
 
 BACKEND_NAME = "neuron"
@@ -152,12 +161,52 @@ def neuron_backend(
                         decompositions=_trace_decompositions())(graph, example_inputs)
 
 
+#: The modes whose options Inductor's wrapper holds instead of their names (``torch._inductor.list_mode_options``).
+_INDUCTOR_MODES = ("reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _mode_of(wrapper: Any) -> str | None:
+    """The mode ``torch.compile`` gave Inductor's wrapper (it keeps only the mode's options), None for the default."""
+    from torch._inductor import list_mode_options
+
+    for mode in _INDUCTOR_MODES:
+        options = list_mode_options(mode, wrapper.dynamic)
+        if options and all(wrapper.config.get(key) == value for key, value in options.items()):
+            return mode
+    return None
+
+
+def select_on_neuron(inductor_call: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch._TorchCompileInductorWrapper.__call__`` choosing the ``neuron`` backend for a graph with a neuron
+    input, as the released backend auto-selects it on a Neuron device (``HF_NEURON_EMULATOR_COMPILE_BACKEND=auto``,
+    the default; ``explicit`` as the pre-release tree: Inductor); Inductor for any other graph."""
+
+    @functools.wraps(inductor_call)
+    def __call__(self: Any, model_: torch.fx.GraphModule, inputs_: Sequence[Any], **kwargs: Any) -> Any:  # noqa: N807
+        from hf_neuron import settings
+
+        if settings.read("HF_NEURON_EMULATOR_COMPILE_BACKEND") == "auto" and any(
+                isinstance(value, torch.Tensor) and value.device.type == BACKEND_NAME for value in inputs_):
+            from torch._dynamo.backends.registry import lookup_backend
+
+            backend: Callable[..., Any] = lookup_backend(BACKEND_NAME)  # neuron_backend, or what replaced it
+            return backend(model_, inputs_, mode=_mode_of(self))
+        return inductor_call(self, model_, inputs_, **kwargs)
+
+    __call__._selects_neuron = True  # type: ignore[attr-defined]
+    return __call__
+
+
 def register() -> None:
-    """Register :func:`neuron_backend` with Dynamo as ``neuron`` (idempotent)."""
+    """Register :func:`neuron_backend` with Dynamo as ``neuron``, and have Inductor's wrapper choose it for a graph
+    on the device (:func:`select_on_neuron`); idempotent."""
     from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
 
     if _COMPILER_FNS.get(BACKEND_NAME) is not neuron_backend:
         register_backend(compiler_fn=neuron_backend, name=BACKEND_NAME)
+    wrapper = torch._TorchCompileInductorWrapper
+    if not getattr(wrapper.__call__, "_selects_neuron", False):
+        wrapper.__call__ = select_on_neuron(wrapper.__call__)  # type: ignore[method-assign]
 
 
 def register_when_dynamo_loads() -> None:

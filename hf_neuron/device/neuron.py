@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -115,24 +113,11 @@ def get_device_name(device: torch.device | str | int | None = None) -> str:
     return f"neuron:{_index(device)}"
 
 
-def _host_memory() -> tuple[int, int]:
-    """(available, total) bytes of host memory."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    available = total
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-    return available, total
-
-
 def mem_get_info(device: torch.device | str | int | None = None) -> tuple[int, int]:
-    """(free, total) bytes of a device: its capacity when one is set, else the host's memory."""
-    index = _index(device)
-    capacity = int(_runtime().capacity())
-    if capacity >= 0:
-        return max(0, capacity - int(_runtime().memory_stats(index)["allocated"])), capacity
-    return _host_memory()
+    """(free, total) bytes of a device: its capacity when one is set, else the host's memory (what
+    ``torch.accelerator.get_memory_info`` answers too: the device's allocator is a ``c10::DeviceAllocator``)."""
+    free, total = _runtime().memory_info(_index(device))
+    return int(free), int(total)
 
 
 def get_device_properties(device: torch.device | str | int | None = None) -> NeuronDeviceProperties:

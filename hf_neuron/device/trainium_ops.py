@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from hf_neuron.device import trainium_sources
+from hf_neuron.device.trainium_sources import Citation
 from hf_neuron.vocabulary.datafiles import DataFileError, check_sorted
 from hf_neuron.vocabulary.records import FallbackList
 
@@ -47,7 +49,9 @@ OPERATOR_LISTS: dict[str, str] = {
                     "default overload such as aten::div): registering them has no effect",
 }
 _PROVENANCE_KEYS = ("kind", "repository", "description", "commit", "date", "torch_neuronx", "caveat", "derived",
-                    "checked_against_torch")
+                    "checked_against_torch", "unconfirmed")
+#: The ``[provenance]`` lists that cite ``trainium_sources.toml``: every entry's sources, the releases they hold for.
+_CITATION_KEYS = ("sources", "releases")
 _MEASURED_KEYS = ("run_id", "started_at", "finished_at", "torch_neuronx", "cases")
 #: An operator as the dispatcher names it (the form ``get_fallback_ops()`` prints): ``aten::name[.overload]``.
 _NAME = re.compile(r"^aten::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")
@@ -61,8 +65,9 @@ _HEADER = """\
 #
 # Reviewed data; one reader: hf_neuron/device/trainium_ops.py, which checks these rules: every list is sorted and has
 # no duplicates; every name is `aten::name` or `aten::name.overload` as the dispatcher spells it; no name is in two
-# lists. tests/test_trainium_ops.py checks that every name of native, cpu_explicit and unlogged exists in the installed
-# torch and that no name of not_in_torch does.
+# lists; [provenance] cites the sources of every entry and the releases they hold for (ids of trainium_sources.toml,
+# refused when missing or unknown), and says what no released source confirms. tests/test_trainium_ops.py checks that
+# every name of native, cpu_explicit and unlogged exists in the installed torch and that no name of not_in_torch does.
 """
 
 
@@ -71,6 +76,8 @@ class TrainiumOps:
     """The file's content: its provenance, the operator lists and, once a Trainium run measured them, its fallbacks."""
 
     provenance: Mapping[str, str]
+    #: where every entry of the lists comes from, and the releases they hold for
+    citation: Citation
     native: frozenset[str]
     cpu_explicit: frozenset[str]
     unlogged: frozenset[str]
@@ -126,10 +133,18 @@ def parse(path: Path, text: str) -> TrainiumOps:
     unknown = sorted(set(document) - {"provenance", "operators", "measured"})
     if unknown:
         raise DataFileError(path, f"unknown tables {unknown}; allowed: provenance, operators, measured")
-    provenance = _table(path, document, "provenance", _PROVENANCE_KEYS, True)
+    provenance = _table(path, document, "provenance", (*_PROVENANCE_KEYS, *_CITATION_KEYS), True)
     missing = [key for key in _PROVENANCE_KEYS if not isinstance(provenance.get(key), str) or not provenance[key]]
     if missing:
         raise DataFileError(path, f"[provenance] needs a non-empty string for {missing}")
+    cited = {key: provenance.pop(key, None) for key in _CITATION_KEYS}
+    if not all(isinstance(value, list) and value and all(isinstance(v, str) for v in value)
+               for value in cited.values()):
+        raise DataFileError(path, f"[provenance] needs {list(_CITATION_KEYS)}: the ids of the sources of its entries "
+                                  "and of the releases they hold for (hf_neuron/device/trainium_sources.toml)")
+    citation = Citation(tuple(cited["sources"]), tuple(cited["releases"]), provenance["unconfirmed"])
+    if problem := trainium_sources.load().problem(citation):
+        raise DataFileError(path, f"[provenance] {problem}")
     if provenance["kind"] not in KINDS:
         raise DataFileError(path, f"[provenance] kind {provenance['kind']!r} is not one of {list(KINDS)}")
     operators = _table(path, document, "operators", OPERATOR_LISTS, True)
@@ -157,7 +172,8 @@ def parse(path: Path, text: str) -> TrainiumOps:
     if (provenance["kind"] == "measured") != (fallback is not None):
         raise DataFileError(path, "[provenance] kind is \"measured\" exactly when the file has a [measured] "
                                          "table with its fallback operators")
-    return TrainiumOps(provenance=provenance, **lists, measured=measured or None, measured_fallback=fallback)
+    return TrainiumOps(provenance=provenance, citation=citation, **lists, measured=measured or None,
+                       measured_fallback=fallback)
 
 
 @functools.lru_cache(maxsize=4)
@@ -192,6 +208,7 @@ def render(ops: TrainiumOps) -> str:
     """The file's text for ``ops``: header, ``[provenance]``, ``[operators]`` and, when measured, ``[measured]``."""
     lines = [_HEADER, "[provenance]"]
     lines += [f"{key} = {_string(ops.provenance[key])}" for key in _PROVENANCE_KEYS]
+    lines += [f"{key} = [{', '.join(map(_string, getattr(ops.citation, key)))}]" for key in _CITATION_KEYS]
     lines += ["", "[operators]"]
     for key, meaning in OPERATOR_LISTS.items():
         names: frozenset[str] = getattr(ops, key)

@@ -1,6 +1,6 @@
 """transformers: detect ``neuron`` by device, list it, place pipelines on it, keep its RNG in Trainer checkpoints, and
-compile generation with the device's backend when the user chose none, and explain what needs Inductor (flex attention,
-an explicit Inductor CompileConfig) instead of failing deep inside it; and two bugs of transformers that fail on every
+compile generation with the device's settings when the user chose no backend, and explain that flex attention needs
+what the neuron device does not offer instead of failing deep inside it; and two bugs of transformers that fail on every
 device, each with a small and certain fix (GIT's text-only training loss, Reformer's axial position weights in
 bfloat16). Bugs without one are recorded in ``compat/library_bugs.toml``."""
 
@@ -104,11 +104,7 @@ def _restores_neuron_rng(original: Callable[[Any, str | None], None]) -> Callabl
 
 
 #: What a user on neuron can use instead of what needs Inductor.
-_INSTEAD = {
-    "flex_attention": LIMITATIONS["flex-attention"],
-    "compile_config": "pass CompileConfig(backend='neuron', dynamic=False, mode='default'), or a CompileConfig without "
-                      "a backend (on neuron, hf-neuron then compiles with the device's backend)",
-}
+_INSTEAD = {"flex_attention": LIMITATIONS["flex-attention"]}
 
 
 def _device_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -159,8 +155,8 @@ def _remembers_unchosen_backend(original: Callable[..., None]) -> Callable[..., 
 def _for_the_device(model: Any, compile_config: Any) -> Any:
     """``compile_config`` as ``model`` on neuron compiles it: without a backend the user chose, every field left at
     ``CompileConfig``'s own default takes the device's (transformers' ``_default_compile_config``: backend 'neuron',
-    dynamic=False, mode='default'); an explicit Inductor backend is refused with what to pass instead; anything else
-    is the user's, unchanged."""
+    dynamic=False, mode='default'); anything else is the user's, unchanged (an explicit 'inductor' too: on a Neuron
+    device the backend selects itself, its mode ignored with a warning)."""
     if compile_config is None or model.device.type != neuron_device.DEVICE:
         return compile_config
     if isinstance(compile_config.backend, UnchosenBackend):
@@ -168,11 +164,6 @@ def _for_the_device(model: Any, compile_config: Any) -> Any:
         changes = {field.name: getattr(device_default, field.name) for field in dataclasses.fields(compile_config)
                    if getattr(compile_config, field.name) == field.default}
         return dataclasses.replace(compile_config, **changes)
-    if compile_config.backend == "inductor":
-        raise ValueError(
-            "generate(compile_config=CompileConfig(backend='inductor')) compiles with Inductor, which has no lowering "
-            f"for the neuron device: {_INSTEAD['compile_config']}"
-        )
     return compile_config
 
 
@@ -356,11 +347,11 @@ PATCHES: list[Patch] = [
         versions=VERSIONS,
         reason="transformers/modeling_utils.py `PreTrainedModel.get_compiled_call()` compiles static-cache decoding "
         "with the user's `CompileConfig` as given: `generate(compile_config=CompileConfig())`, as transformers' docs "
-        "show it, compiles with Inductor, which cannot lower for the neuron device, while no compile_config picks the "
-        "neuron backend (`_default_compile_config`). For a model on neuron the replacement gives a CompileConfig "
-        "without a chosen backend the device's settings for every field left at its default (backend 'neuron', "
-        "dynamic=False, mode='default'); an explicit backend is kept, and an explicit 'inductor' is refused at once, "
-        "saying what to pass instead.",
+        "show it, names Inductor with mode='reduce-overhead' (CUDA graphs), while no compile_config gives the neuron "
+        "backend's settings (`_default_compile_config`); on a Neuron device TorchNeuron (2.33 and later) selects its "
+        "own backend for Inductor's name and ignores that mode with a warning. For a model on neuron the replacement "
+        "gives a CompileConfig without a chosen backend the device's settings for every field left at its default "
+        "(backend 'neuron', dynamic=False, mode='default'); an explicit backend is kept, 'inductor' included.",
         replace=_uses_device_backend,
         upstream_fix="`CompileConfig(backend=None)` by default, resolved by `get_compiled_call()` to "
         "`_default_compile_config()`'s values for the model's device.",
@@ -374,7 +365,7 @@ PATCHES: list[Patch] = [
         reason="transformers/models/vibevoice/generation_vibevoice.py `_get_negative_compiled_call()` compiles the "
         "classifier-free guidance branch with the user's `CompileConfig` as given, beside `get_compiled_call()`: "
         "the same resolution as `transformers.compile-config-uses-device-backend` (a CompileConfig without a chosen "
-        "backend compiles with the device's on neuron; an explicit 'inductor' is refused).",
+        "backend compiles with the device's settings on neuron; an explicit backend is kept).",
         replace=_uses_device_backend,
         upstream_fix="As for `get_compiled_call()`: `CompileConfig(backend=None)` resolved to the device's backend.",
     ),

@@ -120,8 +120,10 @@ RULES: tuple[Rule, ...] = (
           "...\"). A limitation with a fix (:data:`LIMITATIONS`); checked before needs-inductor."),
     _rule("needs-inductor",
           r"needs Inductor|[Ii]nductor(?s:.*)\b(?:neuron|PrivateUse1|privateuseone)\b",
-          "Inductor (torch.compile's default backend, and what flex_attention and CompileConfig() compile with) has no "
-          "lowering for the neuron device: hf-neuron's own errors say \"needs Inductor\", Inductor's name the device."),
+          "Inductor (torch.compile's default backend, and what flex_attention compiles with) has no lowering for the "
+          "neuron device, where TorchNeuron selects its own backend for a graph on the device: a graph Inductor still "
+          "gets (one outside the device, a hard-wired Inductor call) fails; hf-neuron's own errors say \"needs "
+          "Inductor\", Inductor's name the device."),
     _rule("compile",
           r"torch\._dynamo|torch\._inductor|\bBackendCompilerFailed\b|\bInternalTorchDynamoError\b"
           r"|^\S*Unsupported: |Invalid backend|graph break",

@@ -260,6 +260,9 @@ class Env(TypedDict):
     backend_version: NotRequired[str | None]
     device_count: NotRequired[int | None]
     profile: NotRequired[str | None]
+    #: the torch-neuronx release whose behaviours the verdicts predict (the profile's, on the reference device; None
+    #: otherwise; absent from records before profiles named one)
+    predicts: NotRequired[str | None]
     patches: NotRequired[list[str]]
     reference_gap_patches: NotRequired[list[str]]
     python: NotRequired[str]

@@ -83,6 +83,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_device", [](int index) { hf_neuron::set_current_device(static_cast<c10::DeviceIndex>(index)); });
   m.def("check_index", [](int index) { return static_cast<int>(hf_neuron::check_index(index)); });
   m.def("memory_stats", &memory_stats);
+  m.def("memory_info", [](int index) { return hf_neuron::memory_info(static_cast<c10::DeviceIndex>(index)); });
   m.def("reset_peak", [](int index) { hf_neuron::reset_peak(static_cast<c10::DeviceIndex>(index)); });
   m.def("capacity", [] { return hf_neuron::settings().capacity_bytes; });
   m.def("default_generator", &default_generator);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace hf_neuron {
@@ -95,6 +96,8 @@ struct MemoryStats {
 };
 MemoryStats memory_stats(c10::DeviceIndex index);
 void reset_peak(c10::DeviceIndex index);
+// (free, total) bytes of a device: its capacity when one is set, else the host's memory (MemAvailable, total).
+std::pair<size_t, size_t> memory_info(c10::DeviceIndex index);
 
 // ---- generators ------------------------------------------------------------------------------
 const at::Generator& default_generator(c10::DeviceIndex index);

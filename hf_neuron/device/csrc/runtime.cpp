@@ -5,17 +5,20 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <unordered_set>
@@ -102,7 +105,37 @@ void release_adopted(void* context) {
   delete adopted;
 }
 
-struct DeviceAllocator final : c10::Allocator {
+// A c10::DeviceAllocator, so that torch.accelerator's memory functions (memory_allocated, memory_stats,
+// reset_peak_memory_stats, empty_cache, get_memory_info) work on neuron, as TorchNeuron 2.34's do. Nothing is cached:
+// what is reserved is what is allocated, and there is nothing to empty or to record a stream for.
+struct NeuronAllocator final : c10::DeviceAllocator {
+  bool initialized() override {
+    return true;
+  }
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {}
+  void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    const MemoryStats raw = memory_stats(device);
+    c10::CachingDeviceAllocator::DeviceStats stats;
+    constexpr auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    for (auto* bytes : {&stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes, &stats.requested_bytes}) {
+      (*bytes)[all].current = raw.allocated;
+      (*bytes)[all].peak = raw.peak;
+    }
+    stats.allocation[all].current = raw.allocations - raw.frees;
+    stats.allocation[all].allocated = raw.allocations;
+    stats.allocation[all].freed = raw.frees;
+    stats.num_ooms = raw.ooms;
+    return stats;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex /*device*/) override {}
+  void resetPeakStats(c10::DeviceIndex device) override {
+    reset_peak(device);
+  }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    return memory_info(device);
+  }
+
   c10::DataPtr allocate(size_t nbytes) override {
     const c10::DeviceIndex index = current_device();
     check_not_forked();
@@ -129,7 +162,7 @@ struct DeviceAllocator final : c10::Allocator {
     std::memcpy(dest, src, count);
   }
 };
-DeviceAllocator g_device_allocator;
+NeuronAllocator g_device_allocator;
 
 // ---- pinned host memory ------------------------------------------------------------------------
 std::mutex g_pinned_mutex;
@@ -568,6 +601,27 @@ MemoryStats memory_stats(c10::DeviceIndex index) {
 void reset_peak(c10::DeviceIndex index) {
   auto& memory = g_memory[check_index(index)];
   memory.peak.store(memory.allocated.load());
+}
+
+std::pair<size_t, size_t> memory_info(c10::DeviceIndex index) {
+  const int64_t capacity = g_settings.capacity_bytes;
+  if (capacity >= 0) {
+    const int64_t allocated = g_memory[check_index(index)].allocated.load();
+    return {static_cast<size_t>(std::max<int64_t>(0, capacity - allocated)), static_cast<size_t>(capacity)};
+  }
+  const auto total = static_cast<size_t>(sysconf(_SC_PAGE_SIZE)) * static_cast<size_t>(sysconf(_SC_PHYS_PAGES));
+  size_t available = total;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    size_t kib = 0;
+    std::string unit;
+    if (key == "MemAvailable:" && meminfo >> kib) {
+      available = kib * 1024;
+      break;
+    }
+    std::getline(meminfo, unit);
+  }
+  return {available, total};
 }
 
 const at::Generator& default_generator(c10::DeviceIndex index) {

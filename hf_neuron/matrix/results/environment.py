@@ -24,7 +24,7 @@ from hf_neuron.settings import read
 from hf_neuron.vocabulary.backends import BackendKind
 from hf_neuron.vocabulary.records import CPU_ISA, Env, FallbackList, NamedScenario
 
-__all__ = ["CPUINFO", "LIBRARIES", "NO_NEURON_DEVICE", "Processor", "collect", "fallback_list", "processor",
+__all__ = ["CPUINFO", "LIBRARIES", "NO_NEURON_DEVICE", "Processor", "collect", "fallback_list", "predicts", "processor",
            "require_backend"]
 
 #: Why a neuron run does not start without a backend, and what to do.
@@ -89,7 +89,8 @@ def processor(cpuinfo: Path = CPUINFO) -> Processor:
 
 
 def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ()) -> Env:
-    """The ``env`` block: backend, backend_version, device_count, the matrix profile, where the fallback operators
+    """The ``env`` block: backend, backend_version, device_count, the matrix profile and the release its verdicts
+    predict (:func:`predicts`), where the fallback operators
     come from (:func:`fallback_list`), the hf-neuron patches that apply (none with ``HF_NEURON_PATCHES=0``: the run
     measures the libraries unmodified) and those among them that work around a gap of the reference device itself,
     python, library versions, hf_neuron and its commit, host and its :func:`processor`, and the run's ``scenarios``
@@ -109,6 +110,7 @@ def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ())
         "backend_version": backend_version,
         "device_count": device_count,
         "profile": profile,
+        "predicts": predicts(backend, profile),
         "fallback_list": fallback_list(backend, backend_version),
         "patches": [patch.id for patch in patches],
         "reference_gap_patches": [patch.id for patch in patches if patch.reference_device_gap],
@@ -120,6 +122,17 @@ def collect(profile: str | None = None, scenarios: Sequence[NamedScenario] = ())
         **processor()._asdict(),
         "scenarios": list(scenarios),
     })
+
+
+def predicts(backend: str, profile: str | None) -> str | None:
+    """The torch-neuronx release whose behaviours the run's verdicts predict (its label, ``torch-neuronx 2.13.3.1 /
+    2.14.3.1 (Neuron 2.34.0, 2026-11-30)``): the profile's, on the reference device; None on the real backend (it
+    measures what it is), for a CPU-only run and for a profile that predicts none."""
+    from hf_neuron.device import trainium_sources
+    from hf_neuron.matrix.profiles import PROFILES
+
+    release = PROFILES[profile].predicts if backend == "reference" and profile in PROFILES else None
+    return None if release is None else trainium_sources.load().releases[release].label
 
 
 def fallback_list(backend: str, backend_version: str | None) -> FallbackList | None:
