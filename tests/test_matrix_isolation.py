@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.matrix.case.isolation import STUCK_EXIT_CODE, CaseTimeout, TimeLimit, describe_exit, read_fatal_error
+from hf_neuron.matrix.case.isolation import (
+    STUCK_EXIT_CODE,
+    CaseTimeout,
+    TimeLimit,
+    autocast_off,
+    describe_exit,
+    read_fatal_error,
+)
 
 
 def _never_stuck(frame: object) -> None:
@@ -119,3 +126,32 @@ def test_a_fatal_error_dump_names_files_without_this_machines_paths(tmp_path: Pa
 )
 def test_describe_exit(returncode: int | None, words: str) -> None:
     assert describe_exit(returncode) == words
+
+
+@pytest.mark.usefixtures("neuron")
+def test_autocast_left_on_by_a_raising_case_is_off_for_the_next() -> None:
+    """One ``torch.autocast`` instance entered twice restores the inner state on the outer exit: a forward that
+    re-enters its own autocast-wrapped self and raises leaves autocast on, as TRL's fused head on Llama 4 did (the
+    next case's float32 reference then ran under bf16). Each attempt starts and ends with it off."""
+    import torch
+
+    instance = torch.autocast("neuron", dtype=torch.bfloat16)
+
+    def reentering(depth: int) -> None:
+        with instance:
+            if depth:
+                reentering(depth - 1)
+            raise ValueError("the inner call raised")
+
+    with pytest.raises(ValueError, match="the inner call raised"):
+        reentering(1)
+    assert torch.is_autocast_enabled("neuron"), "the leak this guards against: autocast stays on"
+
+    def case() -> None:
+        assert not torch.is_autocast_enabled("neuron")
+        torch.set_autocast_enabled("cpu", True)
+        raise ValueError("the case raised")
+
+    with pytest.raises(ValueError, match="the case raised"), autocast_off("neuron:0"):
+        case()
+    assert not torch.is_autocast_enabled("neuron") and not torch.is_autocast_enabled("cpu")

@@ -21,7 +21,7 @@ from types import FrameType
 
 from hf_neuron.compat.known_failures import KnownFailures
 from hf_neuron.matrix.case.capture import describe_exception, describe_stack, frame_name
-from hf_neuron.matrix.case.isolation import CaseTimeout, TimeLimit
+from hf_neuron.matrix.case.isolation import CaseTimeout, TimeLimit, autocast_off
 from hf_neuron.matrix.case.observe import Observer, wrong_backend
 from hf_neuron.matrix.case.verdict import Attempt, Observations, to_record
 from hf_neuron.matrix.results.store import RecordWriter, now_iso
@@ -67,7 +67,7 @@ class CaseRunner:
 
     def _attempt(self, scenario: Scenario, ctx: CaseContext, on_stuck: Callable[[FrameType | None], None]) -> Attempt:
         try:
-            with TimeLimit(self.timeout_s, on_stuck):
+            with TimeLimit(self.timeout_s, on_stuck), autocast_off(ctx.device):
                 result = scenario(ctx)
         except CaseTimeout as timeout:
             return Attempt("timeout", failure=self._timed_out(timeout.frame, stuck=False))

@@ -20,11 +20,16 @@ start-up included), while a Python process that imports torch and transformers a
 takes 1.3 s idle and about 5 s under load, more than a tiny model's ``load`` or ``forward`` case (0.1-0.3 s).
 A crash costs one replacement worker (under a second, plus torch's import on its first real case), and crashes
 are rare. The price of sharing a worker, state leaking from one case into the next, is bounded by giving every
-case freshly loaded models and a fixed seed.
+case freshly loaded models and a fixed seed, and by starting and ending every attempt with autocast off on every
+device type (:func:`autocast_off`): a ``torch.autocast`` instance saves the state it replaces on itself, so one
+instance entered twice (a model's autocast-wrapped forward calling itself again: TRL's fused LM head through
+``base_model`` on Llama 4, where ``base_model`` is the model) leaves autocast on when the inner call raises, and the
+worker's next case computed its float32 reference under bf16 autocast.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import faulthandler
 import itertools
@@ -34,7 +39,7 @@ import resource
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, NamedTuple
@@ -46,6 +51,7 @@ __all__ = [
     "CaseTimeout",
     "FatalError",
     "TimeLimit",
+    "autocast_off",
     "describe_exit",
     "grace_seconds",
     "harden_worker",
@@ -199,3 +205,23 @@ def describe_exit(returncode: int | None) -> str:
             return "killed by signal SIGKILL (the kernel's out-of-memory killer sends it)"
         return f"killed by signal {name}"
     return f"exited with status {returncode}"
+
+
+@contextlib.contextmanager
+def autocast_off(device: str) -> Iterator[None]:
+    """Autocast off on the CPU and on ``device``'s type while the block runs and after it, however it ends (a case
+    that raised inside a re-entered ``torch.autocast`` instance left it on), its cached casts dropped."""
+    import torch
+
+    device_types = sorted({"cpu", torch.device(device).type})
+
+    def off() -> None:
+        for device_type in device_types:
+            torch.set_autocast_enabled(device_type, False)
+        torch.clear_autocast_cache()
+
+    off()
+    try:
+        yield
+    finally:
+        off()
