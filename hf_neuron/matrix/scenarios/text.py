@@ -33,7 +33,7 @@ from hf_neuron.matrix.scenarios.text_models import (
     sample_ids,
 )
 from hf_neuron.tiny.groups import Decoding
-from hf_neuron.vocabulary.records import DEVICE_STEPS, Parity
+from hf_neuron.vocabulary.records import DEVICE_STEPS, GRAPH_BUDGET, GRAPHS_PER_GENERATION, Parity
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -223,7 +223,8 @@ def graph_budget(ctx: CaseContext, model: PreTrainedModel, input_ids: torch.Tens
     static cache compiles no more graphs than the ``compiled`` leg did for
     :data:`~hf_neuron.matrix.scenarios.text_models.NEW_TOKENS`. On Trainium every graph is a Neuron compiler run, so
     a decoding whose graphs grow with its tokens (a guard on a value that changes every step) costs a compilation a
-    token. Its facts: the graphs of each generation (``graphs_per_generation``, by new tokens), and the longer one's
+    token. Its facts: the graphs of each generation (:data:`~hf_neuron.vocabulary.records.GRAPHS_PER_GENERATION`, by
+    new tokens), and the longer one's
     recompilations with their reasons and compile seconds. Not applicable where the compiled leg did not pass."""
     if compiled.outcome != "passed":
         return ScenarioResult.skipped("no compiled decoding to hold to a graph budget: "
@@ -233,7 +234,7 @@ def graph_budget(ctx: CaseContext, model: PreTrainedModel, input_ids: torch.Tens
     greedy(model, input_ids, BUDGET_TOKENS, **_device_kwargs(ctx, "static", generate_kwargs))
     longer = compiled_since(before)
     shorter = int((compiled.details or {}).get("graphs", 0))
-    facts = {"graphs_per_generation": {str(NEW_TOKENS): shorter, str(BUDGET_TOKENS): longer["graphs"]},
+    facts = {GRAPHS_PER_GENERATION: {str(NEW_TOKENS): shorter, str(BUDGET_TOKENS): longer["graphs"]},
              **{key: value for key, value in longer.items() if key != "graphs"}}
     if longer["graphs"] > shorter:
         guard = f": {longer['recompile_reasons'][0]}" if longer["recompile_reasons"] else ""
@@ -313,7 +314,7 @@ def generate_compiled(ctx: CaseContext) -> ScenarioResult:
     reference = load_model(ctx, "cpu")
     leg = _compiled(_decoding(ctx, model, reference, input_ids, "static", compile_config=CompileConfig()), model)
     budget = graph_budget(ctx, model, input_ids, leg, compile_config=CompileConfig())
-    return ScenarioResult.of_legs([("compiled decoding", leg), ("graph budget", budget)])
+    return ScenarioResult.of_legs([("compiled decoding", leg), (GRAPH_BUDGET, budget)])
 
 
 def in_dtype(ctx: CaseContext, dtype: str) -> list[tuple[str, ScenarioResult]]:
