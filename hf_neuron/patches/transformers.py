@@ -296,6 +296,19 @@ def _pads_for_a_tensor_offset(original: Callable[..., Any]) -> Callable[..., Any
     return prepare_padding_mask
 
 
+def _checks_tensors_outside_neuron_graphs(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def torch_compilable_check(cond: Any, msg: Any, error_type: type[Exception] = ValueError) -> None:
+        import torch
+
+        if (isinstance(cond, torch.Tensor) and cond.device.type == neuron_device.DEVICE
+                and torch.compiler.is_compiling()):
+            return  # checked where the model runs eagerly; inside a neuron graph it would be a break and a host read
+        original(cond, msg, error_type)
+
+    return torch_compilable_check
+
+
 def _git_text_only_loss(original: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.signature(original)
 
@@ -519,6 +532,24 @@ PATCHES: list[Patch] = [
         "the positions past the mask are padding either way. An int offset is the original's.",
         replace=_pads_for_a_tensor_offset,
         upstream_fix="`prepare_padding_mask()` padding to a static bound when `kv_offset` is a tensor.",
+    ),
+    Patch(
+        id="transformers.tensor-checks-stay-out-of-neuron-graphs",
+        library="transformers",
+        module="transformers.utils.import_utils",
+        attribute="torch_compilable_check",
+        versions=VERSIONS,
+        reason="transformers/utils/import_utils.py `torch_compilable_check()` checks a tensor condition inside a "
+        "compiled region with `torch._check_tensor_all()`, which reads the tensor on the host (`Tensor.item()`): "
+        "Dynamo breaks the graph there unless scalar outputs are captured. Vision-language models check that their "
+        "image tokens match their image features this way in every forward (LLaVA, Aya Vision, PaliGemma, Mistral "
+        "3...), so `torch.compile` splits each forward in two device programs with a round trip to the host between "
+        "them. On neuron, inside a compiled region, the replacement leaves a tensor condition unchecked (what "
+        "transformers' own `TRANSFORMERS_DISABLE_TORCH_CHECK=1` does everywhere); the check still runs where the "
+        "model runs eagerly, and a Python condition is the original's.",
+        replace=_checks_tensors_outside_neuron_graphs,
+        upstream_fix="`torch_compilable_check()` skipping tensor conditions while tracing for a backend that cannot "
+        "capture scalar outputs (or a switch for it beside `TRANSFORMERS_DISABLE_TORCH_CHECK`).",
     ),
     Patch(
         id="transformers.git-text-only-training-loss",
