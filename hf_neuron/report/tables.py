@@ -50,6 +50,7 @@ __all__ = [
     "case_statuses",
     "core_scenarios",
     "counted_core",
+    "decoding_budgets",
     "diff_runs",
     "fallback_ops",
     "frame_rows",
@@ -423,17 +424,18 @@ def graphs_per_generation(legs: Any) -> dict[int, int] | None:
     return None
 
 
-def _budgets(cases: pd.DataFrame) -> dict[str, tuple[int, bool]]:
-    """Per architecture with a measured graph budget, the graphs its longest generation compiled (the most of its
-    cases) and whether every case's graphs stayed the same or fewer for more tokens."""
+def decoding_budgets(cases: pd.DataFrame, by: str = "model_type") -> dict[str, tuple[int, bool]]:
+    """Per architecture (or another column of ``cases``: ``by``) with a measured graph budget, the graphs its longest
+    generation compiled (the most of its cases) and whether every case's graphs stayed the same or fewer for more
+    tokens."""
     found: dict[str, tuple[int, bool]] = {}
-    for model_type, legs in cases[["model_type", "legs"]].itertuples(index=False):
+    for key, legs in cases[[by, "legs"]].itertuples(index=False):
         graphs = graphs_per_generation(legs)
         if graphs is None:
             continue
         counts = list(graphs.values())
-        most, bounded = found.get(model_type, (0, True))
-        found[model_type] = max(most, counts[-1]), bounded and counts[-1] <= counts[0]
+        most, bounded = found.get(key, (0, True))
+        found[key] = max(most, counts[-1]), bounded and counts[-1] <= counts[0]
     return found
 
 
@@ -454,7 +456,7 @@ def _compile_summary(cases: pd.DataFrame) -> dict[str, _Compiled]:
         fullgraph = bool(row.status == "passed" and not broken)
         summary[row.model_type] = _Compiled(text, fullgraph, fullgraph and graphs == 1, broken,
                                             0 if pd.isna(breaks) else int(breaks))
-    for model_type, (graphs, bounded) in _budgets(cases).items():
+    for model_type, (graphs, bounded) in decoding_budgets(cases).items():
         summary[model_type] = dataclasses.replace(summary.get(model_type, _Compiled()), decoding_graphs=graphs,
                                                   bounded_decoding=bounded)
     for model_type, again in recompiled.items():

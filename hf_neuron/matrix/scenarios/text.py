@@ -259,7 +259,8 @@ def _compiled(static: ScenarioResult, model: PreTrainedModel) -> ScenarioResult:
 def _greedy_agrees(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel,
                    caches: tuple[str | None, ...]) -> ScenarioResult:
     """Greedy decoding agrees between ``model`` and ``reference`` with each of ``caches``, one leg each; a static
-    cache's has a second, compiled decoding, which applies only where the device compiled it."""
+    cache's has a second, compiled decoding, which applies only where the device compiled it, and for a checkpoint's
+    real-width slice its :func:`graph_budget` (a tiny model's is ``generate_compiled``'s)."""
     input_ids = sample_ids(ctx, reference)
     legs = []
     for cache in caches:
@@ -269,6 +270,8 @@ def _greedy_agrees(ctx: CaseContext, model: PreTrainedModel, reference: PreTrain
             compiled = _compiled(leg, model)
             details = {key: value for key, value in (compiled.details or {}).items() if key != DEVICE_STEPS}
             legs.append(("compiled decoding", compiled.with_details(details)))
+            if ctx.slice_request is not None:
+                legs.append((GRAPH_BUDGET, graph_budget(ctx, model, input_ids, compiled)))
     return ScenarioResult.of_legs(legs)
 
 
