@@ -7,9 +7,10 @@ compiled nothing, and observing it costs nothing.
 
 - **Compile facts** (every case that compiled): the backends ``torch.compile`` was asked for (recorded by a wrapper
   around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls), the
-  graphs Dynamo compiled, its graph breaks with their first reasons, its recompilations with theirs (from Dynamo's
-  ``recompiles`` log), and the seconds it spent compiling (Dynamo's own timer). On a neuron device the backend must
-  be ``neuron``: :func:`wrong_backend` says when it was not, and the case fails for it, never silently substituted.
+  graphs Dynamo compiled, its graph breaks with their first reasons (what Dynamo's explanation names: the operator),
+  its recompilations with theirs (from Dynamo's ``recompiles`` log), and the seconds it spent compiling (Dynamo's
+  own timer). On a neuron device the backend must be ``neuron``: :func:`wrong_backend` says when it was not, and the
+  case fails for it, never silently substituted.
   A scenario's reference computation on the CPU that might compile runs inside :func:`not_the_device`, so that its
   backend, graphs and compile seconds are not counted as the device's.
 - **Fallback operators**: ``get_fallback_ops()`` counted over the case. On the reference device, from its op log: the
@@ -115,6 +116,18 @@ def _first_lines(reasons: Any) -> list[str]:
     return list(dict.fromkeys(lines))[:_REASONS]
 
 
+def _break_reasons(breaks: Any) -> list[str]:
+    """The first reasons of Dynamo's graph ``breaks``, each its first line and what its ``Explanation:`` line names
+    (the operator or call behind a "Dynamic shape operator" or a "Data dependent operator")."""
+    reasons = []
+    for reason in breaks:
+        lines = [line.strip() for line in str(reason).strip().splitlines()]
+        explained = next((line.removeprefix("Explanation:").strip() for line in lines[1:]
+                          if line.startswith("Explanation:")), "")
+        reasons.append(f"{lines[0]}: {explained}" if explained else lines[0] if lines else "")
+    return _first_lines(reasons)
+
+
 def _dynamo_counters() -> Any:
     dynamo_utils = sys.modules.get("torch._dynamo.utils")
     return None if dynamo_utils is None else dynamo_utils.counters
@@ -195,7 +208,7 @@ def _compile_facts(seconds_before: float | None) -> CompileFacts | None:
         backends=list(dict.fromkeys(_backends_asked)),
         graphs=graphs,
         graph_breaks=sum(breaks.values()),
-        break_reasons=_first_lines(breaks),
+        break_reasons=_break_reasons(breaks),
         recompiles=len(_recompiles),
         recompile_reasons=_recompile_reasons(_recompiles),
         seconds=None if (now := compile_seconds()) is None
