@@ -11,7 +11,7 @@ from pathlib import Path
 
 import _helpers
 
-__all__ = ["SCRIPTS", "fake_distribution", "fake_library", "reinstalled", "run"]
+__all__ = ["SCRIPTS", "fake_distribution", "fake_library", "reinstalled", "run", "sliding_window_decoding", "without"]
 
 #: The directory of the console scripts (accelerate, trl, hf-neuron) of this Python environment.
 SCRIPTS = Path(sys.executable).parent
@@ -62,3 +62,49 @@ def reinstalled() -> Iterator[None]:
         yield
     finally:
         patches.install()
+
+
+@contextlib.contextmanager
+def without(patch_id: str) -> Iterator[None]:
+    """Revert one patch of the process's for the duration of the block, then install them all again."""
+    from hf_neuron import patches
+
+    current = patches.installation()
+    assert current is not None, "the patches are not installed"
+    current.finder.registry.revert([patch_id])
+    try:
+        yield
+    finally:
+        current.revert()
+        patches.install()
+
+
+def sliding_window_decoding(steps: int = 6) -> tuple[int, int, list[float]]:
+    """Compiled decoding of one static sliding-window cache layer on neuron (window 4, a 3-token prompt, ``steps``
+    decoding steps that fill and roll it): each step's mask sizes, padding mask, update and length in one function,
+    compiled as transformers compiles decoding on neuron. The graphs Dynamo compiled, its graph breaks, and what each
+    step computed (the same with the patches or without)."""
+    import torch
+    from transformers import masking_utils
+    from transformers.cache_utils import StaticSlidingWindowLayer
+
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters
+    counters.clear()
+    generator = torch.Generator().manual_seed(0)
+    states = torch.randn(steps + 3, 1, 2, 1, 8, generator=generator).to("neuron")
+    layer = StaticSlidingWindowLayer(max_cache_len=3 + steps, sliding_window=4)
+    layer.update(states[:3].squeeze(3).permute(1, 2, 0, 3), states[:3].squeeze(3).permute(1, 2, 0, 3))  # the prompt
+    mask = torch.ones(1, 3 + steps, dtype=torch.bool, device="neuron")
+    mask[0, 0] = False  # a padded first token, which the window leaves behind
+
+    @torch.compile(backend="neuron", dynamic=False)  # as transformers compiles decoding on neuron
+    def step(key: torch.Tensor) -> torch.Tensor:
+        length, offset = layer.get_mask_sizes(1)
+        padding = masking_utils.prepare_padding_mask(mask, length, offset)
+        keys, values = layer.update(key, key * 2)
+        visible = padding[:, torch.arange(length, device=key.device) + offset]
+        return (keys.sum(dim=(0, 1, 3)) * visible).sum() + values.sum() + layer.get_seq_length()
+
+    results = [float(step(states[3 + index])) for index in range(steps)]
+    return int(counters["stats"]["unique_graphs"]), sum(counters["graph_break"].values()), results

@@ -66,3 +66,16 @@ def test_a_case_that_compiles_afresh_keeps_its_compile_seconds(observer: Observe
     facts = observer.finish().compile
     assert facts is not None and facts["seconds"] is not None
     assert facts["seconds"] >= 0.5, "both compilations, the one before the reset included"
+
+
+def _data_dependent(x: torch.Tensor) -> torch.Tensor:
+    return x.nonzero().sum() + x.sum()
+
+
+def test_a_graph_break_is_named_with_the_operator_behind_it(observer: Observer) -> None:
+    """What the architecture's page says of a break that stays: its kind and the operator Dynamo names."""
+    torch.compile(_data_dependent, backend="neuron")(torch.ones(3, device="neuron"))
+    facts = observer.finish().compile
+    assert facts is not None and facts["graph_breaks"] == 1
+    assert facts["break_reasons"] == ["Dynamic shape operator: Operator `aten.nonzero.default`'s output shape depends "
+                                      "on input Tensor data."]

@@ -146,3 +146,20 @@ def test_a_slice_that_fails_on_neuron_only_under_the_trainium_profile(tmp_path: 
         outcomes[profile] = (result.returncode, found["verdicts"], failure and failure["failure_class"])
     assert outcomes == {"trainium": (EXIT_FAILURES, {"compile": "fails-on-neuron"}, "compile"),
                         "cpu-parity": (EXIT_OK, {"compile": "passed"}, None)}
+
+
+@pytest.mark.slow
+def test_a_slices_compiled_decoding_is_held_to_its_graph_budget(tmp_path: Path) -> None:
+    """The checkpoint lane's graphs per generation: the slice's ``generate`` holds its compiled decoding to the graph
+    budget the tiny models' ``generate_compiled`` does."""
+    from hf_neuron.report.load import load_records
+    from hf_neuron.vocabulary.records import GRAPH_BUDGET, GRAPHS_PER_GENERATION
+
+    results = tmp_path / "results"
+    status = check(str(_folder(tmp_path, SMALL)), seq=512, batch=1, lora_rank=8, layers=2, max_gb=None,
+                   plan_only=False, as_json=True, scenarios=["generate"], profile="trainium", timeout=600,
+                   results=results)
+    assert status == EXIT_OK
+    (record,) = [r for r in load_records([results]).records if r["scenario"] == "generate"]
+    budget = {leg["name"]: leg for leg in record["legs"]}[GRAPH_BUDGET]
+    assert budget["outcome"] == "passed" and budget["details"][GRAPHS_PER_GENERATION] == {"6": 1, "10": 1}, budget

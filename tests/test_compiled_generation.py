@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import torch
-from _helpers_patches import reinstalled
+from _helpers_patches import reinstalled, sliding_window_decoding, without
 
 NEW_TOKENS = 4
 
@@ -33,6 +33,7 @@ def test_a_compile_config_without_a_backend_compiles_with_the_neuron_backend(tin
     from transformers import CompileConfig
 
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()  # what tests before it compiled in this process (reset keeps the counters)
     on_neuron, on_cpu = _models(tiny_llama)
     tokens = _generate(on_neuron, CompileConfig())
     assert torch.equal(tokens.cpu(), _generate(on_cpu, None))
@@ -93,3 +94,51 @@ def test_the_unchosen_backend_is_inductor_everywhere_but_on_neuron(tiny_llama: P
     _, on_cpu = _models(tiny_llama)
     on_cpu.get_compiled_call(config)  # off neuron the user's config is used as given (lazily: nothing compiles)
     assert on_cpu._last_compile_config is config
+
+
+#: The patches that keep a static sliding-window layer's length in a tensor (they apply together), and the one that
+#: takes the tensor offset it gives the mask.
+SLIDING_WINDOW_PATCHES = [*(f"transformers.sliding-window-cache-length-in-tensor-{name}"
+                            for name in ("update", "get-mask-sizes", "get-seq-length")),
+                          "transformers.padding-mask-takes-a-tensor-offset"]
+
+
+def test_a_sliding_window_decodes_in_one_graph_and_computes_what_transformers_does() -> None:
+    graphs, breaks, patched = sliding_window_decoding()
+    assert (graphs, breaks) == (1, 0), "one graph for six steps that fill the window and roll it"
+    with reinstalled():
+        graphs, breaks, original = sliding_window_decoding()
+    assert (graphs, breaks) == (6, 0), "transformers' own layer: a graph a step (Dynamo guards on its int length)"
+    assert patched == original
+
+
+@pytest.mark.parametrize("patch_id", SLIDING_WINDOW_PATCHES)
+def test_each_sliding_window_patch_turned_off_brings_the_recompiles_back(patch_id: str) -> None:
+    """One of the length patches reverted, the others fall back with it (a layer keeps its length in the tensor only
+    where all three apply): a graph a step again. The mask patch reverted, the tensor offset breaks the graph."""
+    with without(patch_id):
+        graphs, breaks, _ = sliding_window_decoding()
+    if patch_id.startswith("transformers.padding-mask"):
+        assert breaks >= 1, (graphs, breaks)
+    else:
+        assert (graphs, breaks) == (6, 0)
+
+
+def test_gemma2_decodes_in_one_graph_and_over_budget_without_the_patch(tmp_path: Path) -> None:
+    """The matrix's graph budget on a sliding-window decoder (its window of 16 filled: a 12-token prompt, 6 and 10
+    new tokens): one graph each with the patches; one a token (capped by Dynamo's recompile limit) without."""
+    from hf_neuron.matrix.case.observe import watch_torch_compile
+    from hf_neuron.matrix.scenarios.contract import CaseContext
+    from hf_neuron.matrix.scenarios.registry import load_scenarios
+    from hf_neuron.tiny.transformers.checkpoint import materialize
+
+    watch_torch_compile()
+    scenario = load_scenarios()["generate_compiled"]
+    ctx = CaseContext("gemma2", "decoder", "generate_compiled", "neuron", materialize("gemma2", tmp_path / "gemma2"))
+    result = scenario(ctx)
+    assert result.outcome == "passed", result.message
+    assert result.legs[1]["details"]["graphs_per_generation"] == {"6": 1, "10": 1}, result.legs
+    with without(SLIDING_WINDOW_PATCHES[0]):
+        result = scenario(ctx)
+    assert result.outcome == "failed" and "recompiles as it decodes" in (result.message or ""), result.message
+    assert "cumulative_length_int ==" in result.legs[1]["details"]["recompile_reasons"][0], result.legs

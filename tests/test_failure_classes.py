@@ -54,6 +54,8 @@ from hf_neuron.vocabulary.failures import FAILURE_CLASSES, RULES, classify, fail
          "  Pointwise(\n      'neuron',", "needs-inductor"),
         ("torch._dynamo.exc.BackendCompilerFailed: backend='neuron' raised:\nNeuronCompilerRejectionError: the "
          "Neuron compiler rejects integer scatter-with-compute (aten.scatter_add on torch.int64)", "compile"),
+        ("CheckFailed: compiled decoding recompiles as it decodes: 5 graphs for 6 new tokens, 8 for 10 "
+         "(7 recompilations: 0/0: kwargs['cache'].layers[0].cumulative_length_int == 12)", "compile"),
     ],
 )
 def test_rules(text: str, expected: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hf_neuron.matrix.case.observe import watch_torch_compile
 from hf_neuron.matrix.scenarios import text, text_models
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
@@ -408,13 +409,50 @@ def test_the_variants_on_neuron(tiny_llama: Path) -> None:
         SCENARIOS["flex_attention"](ctx)
     compiled = SCENARIOS["generate_compiled"](ctx)  # CompileConfig() compiles with the device's backend
     assert compiled.outcome == "passed" and compiled.parity["value"] < 1e-6, compiled.message
-    assert [(leg["name"], (leg["details"] or {}).get("graphs")) for leg in compiled.legs] == [("compiled decoding", 1)]
+    assert [(leg["name"], (leg["details"] or {}).get("graphs")) for leg in compiled.legs] == [("compiled decoding", 1),
+                                                                                             ("graph budget", None)]
+    budget = compiled.legs[1]["details"] or {}  # 5 and 9 decoding steps after the prompt's: one graph each
+    assert budget["graphs_per_generation"] == {str(NEW_TOKENS): 1, str(text.BUDGET_TOKENS): 1}, budget
+    assert budget["recompiles"] == 0 and budget["recompile_reasons"] == [], budget
     rerun = SCENARIOS["generate_compiled"](ctx.on("cpu"))  # a neuron case's CPU re-run compiles as the device does
     assert rerun.outcome == "passed", rerun.message
     on_cpu = SCENARIOS["generate_compiled"](CaseContext("llama", "decoder", "generate_compiled", "cpu", tiny_llama))
     assert on_cpu.outcome == "skipped" and "without compiling anything" in (on_cpu.message or ""), on_cpu.message
     not_moe = SCENARIOS["train_aux_loss"](ctx)
     assert not_moe.outcome == "skipped" and "not a mixture of experts" in (not_moe.message or "")
+
+
+def test_the_graph_budget_fails_a_decoding_that_recompiles_every_token(tiny_llama: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input that breaks the budget: a Python int that every decoding step reads and changes (what
+    StaticSlidingWindowLayer's ``cumulative_length_int`` is), which Dynamo guards on, so each token compiles a graph;
+    the tokens still agree with the CPU's."""
+    original = text_models.load_model
+
+    def counting_steps(ctx: CaseContext, device: str, **kwargs: object) -> object:
+        model = original(ctx, device, **kwargs)
+        norm = model.model.norm
+
+        class CountingNorm(type(norm)):  # type: ignore[misc]
+            def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+                self.seen += 1
+                return super().forward(hidden)
+
+        norm.seen, norm.__class__ = 0, CountingNorm
+        return model
+
+    monkeypatch.setattr(text, "load_model", counting_steps)
+    watch_torch_compile()  # Dynamo's recompilation messages, as a matrix worker collects them
+    result = SCENARIOS["generate_compiled"](CaseContext("llama", "decoder", "generate_compiled", "neuron", tiny_llama))
+    compiled, budget = result.legs
+    assert compiled["outcome"] == "passed" and compiled["details"]["graphs"] == NEW_TOKENS - 1, compiled
+    assert result.outcome == "failed" and budget["outcome"] == "failed", result
+    longer = budget["details"]["graphs_per_generation"][str(text.BUDGET_TOKENS)]
+    assert longer > NEW_TOKENS - 1 and budget["details"]["recompiles"] >= longer - 1, budget
+    assert ".seen ==" in budget["details"]["recompile_reasons"][0], budget  # Dynamo's guard, named
+    assert (result.message or "").startswith(f"compiled decoding recompiles as it decodes: "
+                                             f"{NEW_TOKENS - 1} graphs for {NEW_TOKENS} new tokens, {longer} for "
+                                             f"{text.BUDGET_TOKENS}"), result.message
 
 
 def test_the_language_model_hooks_are_logits_greedy_tokens_and_the_prompt_as_labels(tiny_llama: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from _helpers_patches import fake_distribution, reinstalled, run
+from _helpers_patches import fake_distribution, reinstalled, run, sliding_window_decoding
 
 from hf_neuron.patches import default_registry, installation
 from hf_neuron.patches.bindings import modules_in
@@ -241,6 +241,27 @@ def _glm5_topk_mask(model: Path, tmp: Path) -> Any:
     return _error(lambda: build(topk).cpu().tolist())
 
 
+def _sliding_window(model: Path, tmp: Path) -> Any:
+    return sliding_window_decoding()[:2]
+
+
+def _tensor_check_in_a_graph(model: Path, tmp: Path) -> Any:
+    """Whether a compiled function that checks a tensor condition as LLaVA's forward does (its module's own binding
+    of ``torch_compilable_check``) breaks its graph."""
+    from transformers.models.llava import modeling_llava
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+
+    @torch.compile(backend="neuron", dynamic=False)
+    def checked(x: torch.Tensor) -> torch.Tensor:
+        modeling_llava.torch_compilable_check(x.sum() == x.numel(), "image tokens and features do not match")
+        return x * 2
+
+    checked(torch.ones(3, device="neuron"))
+    return sum(torch._dynamo.utils.counters["graph_break"].values()) > 0
+
+
 def _peft(model: Path, tmp: Path) -> Any:
     from peft.utils import infer_device
 
@@ -348,6 +369,11 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.vibevoice-negative-branch-uses-device-backend": (_vibevoice_negative_branch, "neuron", "inductor"),
     "transformers.glm5-next-topk-mask-compiles-on-neuron": (_glm5_topk_mask, [[[[True, False, True, False]]]],
                                                             "BackendCompilerFailed"),
+    **dict.fromkeys([f"transformers.sliding-window-cache-length-in-tensor-{name}"
+                     for name in ("update", "get-mask-sizes", "get-seq-length")]
+                    + ["transformers.padding-mask-takes-a-tensor-offset"],
+                    (_sliding_window, (1, 0), (6, 0))),  # graphs and breaks of 6 decoding steps: one, or one a step
+    "transformers.tensor-checks-stay-out-of-neuron-graphs": (_tensor_check_in_a_graph, False, True),
     "transformers.git-text-only-training-loss": (_git_text_only_loss, True, "ValueError"),
     "transformers.reformer-axial-positions-in-model-dtype": (_reformer_bfloat16, "torch.bfloat16", "RuntimeError"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),

@@ -411,3 +411,28 @@ def test_the_architecture_table_leaves_out_the_scenarios_only_checkpoints_run() 
     unsaid = [{key: value for key, value in scenario.items() if key != "models"} for scenario in declared]
     older = run_info([{**record, "env": {**record["env"], "scenarios": unsaid}}])
     assert {"backward", "dtype"} <= set(older.scenarios)
+
+
+def test_a_slices_graphs_per_generation_and_breaks_are_columns(tmp_path: Path) -> None:
+    """The checkpoint lane's compile figures: the slice's compiled decoding's graph budget from its ``generate`` case's
+    leg, flagged where it grows (the input that breaks it: Mistral's sliding window, a graph a token), and its
+    ``compile`` case's breaks."""
+    from hf_neuron.vocabulary.records import GRAPH_BUDGET, GRAPHS_PER_GENERATION
+
+    def budget(graphs: dict[str, int]) -> dict[str, Any]:
+        return {"name": GRAPH_BUDGET, "outcome": "passed", "reason": None, "parity": None,
+                "details": {GRAPHS_PER_GENERATION: graphs}}
+
+    grown = {"meta-llama/Llama-3.2-1B::generate": {"6": 1, "10": 1}, "mistralai/Mistral-7B-v0.1::generate":
+             {"6": 5, "10": 8}}
+    records = [{**r, "legs": [*(r["legs"] or []), budget(grown[r["case_id"]])]} if r["case_id"] in grown
+               else {**r, "compile": {**r["compile"], "graph_breaks": 3}} if r["case_id"] == "Qwen/Qwen3-0.6B::compile"
+               else r for r in _lines()]
+    tables = _tables(RECORDS / "run-2", _write(tmp_path, records))
+    assert tables.checkpoints is not None
+    table = tables.checkpoints.table
+    assert table["decoding_graphs"].dropna().to_dict() == {"meta-llama/Llama-3.2-1B": 1,
+                                                           "mistralai/Mistral-7B-v0.1": 8}
+    assert table["bounded_decoding"].dropna().to_dict() == {"meta-llama/Llama-3.2-1B": True,
+                                                            "mistralai/Mistral-7B-v0.1": False}
+    assert table.loc["Qwen/Qwen3-0.6B", "breaks"] == 3

@@ -121,8 +121,9 @@ def test_groups_are_compared_with_the_baseline_like_for_like(site: tuple[Path, B
 def test_trainium_signals_and_harness_gaps(site: tuple[Path, BuildResult]) -> None:
     html = _page(site)
     assert [_by_id(html, i) for i in ("compiled-architectures", "one-graph", "graph-breaks", "decoding-architectures",
-                                      "recompiles", "fallback-architectures", "with-fallbacks", "step-fallbacks")] == [
-        "2", "1", "1", "2", "1", "7", "1", "0"]
+                                      "recompiles", "budget-architectures", "bounded-decoding",
+                                      "fallback-architectures", "with-fallbacks", "step-fallbacks")] == [
+        "2", "1", "1", "2", "1", "0", "0", "7", "1", "0"]  # the fixture's records have no graph budget
     assert "the records do not say which list of operators predicted the fallbacks" in _by_id(html, "signals")
     assert _by_id(html, "gaps") == (
         "Harness gaps to close: 1 untested cases 1 LoRA target modules PEFT refuses (lora-targets)")

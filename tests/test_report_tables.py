@@ -22,6 +22,7 @@ from hf_neuron.report.tables import (
     core_scenarios,
     diff_runs,
     fallback_ops,
+    graphs_per_generation,
     headline,
     matrix_table,
     run_info,
@@ -30,7 +31,7 @@ from hf_neuron.report.tables import (
     variant_scenarios,
 )
 from hf_neuron.vocabulary.failures import failure
-from hf_neuron.vocabulary.records import case_verdict, upgrade
+from hf_neuron.vocabulary.records import GRAPH_BUDGET, GRAPHS_PER_GENERATION, case_verdict, upgrade
 from hf_neuron.vocabulary.scenarios import SCHEMA_2_SCENARIOS
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
@@ -210,6 +211,33 @@ def test_each_signal_is_computed_once_from_the_cases_that_measure_it() -> None:
     assert table.index[table["one_graph"].fillna(False)].tolist() == ["a", "b", "c", "f"], \
         "one graph however its decoding went; not a compile case that failed"
     assert table.index[table["step_fallbacks"].fillna(False)].tolist() == ["a", "b", "g"]
+
+
+def test_graphs_per_generation_and_breaks_are_columns_and_the_bounded_decoders_a_signal() -> None:
+    """The input that breaks the budget's signal: a decoder whose longer generation compiled more graphs (a graph a
+    token) counts as measured but not bounded, and its column says it grows."""
+    def budget(graphs: dict[str, int] | None, outcome: str = "passed") -> list[dict[str, object]]:
+        legs: list[dict[str, object]] = [{"name": "compiled decoding", "outcome": "passed", "reason": None,
+                                          "parity": None, "details": {"graphs": 1}}]
+        if graphs is not None:
+            legs.append({"name": GRAPH_BUDGET, "outcome": outcome, "reason": None, "parity": None,
+                         "details": {GRAPHS_PER_GENERATION: graphs, "recompiles": 0, "recompile_reasons": []}})
+        return legs
+
+    legs = {"a": budget({"6": 1, "10": 1}), "b": budget({"10": 8, "6": 5}, "failed"), "c": budget(None)}
+    records = [{**upgrade(a_record(f"{m}::generate_compiled", schema=2, gap=None, cpu_verdict=None,
+                                   compile=_compiled(1), fallback_ops=None, details=None)), "legs": found}
+               for m, found in legs.items()]
+    records += [upgrade(a_record("a::compile", schema=2, gap=None, cpu_verdict=None, compile=_compiled(3, breaks=2),
+                                 fallback_ops=None, details=None))]
+    cases = case_frame(records)
+    table = matrix_table(cases, baseline=BASELINE, scenarios=FACTS)
+    head = headline(table, BASELINE, backend="reference", scenarios=FACTS, cases=cases)
+    assert (head.bounded_decoding, head.budget_architectures) == (1, 2)
+    assert table["decoding_graphs"].dropna().to_dict() == {"a": 1, "b": 8}  # the longer generation's, in token order
+    assert table["bounded_decoding"].dropna().to_dict() == {"a": True, "b": False}
+    assert table["breaks"].dropna().to_dict() == {"a": 2}
+    assert graphs_per_generation(records[1]["legs"]) == {6: 5, 10: 8}
 
 
 def test_baseline_columns(table: pd.DataFrame) -> None:

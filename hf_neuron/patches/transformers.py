@@ -196,6 +196,110 @@ def _counts_topk_in_float(original: Callable[..., Any]) -> Callable[..., Any]:
     return build_attention_mask_from_topk
 
 
+#: The methods of transformers' ``StaticSlidingWindowLayer`` that keep its length in its ``cumulative_length`` tensor
+#: once patched (``transformers.sliding-window-cache-length-*``): a layer keeps it there only when all three are,
+#: and otherwise decodes as transformers does (one patch reverted, a subclass overriding one of them).
+_TENSOR_LENGTH_METHODS = ("update", "get_mask_sizes", "get_seq_length")
+
+
+def _length_in_tensor(layer: Any) -> bool:
+    """Whether ``layer`` (a ``StaticSlidingWindowLayer`` on neuron) keeps its length in its tensor: every method of
+    :data:`_TENSOR_LENGTH_METHODS` its class resolves is a replacement of ours."""
+    if not layer.is_initialized or layer.device.type != neuron_device.DEVICE:
+        return False
+    return all(getattr(getattr(type(layer), name), "_hf_neuron_tensor_length", False)
+               for name in _TENSOR_LENGTH_METHODS)
+
+
+def _tensor_length(replacement: Callable[..., Any]) -> Callable[..., Any]:
+    replacement._hf_neuron_tensor_length = True  # type: ignore[attr-defined]
+    return replacement
+
+
+def _sync_length_int(layer: Any) -> None:
+    """The layer's Python length as its tensor says (eager code; read in a compiled region it is a graph break)."""
+    layer.cumulative_length_int = int(layer.cumulative_length)
+
+
+def _sliding_update_in_tensor(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def update(self: Any, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        if not _length_in_tensor(self):
+            return original(self, key_states, value_states, *args, **kwargs)
+        if key_states.shape[-2] != 1:  # a prompt or a chunk: transformers' own update, its length kept in the tensor
+            _sync_length_int(self)
+            keys, values = original(self, key_states, value_states, *args, **kwargs)
+            self.cumulative_length.fill_(self.cumulative_length_int)
+            return keys, values
+        import torch
+
+        # One decoding step, transformers' two branches as tensor operations: the window rolls by one once it is full
+        # (cumulative length >= window), and the new states go in its last slot, else in the next free one.
+        full = self.cumulative_length >= self.max_cache_len
+        position = self.cumulative_length.clamp(max=self.max_cache_len - 1).reshape(1)
+        for cached, new in ((self.keys, key_states), (self.values, value_states)):
+            states = torch.where(full, cached.roll(-1, dims=-2), cached)
+            states.index_copy_(2, position, new)
+            cached.copy_(states)  # in place: the cache keeps its static address
+        self.cumulative_length.add_(1)
+        return self.keys, self.values
+
+    return _tensor_length(update)
+
+
+def _sliding_mask_sizes_in_tensor(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def get_mask_sizes(self: Any, query_length: int) -> Any:
+        if not _length_in_tensor(self):
+            return original(self, query_length)
+        if query_length != 1:
+            _sync_length_int(self)
+            return original(self, query_length)
+        # transformers' sizes for one query: the window's length whether full or not, and the position of its first
+        # slot (0 until it is full), as a tensor
+        return self.max_cache_len, (self.cumulative_length - self.max_cache_len + 1).clamp(min=0)
+
+    return _tensor_length(get_mask_sizes)
+
+
+def _sliding_seq_length_in_tensor(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def get_seq_length(self: Any) -> Any:
+        # as StaticLayer.get_seq_length answers: the tensor, which a compiled region reads without a guard
+        return self.cumulative_length if _length_in_tensor(self) else original(self)
+
+    return _tensor_length(get_seq_length)
+
+
+def _pads_for_a_tensor_offset(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def prepare_padding_mask(attention_mask: Any, kv_length: int, kv_offset: Any) -> Any:
+        import torch
+
+        if attention_mask is None or not isinstance(kv_offset, torch.Tensor):
+            return original(attention_mask, kv_length, kv_offset)
+        # the padding a tensor offset may need at most, without asking its value: positions past the 2D mask are
+        # padding (False) either way
+        return torch.nn.functional.pad(attention_mask, (0, kv_length))
+
+    return prepare_padding_mask
+
+
+def _checks_tensors_outside_neuron_graphs(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def torch_compilable_check(cond: Any, msg: Any, error_type: type[Exception] = ValueError) -> None:
+        import torch
+
+        if (isinstance(cond, torch.Tensor) and cond.device.type == neuron_device.DEVICE
+                and torch.compiler.is_compiling()):
+            return  # checked where the model runs eagerly; inside a neuron graph it would be a break and a host read
+        original(cond, msg, error_type)
+
+    return torch_compilable_check
+
+
 def _git_text_only_loss(original: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.signature(original)
 
@@ -383,6 +487,60 @@ PATCHES: list[Patch] = [
         "same mask.",
         replace=_counts_topk_in_float,
         upstream_fix="Count in the query's float dtype, or scatter booleans, in `build_attention_mask_from_topk()`.",
+    ),
+    *(Patch(
+        id=f"transformers.sliding-window-cache-length-in-tensor-{name.replace('_', '-')}",
+        library="transformers",
+        module="transformers.cache_utils",
+        attribute=f"StaticSlidingWindowLayer.{name}",
+        versions=VERSIONS,
+        reason="transformers/cache_utils.py `StaticSlidingWindowLayer` (a static cache's sliding-window layers: "
+        "Gemma 2, Cohere 2, GPT-OSS, Mistral-style windows) keeps its length in a Python int, "
+        "`cumulative_length_int`, that `update()` and `get_mask_sizes()` branch on and `get_seq_length()` returns. "
+        "Dynamo guards on its value, so compiled decoding compiles a new graph at every token (on Trainium, a Neuron "
+        "compiler run a token, until Dynamo's recompile limit sends the rest of the decoding to eager). On neuron the "
+        "three replacements keep the length in the layer's `cumulative_length` tensor: one decoding step writes its "
+        "states with tensor operations (the window rolls once full, as `update()` does), the mask's offset is a "
+        "tensor and `get_seq_length()` returns the tensor, as `StaticLayer`'s does; a step of more than one token "
+        "(the prompt) is transformers' own. Each applies only where all three do (`_length_in_tensor`), so reverting "
+        "one reverts the behaviour: the same tokens and scores, exactly.",
+        replace=replace,
+        upstream_fix="`StaticSlidingWindowLayer` keeping its length in its `cumulative_length` tensor and deciding "
+        "the window's roll with tensor operations (asked in huggingface/transformers#44609; tenstorrent/tt-xla#3688 "
+        "patches the same layer for its compiled decoding).",
+    ) for name, replace in (("update", _sliding_update_in_tensor), ("get_mask_sizes", _sliding_mask_sizes_in_tensor),
+                            ("get_seq_length", _sliding_seq_length_in_tensor))),
+    Patch(
+        id="transformers.padding-mask-takes-a-tensor-offset",
+        library="transformers",
+        module="transformers.masking_utils",
+        attribute="prepare_padding_mask",
+        versions=VERSIONS,
+        reason="transformers/masking_utils.py `prepare_padding_mask()` pads the 2D mask when `kv_length + kv_offset` "
+        "exceeds it, asking the offset's value: with the tensor offset a sliding-window layer gives once its length "
+        "is a tensor (`transformers.sliding-window-cache-length-in-tensor-*`), a compiled region breaks its graph "
+        "there. For a tensor offset the replacement pads by `kv_length`, the most it can need, without asking: "
+        "the positions past the mask are padding either way. An int offset is the original's.",
+        replace=_pads_for_a_tensor_offset,
+        upstream_fix="`prepare_padding_mask()` padding to a static bound when `kv_offset` is a tensor.",
+    ),
+    Patch(
+        id="transformers.tensor-checks-stay-out-of-neuron-graphs",
+        library="transformers",
+        module="transformers.utils.import_utils",
+        attribute="torch_compilable_check",
+        versions=VERSIONS,
+        reason="transformers/utils/import_utils.py `torch_compilable_check()` checks a tensor condition inside a "
+        "compiled region with `torch._check_tensor_all()`, which reads the tensor on the host (`Tensor.item()`): "
+        "Dynamo breaks the graph there unless scalar outputs are captured. Vision-language models check that their "
+        "image tokens match their image features this way in every forward (LLaVA, Aya Vision, PaliGemma, Mistral "
+        "3...), so `torch.compile` splits each forward in two device programs with a round trip to the host between "
+        "them. On neuron, inside a compiled region, the replacement leaves a tensor condition unchecked (what "
+        "transformers' own `TRANSFORMERS_DISABLE_TORCH_CHECK=1` does everywhere); the check still runs where the "
+        "model runs eagerly, and a Python condition is the original's.",
+        replace=_checks_tensors_outside_neuron_graphs,
+        upstream_fix="`torch_compilable_check()` skipping tensor conditions while tracing for a backend that cannot "
+        "capture scalar outputs (or a switch for it beside `TRANSFORMERS_DISABLE_TORCH_CHECK`).",
     ),
     Patch(
         id="transformers.git-text-only-training-loss",

@@ -22,10 +22,10 @@ import pandas as pd
 
 from hf_neuron.compat.ranking import Ranking
 from hf_neuron.report.status import FAILING, arch_verdict, scenario_order
-from hf_neuron.report.tables import case_frame, frame_rows, scenarios_of, variant_scenarios
+from hf_neuron.report.tables import case_frame, decoding_budgets, frame_rows, scenarios_of, variant_scenarios
 from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, NOT_RUN
 from hf_neuron.vocabulary.records import CheckpointFacts, Record
-from hf_neuron.vocabulary.scenarios import ModelSource
+from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, ModelSource
 
 __all__ = ["COST_FAMILIES", "DTYPE_SCENARIO", "PASSING", "TABLE_FAMILY", "CheckpointFigures", "CheckpointView",
            "Disagreement", "checkpoint_figures", "checkpoint_scenarios", "checkpoint_table", "checkpoint_view"]
@@ -48,9 +48,10 @@ _COST_COLUMNS = [f"estimated_{figure}_{family}" for family in COST_FAMILIES
                  for figure in ("decode_tokens_per_s", "usd_per_million_output_tokens")]
 _TRAIL_COLUMNS = ["stated_dtype", "counted_dtype", "parameters", "active_parameters", "memory_inference",
                   "cores_inference", "cores_full_fine_tune", *_COST_COLUMNS, "quantization_method",
-                  "quantization_verdict", "slice_layers", "slice_reductions", "duration_s", "peak_memory_bytes"]
+                  "quantization_verdict", "slice_layers", "slice_reductions", "duration_s", "peak_memory_bytes",
+                  "breaks", "decoding_graphs", "bounded_decoding"]
 _INTEGERS = ("rank", "parameters", "active_parameters", "memory_inference", "cores_inference", "cores_full_fine_tune",
-             "slice_layers", "peak_memory_bytes")
+             "slice_layers", "peak_memory_bytes", "breaks", "decoding_graphs")
 #: Verdicts that can be compared, best first (an untested verdict says nothing either way).
 _COMPARED = tuple(verdict for verdict in ARCH_VERDICTS if verdict != "untested")
 
@@ -100,11 +101,14 @@ def checkpoint_table(cases: pd.DataFrame, *, tiny_verdicts: Mapping[str, str] | 
     :data:`TABLE_FAMILY` NeuronCores for inference and for full fine-tuning, the estimated decode tokens a second and
     US dollars a million output tokens of each of :data:`COST_FAMILIES` (``estimated_<figure>_<family>``; None where
     the records have no estimate or the family no price), its quantization's method and verdict, the
-    slice's layers and what was cut to fit the budget, and its cases' time (summed) and peak memory (the largest).
+    slice's layers and what was cut to fit the budget, and its cases' time (summed) and peak memory (the largest);
+    what the slice compiled: the ``compile`` case's graph ``breaks`` and its compiled decoding's graph budget (the
+    graphs of its longest generation, ``decoding_graphs``, and whether they did not grow, ``bounded_decoding``).
     Rows by rank (unranked last), then id (case aside)."""
     columns = checkpoint_scenarios(cases)
     variants = variant_scenarios(scenarios_of(cases))
     rows = []
+    budgets = decoding_budgets(cases, by="checkpoint")
     for checkpoint, mine in cases.groupby("checkpoint", sort=True):
         statuses = dict.fromkeys(columns, NOT_RUN) | dict(zip(mine["scenario"], mine["status"], strict=True))
         facts = _facts(list(mine["checkpoint_facts"]))
@@ -132,6 +136,9 @@ def checkpoint_table(cases: pd.DataFrame, *, tiny_verdicts: Mapping[str, str] | 
             "quantization_method": quantized.get("method"), "quantization_verdict": quantized.get("verdict"),
             "duration_s": round(float(mine["duration_s"].sum()), 3),
             "peak_memory_bytes": mine["peak_memory_bytes"].max(),
+            "breaks": mine.loc[mine["scenario"] == COMPILE_SCENARIO, "compile_breaks"].max(),
+            "decoding_graphs": budgets[checkpoint][0] if checkpoint in budgets else None,
+            "bounded_decoding": budgets[checkpoint][1] if checkpoint in budgets else None,
         })
     table = pd.DataFrame(rows, columns=["checkpoint", *_LEAD_COLUMNS, *columns, *_TRAIL_COLUMNS])
     for column in _INTEGERS:

@@ -127,6 +127,11 @@ def _signals(tables: RunTables) -> list[str]:
             f"pass in one graph and {head.graph_breaks:,} have graph breaks.",
             f"Of the {head.decoding_architectures:,} architectures whose decoding compiled, "
             f"{head.decoding_recompiles:,} recompile while decoding.",
+            f"Of the {head.budget_architectures:,} architectures whose compiled decoding's graphs were counted for two "
+            f"lengths (`generate_compiled`'s graph budget), {head.bounded_decoding:,} decode in a bounded number of "
+            "graphs (no more for more new tokens)." if head.budget_architectures else
+            "No record of this run has `generate_compiled`'s graph budget (compiled decoding's graphs counted for two "
+            "lengths): whether decoding compiles a bounded number of graphs was not measured.",
             f"Of the {head.fallback_architectures:,} architectures whose operators were logged, "
             f"{head.with_fallbacks:,} run operators expected to fall back to the CPU on Trainium, "
             f"{head.step_fallbacks:,} of them in a training or decoding step."]

@@ -32,6 +32,7 @@ from hf_neuron.report.tables import (
     RunInfo,
     ScenarioFallback,
     frame_rows,
+    graphs_per_generation,
     scenario_columns,
 )
 from hf_neuron.report.upstream import UpstreamView
@@ -163,7 +164,8 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        size=_size, percent=_percent, utc=_utc, trim_traceback=trim_traceback, count=_count
+        size=_size, percent=_percent, utc=_utc, trim_traceback=trim_traceback, count=_count,
+        graphs_per_generation=graphs_per_generation,
     )
     env.globals.update(
         LABELS=LABELS,

@@ -24,7 +24,15 @@ from hf_neuron.report.status import FAILING, Plan, arch_verdict, cell_status, ru
 from hf_neuron.vocabulary.backends import BackendKind
 from hf_neuron.vocabulary.groups import GROUPS
 from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, MISSING, NOT_RUN
-from hf_neuron.vocabulary.records import DEVICE_STEPS, Record, case_verdict, parse_time, scenario_facts
+from hf_neuron.vocabulary.records import (
+    DEVICE_STEPS,
+    GRAPH_BUDGET,
+    GRAPHS_PER_GENERATION,
+    Record,
+    case_verdict,
+    parse_time,
+    scenario_facts,
+)
 from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, SCHEMA_2_SCENARIOS, ScenarioFacts, decodes
 
 __all__ = [
@@ -42,9 +50,11 @@ __all__ = [
     "case_statuses",
     "core_scenarios",
     "counted_core",
+    "decoding_budgets",
     "diff_runs",
     "fallback_ops",
     "frame_rows",
+    "graphs_per_generation",
     "headline",
     "lane",
     "library_bugs_of",
@@ -63,7 +73,8 @@ Statuses = Mapping[str, Mapping[str, str]]
 
 #: Columns of :func:`matrix_table` before and after the scenario columns.
 _LEAD_COLUMNS = ["rank", "top", "group", "has_records", "verdict", "runs_unmodified", "trainium", "compiled",
-                 "fullgraph", "one_graph", "graph_breaks", "decoding_recompiles", "fallbacks", "step_fallbacks"]
+                 "fullgraph", "one_graph", "graph_breaks", "breaks", "decoding_recompiles", "decoding_graphs",
+                 "bounded_decoding", "fallbacks", "step_fallbacks"]
 _TRAIL_COLUMNS = ["baseline_inference", "baseline_training", "changed"]
 #: The lanes of a report, the primary one first: the reference device's table, the real backend's column beside it.
 _LANE_ORDER: tuple[BackendKind, ...] = ("reference", "real")
@@ -145,6 +156,10 @@ class Headline:
     #: architectures whose decoding recompiled, of those whose decoding cases compiled
     decoding_recompiles: int = 0
     decoding_architectures: int = 0
+    #: architectures whose compiled decoding kept to its graph budget (no more graphs for more tokens), of those
+    #: whose budget was measured (a ``graph budget`` leg with its graphs per generation)
+    bounded_decoding: int = 0
+    budget_architectures: int = 0
     #: architectures that ran an operator expected to fall back to the CPU on Trainium; whose training or decoding
     #: step ran one; of those whose fallbacks were measured
     with_fallbacks: int = 0
@@ -397,13 +412,43 @@ def diff_runs(previous: Statuses, current: Statuses, order: Sequence[str] = (), 
 class _Compiled:
     """What one architecture's cases compiled: the ``compile`` case's graphs and breaks as the table shows them
     (``text``), whether that case passed with no graph break (``fullgraph``) and in one graph (``one_graph``), whether
-    it had graph breaks, and whether a decoding case recompiled (``decoding_recompiles``). None: no such case."""
+    it had graph breaks and how many (``breaks``), whether a decoding case recompiled (``decoding_recompiles``), and
+    its compiled decoding's graph budget: the graphs its longest generation compiled (``decoding_graphs``) and
+    whether they did not grow with the tokens (``bounded_decoding``). None: no such case."""
 
     text: str | None = None
     fullgraph: bool | None = None
     one_graph: bool | None = None
     graph_breaks: bool | None = None
+    breaks: int | None = None
     decoding_recompiles: bool | None = None
+    decoding_graphs: int | None = None
+    bounded_decoding: bool | None = None
+
+
+def graphs_per_generation(legs: Any) -> dict[int, int] | None:
+    """The graphs each generation of a case's graph budget compiled, by its new tokens (ascending), from its
+    :data:`~hf_neuron.vocabulary.records.GRAPH_BUDGET` leg; None where the case has no measured budget."""
+    for leg in legs if isinstance(legs, list) else ():
+        found = (leg.get("details") or {}).get(GRAPHS_PER_GENERATION) if leg.get("name") == GRAPH_BUDGET else None
+        if found:
+            return {int(tokens): int(graphs) for tokens, graphs in sorted(found.items(), key=lambda item: int(item[0]))}
+    return None
+
+
+def decoding_budgets(cases: pd.DataFrame, by: str = "model_type") -> dict[str, tuple[int, bool]]:
+    """Per architecture (or another column of ``cases``: ``by``) with a measured graph budget, the graphs its longest
+    generation compiled (the most of its cases) and whether every case's graphs stayed the same or fewer for more
+    tokens."""
+    found: dict[str, tuple[int, bool]] = {}
+    for key, legs in cases[[by, "legs"]].itertuples(index=False):
+        graphs = graphs_per_generation(legs)
+        if graphs is None:
+            continue
+        counts = list(graphs.values())
+        most, bounded = found.get(key, (0, True))
+        found[key] = max(most, counts[-1]), bounded and counts[-1] <= counts[0]
+    return found
 
 
 def _compile_summary(cases: pd.DataFrame) -> dict[str, _Compiled]:
@@ -421,7 +466,11 @@ def _compile_summary(cases: pd.DataFrame) -> dict[str, _Compiled]:
         plural = "" if (breaks if broken else graphs) == 1 else "s"
         text = f"{breaks} break{plural}" if broken else f"{graphs} graph{plural}"
         fullgraph = bool(row.status == "passed" and not broken)
-        summary[row.model_type] = _Compiled(text, fullgraph, fullgraph and graphs == 1, broken)
+        summary[row.model_type] = _Compiled(text, fullgraph, fullgraph and graphs == 1, broken,
+                                            0 if pd.isna(breaks) else int(breaks))
+    for model_type, (graphs, bounded) in decoding_budgets(cases).items():
+        summary[model_type] = dataclasses.replace(summary.get(model_type, _Compiled()), decoding_graphs=graphs,
+                                                  bounded_decoding=bounded)
     for model_type, again in recompiled.items():
         found = summary.get(model_type, _Compiled())
         shown: str | None = found.text
@@ -572,9 +621,11 @@ def matrix_table(
     table["trainium"] = [trainium.verdicts.get(m, NOT_RUN) if trainium else None for m in table.index]
     compiled = _compile_summary(cases)
     table["compiled"] = [compiled.get(m, _Compiled()).text for m in table.index]
-    for column in ("fullgraph", "one_graph", "graph_breaks", "decoding_recompiles"):
+    for column in ("fullgraph", "one_graph", "graph_breaks", "decoding_recompiles", "bounded_decoding"):
         table[column] = pd.array([getattr(compiled.get(m, _Compiled()), column) for m in table.index],
                                  dtype="boolean")
+    for column in ("breaks", "decoding_graphs"):
+        table[column] = pd.array([getattr(compiled.get(m, _Compiled()), column) for m in table.index], dtype="Int64")
     fallbacks = _fallbacks(cases)
     table["fallbacks"] = pd.array([None if fallbacks.get(m) is None else len(fallbacks[m])  # type: ignore[arg-type]
                                    for m in table.index], dtype="Int64")
@@ -651,6 +702,8 @@ def headline(table: pd.DataFrame, baseline: Baseline, *, backend: str, scenarios
         compiled_architectures=measured("graph_breaks"),
         decoding_recompiles=count("decoding_recompiles"),
         decoding_architectures=measured("decoding_recompiles"),
+        bounded_decoding=count("bounded_decoding"),
+        budget_architectures=measured("bounded_decoding"),
         with_fallbacks=int((run["fallbacks"].fillna(0) > 0).sum()),
         step_fallbacks=count("step_fallbacks"),
         fallback_architectures=measured("fallbacks"),

@@ -126,9 +126,10 @@ RULES: tuple[Rule, ...] = (
           "Inductor\", Inductor's name the device."),
     _rule("compile",
           r"torch\._dynamo|torch\._inductor|\bBackendCompilerFailed\b|\bInternalTorchDynamoError\b"
-          r"|^\S*Unsupported: |Invalid backend|graph break",
+          r"|^\S*Unsupported: |Invalid backend|graph break|recompiles as it decodes",
           "torch.compile failures: dynamo's exception types, an unregistered backend (\"Invalid backend: 'neuron'\"), "
-          "graph breaks under fullgraph=True."),
+          "graph breaks under fullgraph=True, compiled decoding over its graph budget (\"recompiles as it "
+          "decodes\": its graphs grow with the tokens)."),
     _rule("unsupported-dtype",
           r"not implemented for '(?:BFloat16|Half|Float8\w*|Double|ComplexFloat|ComplexDouble|Long|Int|Bool|Byte)'"
           r"|[Uu]nsupported (?:scalar type|dtype|data type)|[Gg]ot unsupported ScalarType|dtype \S+ is not supported"

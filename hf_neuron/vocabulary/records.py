@@ -61,6 +61,8 @@ __all__ = [
     "CPU_ISA",
     "DEVICE_STEPS",
     "FLOAT32_REFERENCE",
+    "GRAPHS_PER_GENERATION",
+    "GRAPH_BUDGET",
     "READABLE_SCHEMAS",
     "ROUNDING_NOISE",
     "SCHEMA_VERSION",
@@ -96,6 +98,10 @@ SCHEMA_VERSION = 6
 #: The key of a record's ``details`` (and a leg's) that says how many steps the case ran on the device: optimizer
 #: steps of a training scenario, tokens decoded of a decoding one. The report divides fallback calls by it.
 DEVICE_STEPS = "device_steps"
+#: The leg of a compiled-decoding case that holds its decoding to a graph budget (the same graphs for more tokens), and
+#: the key of its ``details`` that gives the graphs each generation compiled, by its new tokens (``{"6": 1, "10": 1}``).
+GRAPH_BUDGET = "graph budget"
+GRAPHS_PER_GENERATION = "graphs_per_generation"
 #: The key of a record's ``details`` that holds the rounding noise a float32 comparison was judged against
 #: (:mod:`hf_neuron.matrix.scenarios.rounding`): the largest, of which tensor, over how many draws, and its multiple.
 ROUNDING_NOISE = "rounding_noise"

@@ -7,9 +7,10 @@ compiled nothing, and observing it costs nothing.
 
 - **Compile facts** (every case that compiled): the backends ``torch.compile`` was asked for (recorded by a wrapper
   around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls), the
-  graphs Dynamo compiled, its graph breaks with their first reasons, its recompilations with theirs (from Dynamo's
-  ``recompiles`` log), and the seconds it spent compiling (Dynamo's own timer). On a neuron device the backend must
-  be ``neuron``: :func:`wrong_backend` says when it was not, and the case fails for it, never silently substituted.
+  graphs Dynamo compiled, its graph breaks with their first reasons (what Dynamo's explanation names: the operator),
+  its recompilations with theirs (from Dynamo's ``recompiles`` log), and the seconds it spent compiling (Dynamo's
+  own timer). On a neuron device the backend must be ``neuron``: :func:`wrong_backend` says when it was not, and the
+  case fails for it, never silently substituted.
   A scenario's reference computation on the CPU that might compile runs inside :func:`not_the_device`, so that its
   backend, graphs and compile seconds are not counted as the device's.
 - **Fallback operators**: ``get_fallback_ops()`` counted over the case. On the reference device, from its op log: the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -34,8 +36,8 @@ from hf_neuron import backends, settings
 from hf_neuron.matrix.case.verdict import Observations
 from hf_neuron.vocabulary.records import CompileFacts
 
-__all__ = ["BACKEND_FOR_NEURON", "Observer", "compile_seconds", "device_graphs", "fresh_dynamo", "not_the_device",
-           "watch_torch_compile", "wrong_backend"]
+__all__ = ["BACKEND_FOR_NEURON", "CompileMark", "Observer", "compile_mark", "compile_seconds", "compiled_since",
+           "device_graphs", "fresh_dynamo", "not_the_device", "watch_torch_compile", "wrong_backend"]
 
 #: The ``torch.compile`` backend a case on a neuron device must use.
 BACKEND_FOR_NEURON = "neuron"
@@ -114,6 +116,18 @@ def _first_lines(reasons: Any) -> list[str]:
     return list(dict.fromkeys(lines))[:_REASONS]
 
 
+def _break_reasons(breaks: Any) -> list[str]:
+    """The first reasons of Dynamo's graph ``breaks``, each its first line and what its ``Explanation:`` line names
+    (the operator or call behind a "Dynamic shape operator" or a "Data dependent operator")."""
+    reasons = []
+    for reason in breaks:
+        lines = [line.strip() for line in str(reason).strip().splitlines()]
+        explained = next((line.removeprefix("Explanation:").strip() for line in lines[1:]
+                          if line.startswith("Explanation:")), "")
+        reasons.append(f"{lines[0]}: {explained}" if explained else lines[0] if lines else "")
+    return _first_lines(reasons)
+
+
 def _dynamo_counters() -> Any:
     dynamo_utils = sys.modules.get("torch._dynamo.utils")
     return None if dynamo_utils is None else dynamo_utils.counters
@@ -151,21 +165,52 @@ def device_graphs() -> int:
     return 0 if counters is None else int(counters["stats"]["unique_graphs"])
 
 
+@dataclasses.dataclass(frozen=True)
+class CompileMark:
+    """Where the device's compile facts stood at one moment of a case (:func:`compile_mark`)."""
+
+    graphs: int
+    recompiles: int
+    seconds: float | None
+    #: the seconds :func:`not_the_device` left out so far
+    not_the_device_s: float
+
+
+def compile_mark() -> CompileMark:
+    """The device's graphs, recompilations and compile seconds so far in this case: :func:`compiled_since` says what
+    a part of a scenario compiled after it."""
+    return CompileMark(device_graphs(), len(_recompiles), compile_seconds(), sum(_not_the_device_s))
+
+
+def compiled_since(mark: CompileMark) -> dict[str, Any]:
+    """What the device compiled since ``mark``, as a scenario's facts: ``graphs``, ``recompiles``, the first
+    ``recompile_reasons`` (Dynamo's guard that failed) and the ``compile_seconds`` (None: Dynamo keeps no timer)."""
+    now = compile_seconds()
+    left_out = sum(_not_the_device_s) - mark.not_the_device_s
+    return {"graphs": device_graphs() - mark.graphs, "recompiles": len(_recompiles) - mark.recompiles,
+            "recompile_reasons": _recompile_reasons(_recompiles[mark.recompiles:]),
+            "compile_seconds": None if now is None else round(max(0.0, now - (mark.seconds or 0.0) - left_out), 3)}
+
+
+def _recompile_reasons(messages: list[str]) -> list[str]:
+    """The first reasons of Dynamo's recompilation ``messages``, which name it after "triggered by the following
+    guard failure(s):"."""
+    return _first_lines(message.split("guard failure(s):", 1)[-1].strip().lstrip("- ") for message in messages)
+
+
 def _compile_facts(seconds_before: float | None) -> CompileFacts | None:
     counters = _dynamo_counters()
     graphs = device_graphs()
     if not _backends_asked and not graphs:
         return None
     breaks = {} if counters is None else dict(counters["graph_break"])
-    # Recompilation messages name the reason after "triggered by the following guard failure(s):".
-    recompile_reasons = [message.split("guard failure(s):", 1)[-1].strip().lstrip("- ") for message in _recompiles]
     return CompileFacts(
         backends=list(dict.fromkeys(_backends_asked)),
         graphs=graphs,
         graph_breaks=sum(breaks.values()),
-        break_reasons=_first_lines(breaks),
+        break_reasons=_break_reasons(breaks),
         recompiles=len(_recompiles),
-        recompile_reasons=_first_lines(recompile_reasons),
+        recompile_reasons=_recompile_reasons(_recompiles),
         seconds=None if (now := compile_seconds()) is None
         else max(0.0, now - (seconds_before or 0.0) - sum(_not_the_device_s)),
     )

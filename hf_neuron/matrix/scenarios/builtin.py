@@ -128,8 +128,10 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "`generate(compile_config=CompileConfig())` with a static cache, as transformers' docs show it: no backend "
         "chosen, so on neuron the shim compiles it with the device's (`neuron`, `dynamic=False`, `mode=\"default\"`) "
         "where `CompileConfig`'s own default is Inductor; greedy decoding picks the CPU's tokens and each step's "
-        "scores are within tolerance, the record says how many graphs it compiled (once per shape, not once per "
-        "token); not applicable where transformers compiles nothing for the model", decodes=True),
+        "scores are within tolerance, the record says how many graphs it compiled; its graph budget: decoded "
+        "afresh with 10 new tokens instead of 6, it compiles no more graphs (once per shape, not once per token), "
+        "else the case fails naming Dynamo's guard; not applicable where transformers compiles nothing for the "
+        "model", decodes=True),
     ScenarioDeclaration(
         "train_aux_loss", "variant", True, {"transformers": training.train_aux_loss},
         "`train` with `output_router_logits=True`, the router's auxiliary loss included (mixture-of-experts models)",

@@ -16,7 +16,7 @@ import itertools
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.matrix.case.observe import device_graphs, fresh_dynamo, not_the_device
+from hf_neuron.matrix.case.observe import compile_mark, compiled_since, device_graphs, fresh_dynamo, not_the_device
 from hf_neuron.matrix.scenarios.contract import (
     EXACT,
     CaseContext,
@@ -27,13 +27,14 @@ from hf_neuron.matrix.scenarios.contract import (
     worst_of,
 )
 from hf_neuron.matrix.scenarios.text_models import (
+    NEW_TOKENS,
     forward_outputs,
     greedy,
     load_model,
     sample_ids,
 )
 from hf_neuron.tiny.groups import Decoding
-from hf_neuron.vocabulary.records import DEVICE_STEPS, Parity
+from hf_neuron.vocabulary.records import DEVICE_STEPS, GRAPH_BUDGET, GRAPHS_PER_GENERATION, Parity
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 __all__ = [
+    "BUDGET_TOKENS",
     "CACHES",
     "bf16",
     "compare_outputs",
@@ -51,11 +53,16 @@ __all__ = [
     "forward",
     "generate",
     "generate_compiled",
+    "graph_budget",
     "in_dtype",
     "load",
     "save",
     "sdpa",
 ]
+
+#: New tokens of the graph budget's second generation (:func:`graph_budget`): four more decoding steps than
+#: :data:`~hf_neuron.matrix.scenarios.text_models.NEW_TOKENS`' (9 against 5, after the prompt's token).
+BUDGET_TOKENS = NEW_TOKENS + 4
 
 #: The caches ``generate`` decodes with: the model's default, and a static cache (which transformers compiles
 #: with the device's ``torch.compile`` backend on ``neuron``).
@@ -180,11 +187,9 @@ def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedMod
     ``compile_config`` the scenario passes): a failure of the compile stack itself then fails on the CPU too."""
     dtype = str(reference.dtype).removeprefix("torch.")
     kwargs: dict[str, Any] = {} if cache is None else {"cache_implementation": cache}
-    rerun_compiled = (_cpu_compile_config() if cache == "static" and ctx.rerun_on_cpu
-                      and ctx.device_under_test.startswith("neuron") else {})
-    before = device_graphs()
-    actual = greedy(model, input_ids, **{**kwargs, **generate_kwargs, **rerun_compiled})
-    facts = {"cache": actual.cache, "graphs": device_graphs() - before}
+    before = compile_mark()
+    actual = greedy(model, input_ids, **_device_kwargs(ctx, cache, generate_kwargs))
+    facts = {"cache": actual.cache, **compiled_since(before)}
     if actual.scores is not None:  # the tokens it decoded (a generation of other outputs has no steps to count)
         facts[DEVICE_STEPS] = len(actual.scores)
     what = f"greedy decoding ({cache or 'default'} cache, {dtype})"
@@ -208,6 +213,43 @@ def graphs_compiled(result: ScenarioResult, graphs: int, nothing: ScenarioResult
     return nothing.with_details(result.details or {})
 
 
+def _device_kwargs(ctx: CaseContext, cache: str | None, generate_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``generate`` keywords of the device's decoding with ``cache`` (None: the model's default) and
+    ``generate_kwargs``; on the CPU re-run of a neuron case, a static cache compiles with the device's settings."""
+    kwargs: dict[str, Any] = {} if cache is None else {"cache_implementation": cache}
+    rerun_compiled = (_cpu_compile_config() if cache == "static" and ctx.rerun_on_cpu
+                      and ctx.device_under_test.startswith("neuron") else {})
+    return {**kwargs, **generate_kwargs, **rerun_compiled}
+
+
+def graph_budget(ctx: CaseContext, model: PreTrainedModel, input_ids: torch.Tensor, compiled: ScenarioResult,
+                 **generate_kwargs: Any) -> ScenarioResult:
+    """The graph budget of compiled decoding: decoding afresh (Dynamo reset) :data:`BUDGET_TOKENS` new tokens with a
+    static cache compiles no more graphs than the ``compiled`` leg did for
+    :data:`~hf_neuron.matrix.scenarios.text_models.NEW_TOKENS`. On Trainium every graph is a Neuron compiler run, so
+    a decoding whose graphs grow with its tokens (a guard on a value that changes every step) costs a compilation a
+    token. Its facts: the graphs of each generation (:data:`~hf_neuron.vocabulary.records.GRAPHS_PER_GENERATION`, by
+    new tokens), and the longer one's
+    recompilations with their reasons and compile seconds. Not applicable where the compiled leg did not pass."""
+    if compiled.outcome != "passed":
+        return ScenarioResult.skipped("no compiled decoding to hold to a graph budget: "
+                                      f"{compiled.message or 'it compiled nothing'}")
+    fresh_dynamo()
+    before = compile_mark()
+    greedy(model, input_ids, BUDGET_TOKENS, **_device_kwargs(ctx, "static", generate_kwargs))
+    longer = compiled_since(before)
+    shorter = int((compiled.details or {}).get("graphs", 0))
+    facts = {GRAPHS_PER_GENERATION: {str(NEW_TOKENS): shorter, str(BUDGET_TOKENS): longer["graphs"]},
+             **{key: value for key, value in longer.items() if key != "graphs"}}
+    if longer["graphs"] > shorter:
+        guard = f": {longer['recompile_reasons'][0]}" if longer["recompile_reasons"] else ""
+        return ScenarioResult.failed(
+            f"compiled decoding recompiles as it decodes: {shorter} graph{'s' * (shorter != 1)} for {NEW_TOKENS} new "
+            f"tokens, {longer['graphs']} for {BUDGET_TOKENS} ({longer['recompiles']} recompilations{guard})"
+        ).with_details(facts)
+    return ScenarioResult.passed(details=facts)
+
+
 def _compiled(static: ScenarioResult, model: PreTrainedModel) -> ScenarioResult:
     """The compiled-decoding leg of a static-cache leg: the static leg's result (passed, failed, or not applicable),
     except that a pass without any graph compiled for the device is not applicable: there was no compiled decoding."""
@@ -226,7 +268,8 @@ def nothing_compiled(what: str) -> ScenarioResult:
 def _greedy_agrees(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel,
                    caches: tuple[str | None, ...]) -> ScenarioResult:
     """Greedy decoding agrees between ``model`` and ``reference`` with each of ``caches``, one leg each; a static
-    cache's has a second, compiled decoding, which applies only where the device compiled it."""
+    cache's has a second, compiled decoding, which applies only where the device compiled it, and for a checkpoint's
+    real-width slice its :func:`graph_budget` (a tiny model's is ``generate_compiled``'s)."""
     input_ids = sample_ids(ctx, reference)
     legs = []
     for cache in caches:
@@ -236,6 +279,8 @@ def _greedy_agrees(ctx: CaseContext, model: PreTrainedModel, reference: PreTrain
             compiled = _compiled(leg, model)
             details = {key: value for key, value in (compiled.details or {}).items() if key != DEVICE_STEPS}
             legs.append(("compiled decoding", compiled.with_details(details)))
+            if ctx.slice_request is not None:
+                legs.append((GRAPH_BUDGET, graph_budget(ctx, model, input_ids, compiled)))
     return ScenarioResult.of_legs(legs)
 
 
@@ -268,8 +313,9 @@ def generate_compiled(ctx: CaseContext) -> ScenarioResult:
     """Greedy decoding with a static cache and ``compile_config=CompileConfig()``, as transformers' docs show it
     (no backend chosen: on a neuron device hf-neuron's shim compiles it with the device's backend, where
     ``CompileConfig``'s own default is Inductor), agrees with the CPU's eager decoding; the record says how many graphs
-    it compiled. It does not apply where transformers compiles nothing: a model without static-cache decoding, or one
-    whose decoding it does not compile."""
+    it compiled, and the graphs do not grow with the tokens decoded (:func:`graph_budget`). It does not apply where
+    transformers compiles nothing: a model without static-cache decoding, or one whose decoding it does not
+    compile."""
     from transformers import CompileConfig
 
     fresh_dynamo()
@@ -278,8 +324,9 @@ def generate_compiled(ctx: CaseContext) -> ScenarioResult:
         return skipped
     input_ids = sample_ids(ctx, model)
     reference = load_model(ctx, "cpu")
-    leg = _decoding(ctx, model, reference, input_ids, "static", compile_config=CompileConfig())
-    return ScenarioResult.of_legs([("compiled decoding", _compiled(leg, model))])
+    leg = _compiled(_decoding(ctx, model, reference, input_ids, "static", compile_config=CompileConfig()), model)
+    budget = graph_budget(ctx, model, input_ids, leg, compile_config=CompileConfig())
+    return ScenarioResult.of_legs([("compiled decoding", leg), (GRAPH_BUDGET, budget)])
 
 
 def in_dtype(ctx: CaseContext, dtype: str) -> list[tuple[str, ScenarioResult]]:

@@ -142,11 +142,12 @@ def forward_outputs(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str
     return _models(inner).forward_outputs(model, model_inputs(model, input_ids))
 
 
-def greedy(model: PreTrainedModel, input_ids: torch.Tensor, **generate_kwargs: Any) -> Decoding:
-    """Generate greedily from ``input_ids`` (:data:`NEW_TOKENS` tokens where the model writes tokens, end of sequence
+def greedy(model: PreTrainedModel, input_ids: torch.Tensor, new_tokens: int = NEW_TOKENS,
+           **generate_kwargs: Any) -> Decoding:
+    """Generate greedily from ``input_ids`` (``new_tokens`` tokens where the model writes tokens, end of sequence
     suppressed, so every row decodes the same number), as the model's group does; ``generate_kwargs`` add to
     ``generate`` (e.g. ``cache_implementation``)."""
-    return _models(_unwrapped(model)).decode(model, model_inputs(model, input_ids), NEW_TOKENS, **generate_kwargs)
+    return _models(_unwrapped(model)).decode(model, model_inputs(model, input_ids), new_tokens, **generate_kwargs)
 
 
 def training_inputs(model: PreTrainedModel, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
