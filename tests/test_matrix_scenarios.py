@@ -307,7 +307,7 @@ def test_decoding_is_skipped_for_a_model_class_without_generate(scenario: str,
 
     monkeypatch.setattr(text, "load_model", lambda ctx, device, **config: Policy())
     monkeypatch.setattr(text, "sample_ids", lambda ctx, model: torch.zeros(1, 1, dtype=torch.long))
-    monkeypatch.setattr(text, "forward_outputs", lambda model, input_ids: {"logits": model().logits})
+    monkeypatch.setattr(text, "forward_outputs", lambda model, input_ids, seed: {"logits": model().logits})
     result = getattr(text, scenario)(CaseContext("pi0", "image-text", scenario, "cpu", Path(".")))
     if scenario == "bf16":
         assert result.outcome == "passed"
@@ -469,9 +469,9 @@ def test_the_language_model_hooks_are_logits_greedy_tokens_and_the_prompt_as_lab
     ctx = CaseContext("llama", "decoder", "forward", "cpu", tiny_llama)
     model = text_models.load_model(ctx, "cpu")
     input_ids = text_models.sample_ids(ctx, model)
-    outputs = text_models.forward_outputs(model, input_ids)
+    outputs = text_models.forward_outputs(model, input_ids, seed=ctx.seed)
     assert list(outputs) == ["logits"] and torch.equal(outputs["logits"], model(input_ids=input_ids).logits)
-    decoded = text_models.greedy(model, input_ids)
+    decoded = text_models.greedy(model, input_ids, seed=ctx.seed)
     assert decoded.tokens is not None and tuple(decoded.tokens.shape) == (text_models.BATCH, text_models.NEW_TOKENS)
     assert decoded.scores is not None and decoded.scores.shape[:2] == (text_models.NEW_TOKENS, text_models.BATCH)
     assert decoded.outputs == {} and decoded.device == "cpu"
@@ -488,8 +488,8 @@ def test_forward_compares_every_output_the_group_names(tiny_llama: Path, monkeyp
     original = package.forward_outputs
     scale = {"neuron": 1.0}
 
-    def with_waveform(model: object, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        found = original(model, inputs)  # type: ignore[arg-type]
+    def with_waveform(model: object, inputs: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:
+        found = original(model, inputs, seed=seed)  # type: ignore[arg-type]
         logits = found["logits"]
         return {**found, "waveform": logits.sum(-1) * (scale["neuron"] if _on_neuron(logits) else 1.0)}
 

@@ -129,14 +129,17 @@ class TransformersModels(GroupModels, Protocol):
     def lora_targets(self, model: PreTrainedModel) -> str | list[str]:
         """The modules a LoRA adapter goes on (PEFT's ``target_modules``)."""
 
-    def forward_outputs(self, model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """One forward pass of ``model`` (or its compiled wrapper) on ``inputs``, without gradients, and the outputs
-        the scenarios compare with the CPU's, by name (a language model's ``logits``)."""
+    def forward_outputs(self, model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], *,
+                        seed: int = 0) -> dict[str, torch.Tensor]:
+        """One forward pass of ``model`` (or its compiled wrapper) on ``inputs``, from ``torch.manual_seed(seed)``,
+        without gradients, and the outputs the scenarios compare with the CPU's, by name (a language model's
+        ``logits``)."""
 
-    def decode(self, model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
+    def decode(self, model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int, *, seed: int = 0,
                **generate_kwargs: Any) -> Decoding:
-        """Generate greedily from the forward ``inputs`` (``new_tokens`` steps where the model writes tokens);
-        ``generate_kwargs`` add to ``generate`` (``cache_implementation``, ``compile_config``)."""
+        """Generate greedily from the forward ``inputs`` (``new_tokens`` steps where the model writes tokens), from
+        ``torch.manual_seed(seed)``; ``generate_kwargs`` add to ``generate`` (``cache_implementation``,
+        ``compile_config``)."""
 
     def training_inputs(self, model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The keyword inputs of a training step behind the forward ``inputs``: the ``loss`` of its output is what

@@ -32,7 +32,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
     ScenarioDeclaration(
         "forward", "core", False, {"transformers": text.forward, "diffusers": diffusion.forward},
         "the outputs the group compares (a language model's logits; diffusion: one denoiser call's prediction) are "
-        "within tolerance of the CPU's", models=_BOTH),
+        "within tolerance of the CPU's; a transformers model that draws random numbers in its forward pass is "
+        "untested (when the comparison fails, the CPU's outputs move with the seed alone)", models=_BOTH),
     ScenarioDeclaration(
         "backward", "core", True, {"transformers": checkpoint.backward, "diffusers": diffusion.backward},
         "a checkpoint's slice: a forward pass with labels (the group's training loss; diffusion: the denoising loss) "
@@ -47,7 +48,9 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "backbone's diffusers pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's images, "
         "video frames or audio and denoised latents; it does not apply where diffusers ships no pipeline for the "
         "backbone; a checkpoint's slice decodes likewise (a diffusion checkpoint's pipeline does not apply: it needs "
-        "the checkpoint's own text encoders and VAE)", decodes=True, models=_BOTH),
+        "the checkpoint's own text encoders and VAE); a transformers model that draws random numbers in its generation "
+        "is untested (when the comparison fails, the CPU's generation moves with the seed alone)", decodes=True,
+        models=_BOTH),
     ScenarioDeclaration(
         "train", "core", True, {"transformers": training.train, "diffusers": diffusion.train},
         "one AdamW step (`foreach` pinned, the group's labels) gives the CPU's loss, gradients and updated weights; "
@@ -63,7 +66,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
     ScenarioDeclaration(
         "bf16", "extra", False, {"transformers": text.bf16, "diffusers": diffusion.bf16},
         "bfloat16 logits within the bfloat16 tolerance, greedy tokens agree (two legs); diffusion: the denoiser "
-        "loaded in bfloat16, its prediction within the bfloat16 tolerance", decodes=True),
+        "loaded in bfloat16, its prediction within the bfloat16 tolerance; a transformers leg that draws random "
+        "numbers is untested as in `forward` and `generate`", decodes=True),
     ScenarioDeclaration(
         "compile", "extra", False, {"transformers": text.compile_forward, "diffusers": diffusion.compile_forward},
         '`torch.compile(model, backend="neuron")` computes the eager logits (diffusion: the denoiser\'s prediction) '
@@ -82,7 +86,7 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "ddp", "extra", True, {"transformers": ddp.ddp, "diffusers": diffusion.ddp},
         "a 2-process DDP step's gradients (one row a rank) equal one process's on the whole batch; each rank reports "
         "its device and peak memory; one visible device makes it untested, and so does a training step that draws "
-        "random numbers (when the comparison fails, one process's gradients move with its step's random state); "
+        "random numbers (when the comparison fails, one process's gradients move with its step's seed alone); "
         "diffusion: on the denoising loss `train` steps on, the target drawn for the whole batch"),
     ScenarioDeclaration(
         "tp", "extra", False, {"diffusers": diffusion.tp},

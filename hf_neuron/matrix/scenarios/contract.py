@@ -9,6 +9,11 @@ crashes, and, when it does not pass on the device, calls it again with ``ctx.dev
 the architecture fails on the CPU alone (``cpu_outcome``): a scenario must therefore also work when ``ctx.device`` is
 ``"cpu"``.
 
+A model that draws random numbers in the computation compared (a sampled latent, a vocoder's noise, a flow-matching
+head's) cannot be held to the CPU: the neuron device draws from its own generator, so a failed comparison of such a
+computation says nothing about the device. :func:`unless_random` makes such a failure ``untested`` (gap ``checks``)
+when the CPU's result moves with nothing but its seed; every scenario whose comparison a draw can move applies it.
+
 Which groups run a scenario, and with which function, is its declaration's
 (:mod:`hf_neuron.matrix.scenarios.registry`).
 """
@@ -41,6 +46,7 @@ __all__ = [
     "compare_named",
     "measure",
     "tolerance_for",
+    "unless_random",
     "worst_of",
 ]
 
@@ -427,3 +433,20 @@ def worst_of(results: Sequence[ScenarioResult]) -> ScenarioResult:
         return results[0]
     return max(checked, key=lambda result: (result.outcome != "passed",
                                             float("inf") if result.parity is None else _share(result.parity)))
+
+
+def unless_random(result: ScenarioResult, reseeded: Callable[[int], ScenarioResult], seed: int, what: str,
+                  consequence: str) -> ScenarioResult:
+    """``result`` (a comparison with the CPU's computation under ``seed``), except that a failed one is ``untested``
+    (gap ``checks``) when the CPU's computation moves when nothing but its seed changes: ``reseeded(other)`` compares
+    the CPU's computation seeded ``other`` with the one seeded ``seed``, and anything but a pass means the model draws
+    random numbers in ``what`` (the message says what moved and, with ``consequence``, why the comparison cannot
+    hold). The check runs only when the comparison fails, so it costs a passing case nothing; a deterministic
+    computation keeps its failure."""
+    if result.outcome != "failed":
+        return result
+    moved = reseeded(seed + 1)
+    if moved.outcome == "passed":
+        return result
+    return ScenarioResult.untested(f"the model's {what} draws random numbers ({moved.message}): {consequence}",
+                                   "checks")

@@ -20,9 +20,9 @@ the gradient of the whole batch's mean loss. ``find_unused_parameters`` is on, s
 parameters without a gradient in a step (mixture-of-experts routing) reduce the rest correctly. It does not apply to
 a model without a training loss (the ranks report the library's reason instead of stepping). A model that draws random
 numbers in its training step (the noise of a flow-matching head, a sampled latent) cannot be held to a single process:
-when the comparison fails and a single process's gradients move with nothing but the random state of its step, the
-case is untested (gap ``checks``), not failed; the check is only made when the comparison fails, so it costs a passing
-case nothing.
+when the comparison fails and a single process's gradients move with nothing but the seed of its step, the case is
+untested (gap ``checks``), not failed (:func:`~hf_neuron.matrix.scenarios.contract.unless_random`, the rule of every
+comparison with the CPU); the check is only made when the comparison fails, so it costs a passing case nothing.
 
 A rank that fails takes the whole group down (the ``neuron`` backend's failure handling): the case records its
 error, and the next case starts new ranks. A request that does not finish in time ends the ranks too.
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from hf_neuron.backends import neuron_module
-from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare_named, worst_of
+from hf_neuron.matrix.scenarios.contract import CaseContext, ScenarioResult, compare_named, unless_random, worst_of
 from hf_neuron.matrix.scenarios.training import gradients
 
 if TYPE_CHECKING:
@@ -230,17 +230,20 @@ def data_parallel(ctx: CaseContext, parts: str) -> ScenarioResult:
                       reference="a single process's on the whole batch")
         for rank in range(WORLD)
     ]
-    result = worst_of(results)
-    if result.outcome == "failed" and (random := _random_training_step(ctx, library, expected)) is not None:
-        result = ScenarioResult.untested(
-            f"the model's training step draws random numbers ({random}): DDP's halves draw other numbers than one "
-            "process on the whole batch, so their gradients cannot be held to a single process's", "checks")
+
+    def reseeded(seed: int) -> ScenarioResult:
+        return compare_named(_whole_batch_gradients(ctx, library, reseed=seed), expected, "the CPU gradient of",
+                             reference="the same step's under the case's seed")
+
+    result = unless_random(worst_of(results), reseeded, ctx.seed, "training step",
+                           "DDP's halves draw other numbers than one process on the whole batch, so their gradients "
+                           "cannot be held to a single process's")
     return result.with_details({"ranks": reports})
 
 
 def _whole_batch_gradients(ctx: CaseContext, library: DdpParts, *, reseed: int | None = None) -> dict[str, Any]:
     """A single CPU process's gradients on the case's whole batch (with the random state seeded ``reseed`` just before
-    the step, when given)."""
+    the step, when given: :func:`~hf_neuron.matrix.scenarios.contract.unless_random`'s re-run)."""
     import torch
 
     reference = library.model(ctx, "cpu")
@@ -250,15 +253,6 @@ def _whole_batch_gradients(ctx: CaseContext, library: DdpParts, *, reseed: int |
             torch.manual_seed(reseed)
         library.loss(reference, reference, batch).backward()
     return gradients(reference)
-
-
-def _random_training_step(ctx: CaseContext, library: DdpParts, expected: dict[str, Any]) -> str | None:
-    """How a single process's gradients move when only the random state of its step changes (the model draws random
-    numbers in its training step: noise of a flow-matching head, a sampled latent), or None when they do not: a
-    failed DDP comparison of such a model says nothing about the device."""
-    again = _whole_batch_gradients(ctx, library, reseed=ctx.seed + 1)
-    moved = compare_named(again, expected, "the CPU gradient of", reference="the same step's under the case's seed")
-    return None if moved.outcome == "passed" else moved.message
 
 
 def ddp(ctx: CaseContext) -> ScenarioResult:

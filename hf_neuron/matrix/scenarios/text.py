@@ -7,7 +7,10 @@ weights exactly. A forward pass compares the outputs the model's group names (a 
 decoding compares the scores of every step (within the dtype's tolerance) and the tokens exactly, except after a step
 where the CPU itself saw a tie: when the device picks a token whose CPU score is within the tolerance of the CPU's
 choice, both are right, and the steps after it are not compared (their inputs differ); what a generation makes
-besides tokens (a waveform, codes, a spectrogram) is compared within the dtype's tolerance.
+besides tokens (a waveform, codes, a spectrogram) is compared within the dtype's tolerance. Every forward pass and
+generation starts from ``torch.manual_seed`` with the case's seed; a failed comparison with the CPU of one whose CPU
+result moves when only that seed changes is untested (:func:`~hf_neuron.matrix.scenarios.contract.unless_random`):
+the model draws random numbers there, and the device draws other numbers than the CPU.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from hf_neuron.matrix.scenarios.contract import (
     Tolerance,
     compare,
     compare_named,
+    unless_random,
     worst_of,
 )
 from hf_neuron.matrix.scenarios.text_models import (
@@ -68,6 +72,10 @@ BUDGET_TOKENS = NEW_TOKENS + 4
 #: with the device's ``torch.compile`` backend on ``neuron``).
 CACHES: tuple[str | None, ...] = (None, "static")
 
+#: Why a failed comparison with the CPU of a computation that draws random numbers says nothing about the device.
+_DRAWS_ELSEWHERE = ("the device draws them from its own generator, not the CPU's, so its results cannot be held to "
+                    "the CPU's")
+
 
 def _named_tensors(model: PreTrainedModel) -> dict[str, torch.Tensor]:
     return dict(itertools.chain(model.named_parameters(), model.named_buffers()))
@@ -102,14 +110,28 @@ def compare_outputs(actual: Mapping[str, torch.Tensor], expected: Mapping[str, t
                      for name in expected])
 
 
+def _outputs_agree(ctx: CaseContext, actual: Mapping[str, torch.Tensor], reference: PreTrainedModel,
+                  input_ids: torch.Tensor, what: str) -> ScenarioResult:
+    """:func:`compare_outputs` of the device's forward ``actual`` with ``reference``'s (on the CPU) behind
+    ``input_ids``, both from the case's seed, untested where the CPU's outputs move with the seed alone
+    (:func:`~hf_neuron.matrix.scenarios.contract.unless_random`)."""
+    expected = forward_outputs(reference, input_ids, seed=ctx.seed)
+
+    def reseeded(seed: int) -> ScenarioResult:
+        return compare_outputs(forward_outputs(reference, input_ids, seed=seed), expected,
+                               f"{what} under seed {seed}", reference=f"the CPU's under seed {ctx.seed}")
+
+    return unless_random(compare_outputs(actual, expected, what, device=ctx.device), reseeded, ctx.seed,
+                         "forward pass", _DRAWS_ELSEWHERE)
+
+
 def _forward_with(ctx: CaseContext, **config: Any) -> ScenarioResult:
     """The outputs of one forward pass on the device equal the CPU's (both with ``config``), within the float32
     tolerance. The device runs first, so that a failure there costs no CPU work."""
     model = load_model(ctx, ctx.device, **config)
     input_ids = sample_ids(ctx, model)
-    actual = forward_outputs(model, input_ids)
-    return compare_outputs(actual, forward_outputs(load_model(ctx, "cpu", **config), input_ids), "{}",
-                           device=ctx.device)
+    actual = forward_outputs(model, input_ids, seed=ctx.seed)
+    return _outputs_agree(ctx, actual, load_model(ctx, "cpu", **config), input_ids, "{}")
 
 
 def forward(ctx: CaseContext) -> ScenarioResult:
@@ -149,30 +171,33 @@ def _diverging_step(actual: torch.Tensor, expected: torch.Tensor, expected_score
     return first, mismatches
 
 
-def _agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str) -> ScenarioResult:
+def _agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str,
+           reference: str = "the CPU's") -> ScenarioResult:
     """The scores of every step up to and including the first differing token within ``tolerance``, element by element
     (suppressed tokens, -inf, suppressed on both), and the greedy tokens equal but where the CPU's scores of both
-    tokens tie; what the generation made besides tokens within ``tolerance``."""
-    tokens = _tokens_agree(actual, expected, tolerance, what) if expected.tokens is not None else None
+    tokens tie; what the generation made besides tokens within ``tolerance``. ``reference`` names where ``expected``
+    comes from, for the messages."""
+    tokens = _tokens_agree(actual, expected, tolerance, what, reference) if expected.tokens is not None else None
     if not expected.outputs or (tokens is not None and tokens.outcome != "passed"):
         return tokens if tokens is not None else ScenarioResult.failed(f"{what} made neither tokens nor outputs")
-    outputs = compare_outputs(actual.outputs, expected.outputs, f"{what}: {{}}", tolerance)
+    outputs = compare_outputs(actual.outputs, expected.outputs, f"{what}: {{}}", tolerance, reference)
     return tokens if tokens is not None and outputs.outcome == "passed" else outputs
 
 
-def _tokens_agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str) -> ScenarioResult:
+def _tokens_agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str,
+                  reference: str) -> ScenarioResult:
     assert expected.tokens is not None and expected.scores is not None
     if actual.tokens is None or actual.scores is None:
-        return ScenarioResult.failed(f"{what}: no tokens, the CPU's {tuple(expected.tokens.shape)}")
+        return ScenarioResult.failed(f"{what}: no tokens, {reference} {tuple(expected.tokens.shape)}")
     if actual.tokens.shape != expected.tokens.shape or actual.scores.shape != expected.scores.shape:
-        return ScenarioResult.failed(f"{what}: shape {tuple(actual.tokens.shape)}, the CPU's "
+        return ScenarioResult.failed(f"{what}: shape {tuple(actual.tokens.shape)}, {reference} "
                                      f"{tuple(expected.tokens.shape)}")
     steps, mismatches = _diverging_step(actual.tokens, expected.tokens, expected.scores, tolerance)
     if mismatches:
         parity = Parity(metric="token_mismatches", value=float(len(mismatches)), tolerance=0.0)
-        return ScenarioResult.failed(f"{what} differ from the CPU's: {'; '.join(mismatches)}", parity)
+        return ScenarioResult.failed(f"{what} differ from {reference}: {'; '.join(mismatches)}", parity)
     upto = steps + 1  # the first differing step's scores too: both sides decoded it from the same tokens
-    return compare(actual.scores[:upto], expected.scores[:upto], f"{what} scores", tolerance)
+    return compare(actual.scores[:upto], expected.scores[:upto], f"{what} scores", tolerance, reference)
 
 
 def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel, input_ids: torch.Tensor,
@@ -188,7 +213,7 @@ def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedMod
     dtype = str(reference.dtype).removeprefix("torch.")
     kwargs: dict[str, Any] = {} if cache is None else {"cache_implementation": cache}
     before = compile_mark()
-    actual = greedy(model, input_ids, **_device_kwargs(ctx, cache, generate_kwargs))
+    actual = greedy(model, input_ids, seed=ctx.seed, **_device_kwargs(ctx, cache, generate_kwargs))
     facts = {"cache": actual.cache, **compiled_since(before)}
     if actual.scores is not None:  # the tokens it decoded (a generation of other outputs has no steps to count)
         facts[DEVICE_STEPS] = len(actual.scores)
@@ -199,9 +224,17 @@ def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedMod
                                       "static-cache decoding").with_details(facts)
     if actual.device.split(":")[0] != ctx.device.split(":")[0]:
         return ScenarioResult.failed(f"{what} ran on {actual.device}, not on {ctx.device}")
+    tolerance = ctx.tolerance(dtype)
     with not_the_device():  # whatever the CPU's decoding compiles is the reference's, not the device's
-        expected = greedy(reference, input_ids, **kwargs)
-    return _agree(actual, expected, ctx.tolerance(dtype), what).with_details(facts)
+        expected = greedy(reference, input_ids, seed=ctx.seed, **kwargs)
+
+    def reseeded(seed: int) -> ScenarioResult:
+        with not_the_device():
+            again = greedy(reference, input_ids, seed=seed, **kwargs)
+        return _agree(again, expected, tolerance, f"{what} under seed {seed}", f"the CPU's under seed {ctx.seed}")
+
+    agreed = _agree(actual, expected, tolerance, what)
+    return unless_random(agreed, reseeded, ctx.seed, "generation", _DRAWS_ELSEWHERE).with_details(facts)
 
 
 def graphs_compiled(result: ScenarioResult, graphs: int, nothing: ScenarioResult) -> ScenarioResult:
@@ -236,7 +269,7 @@ def graph_budget(ctx: CaseContext, model: PreTrainedModel, input_ids: torch.Tens
                                       f"{compiled.message or 'it compiled nothing'}")
     fresh_dynamo()
     before = compile_mark()
-    greedy(model, input_ids, BUDGET_TOKENS, **_device_kwargs(ctx, "static", generate_kwargs))
+    greedy(model, input_ids, BUDGET_TOKENS, seed=ctx.seed, **_device_kwargs(ctx, "static", generate_kwargs))
     longer = compiled_since(before)
     shorter = int((compiled.details or {}).get("graphs", 0))
     facts = {GRAPHS_PER_GENERATION: {str(NEW_TOKENS): shorter, str(BUDGET_TOKENS): longer["graphs"]},
@@ -335,8 +368,8 @@ def in_dtype(ctx: CaseContext, dtype: str) -> list[tuple[str, ScenarioResult]]:
     reference = load_model(ctx, "cpu", dtype=dtype)
     model = load_model(ctx, ctx.device, dtype=dtype)
     input_ids = sample_ids(ctx, reference)
-    logits = compare_outputs(forward_outputs(model, input_ids), forward_outputs(reference, input_ids),
-                             f"{dtype} {{}}", device=ctx.device)
+    logits = _outputs_agree(ctx, forward_outputs(model, input_ids, seed=ctx.seed), reference, input_ids,
+                           f"{dtype} {{}}")
     decoding = _no_generate(model) or _decoding(ctx, model, reference, input_ids, None)
     return [("logits", logits), ("default cache", decoding)]
 
@@ -363,10 +396,11 @@ def compile_forward(ctx: CaseContext) -> ScenarioResult:
     fresh_dynamo()
     model = load_model(ctx, ctx.device)
     input_ids = sample_ids(ctx, model)
-    eager = forward_outputs(model, input_ids)
+    eager = forward_outputs(model, input_ids, seed=ctx.seed)
     compiled = torch.compile(model, backend=compile_backend(ctx.device), dynamic=False)
     before = device_graphs()
-    result = compare_outputs(forward_outputs(compiled, input_ids), eager, "compiled {}",  # type: ignore[arg-type]
+    result = compare_outputs(forward_outputs(compiled, input_ids, seed=ctx.seed),  # type: ignore[arg-type]
+                             eager, "compiled {}",
                              reference="eager's", device=ctx.device)
     return graphs_compiled(result, device_graphs() - before, nothing_compiled("the forward pass"))
 
@@ -376,14 +410,14 @@ def save(ctx: CaseContext) -> ScenarioResult:
     exactly the saved model's forward outputs (logits), and the CPU's within tolerance."""
     model = load_model(ctx, ctx.device)
     input_ids = sample_ids(ctx, model)
-    expected = forward_outputs(model, input_ids)
+    expected = forward_outputs(model, input_ids, seed=ctx.seed)
     with tempfile.TemporaryDirectory(dir=ctx.workdir, prefix="save-") as directory:
         model.save_pretrained(directory)
         reloaded = forward_outputs(type(model).from_pretrained(directory, device_map=ctx.device,
-                                                               dtype=model.dtype).eval(), input_ids)
+                                                               dtype=model.dtype).eval(), input_ids,
+                                   seed=ctx.seed)
     same = compare_outputs(reloaded, expected, "{} after save and reload", EXACT, device=ctx.device,
                            reference="the saved model's")
     if same.outcome != "passed":
         return same
-    return compare_outputs(reloaded, forward_outputs(load_model(ctx, "cpu"), input_ids), "{} after save and reload",
-                           device=ctx.device)
+    return _outputs_agree(ctx, reloaded, load_model(ctx, "cpu"), input_ids, "{} after save and reload")

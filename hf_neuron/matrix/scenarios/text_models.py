@@ -135,19 +135,21 @@ def model_inputs(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, t
     return _models(inner).model_inputs(inner, input_ids)
 
 
-def forward_outputs(model: PreTrainedModel, input_ids: torch.Tensor) -> dict[str, torch.Tensor]:
-    """One forward pass of ``model`` (or its compiled wrapper) behind ``input_ids``, without gradients: the outputs
-    its group compares with the CPU's, by name."""
+def forward_outputs(model: PreTrainedModel, input_ids: torch.Tensor, *, seed: int) -> dict[str, torch.Tensor]:
+    """One forward pass of ``model`` (or its compiled wrapper) behind ``input_ids``, from ``torch.manual_seed(seed)``
+    (the case's seed; another for :func:`~hf_neuron.matrix.scenarios.contract.unless_random`'s re-run), without
+    gradients: the outputs its group compares with the CPU's, by name."""
     inner = _unwrapped(model)
-    return _models(inner).forward_outputs(model, model_inputs(model, input_ids))
+    return _models(inner).forward_outputs(model, model_inputs(model, input_ids), seed=seed)
 
 
-def greedy(model: PreTrainedModel, input_ids: torch.Tensor, new_tokens: int = NEW_TOKENS,
+def greedy(model: PreTrainedModel, input_ids: torch.Tensor, new_tokens: int = NEW_TOKENS, *, seed: int,
            **generate_kwargs: Any) -> Decoding:
     """Generate greedily from ``input_ids`` (``new_tokens`` tokens where the model writes tokens, end of sequence
-    suppressed, so every row decodes the same number), as the model's group does; ``generate_kwargs`` add to
-    ``generate`` (e.g. ``cache_implementation``)."""
-    return _models(_unwrapped(model)).decode(model, model_inputs(model, input_ids), new_tokens, **generate_kwargs)
+    suppressed, so every row decodes the same number), from ``torch.manual_seed(seed)``, as the model's group does;
+    ``generate_kwargs`` add to ``generate`` (e.g. ``cache_implementation``)."""
+    return _models(_unwrapped(model)).decode(model, model_inputs(model, input_ids), new_tokens, seed=seed,
+                                             **generate_kwargs)
 
 
 def training_inputs(model: PreTrainedModel, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

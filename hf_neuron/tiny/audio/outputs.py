@@ -7,7 +7,8 @@ decoder reads, or the language model's prompt); a model that speaks in codes tra
 every floating output it returns (a waveform, a spectrogram, per-codebook logits...), and its generation gives what
 ``generate`` returns (a waveform, audio codes, a spectrogram) by name, compared with the CPU's within tolerance.
 A model whose ``forward`` takes no ``labels``, or refuses them, has no training loss. Every forward pass and
-generation starts from ``torch.manual_seed(SEED)``.
+generation starts from ``torch.manual_seed(seed)`` (the case's seed), so that what a model draws there (a variational
+tokenizer's sampled latents: vibevoice's) is drawn the same way by every run with that seed.
 
 A composite without a ``forward`` of its own (BarkModel, the Qwen omni models: their ``generate`` runs sub-models one
 after another) is run through what it has: its forward pass is that of the sub-model that reads the prompt
@@ -36,13 +37,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["SEED", "decode", "floating_outputs", "forward_outputs", "no_training_loss", "training_inputs",
+__all__ = ["decode", "floating_outputs", "forward_outputs", "no_training_loss", "training_inputs",
            "writes_tokens"]
-
-
-#: What ``torch.manual_seed`` gets before every forward pass and generation, so that what a model draws there (a
-#: variational tokenizer's sampled latents: vibevoice's) is drawn the same way on the device and on the CPU.
-SEED = 0
 
 
 def _base(model: Any) -> Any:
@@ -84,8 +80,10 @@ def _forward_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
     return dict(inputs)
 
 
-def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The outputs one forward pass compares, without gradients (see the module docstring)."""
+def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], *,
+                    seed: int = 0) -> dict[str, torch.Tensor]:
+    """The outputs one forward pass compares, from ``torch.manual_seed(seed)``, without gradients (see the module
+    docstring)."""
     import torch
 
     base = _base(model)
@@ -95,7 +93,7 @@ def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
                             "in generate")
         model = forward_model(base)
     inputs = _forward_inputs(base, inputs)
-    torch.manual_seed(SEED)
+    torch.manual_seed(seed)
     with torch.no_grad():
         found = floating_outputs(model(**inputs))
     if not found:
@@ -103,15 +101,16 @@ def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) 
     return found
 
 
-def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
+def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int, *, seed: int = 0,
            **generate_kwargs: Any) -> Decoding:
-    """Greedy transcription for a model that writes tokens (in ``compat/tiny_audio.toml``: one whose ``input_ids``
-    hold audio codes, ``text_and_codes``, from its sound alone; a streaming one, ``streams``, from its prompt without
-    the last ``new_tokens`` positions: it writes one token per audio embedding after them); else ``generate``'s
-    output (at most ``new_tokens`` steps where it decodes step by step), by name."""
+    """From ``torch.manual_seed(seed)``: greedy transcription for a model that writes tokens (in
+    ``compat/tiny_audio.toml``: one whose ``input_ids`` hold audio codes, ``text_and_codes``, from its sound alone; a
+    streaming one, ``streams``, from its prompt without the last ``new_tokens`` positions: it writes one token per
+    audio embedding after them); else ``generate``'s output (at most ``new_tokens`` steps where it decodes step by
+    step), by name."""
     import torch
 
-    torch.manual_seed(SEED)
+    torch.manual_seed(seed)
     if audio_recipe(_base(model).config.model_type).text_and_codes:  # generate encodes the sound itself
         return text_outputs.greedy_decoding(model, {GENERATE_ONLY: inputs[GENERATE_ONLY]}, new_tokens,
                                             **generate_kwargs)

@@ -25,10 +25,12 @@ __all__ = ["compileable", "decode", "forward_outputs", "greedy_decoding", "no_tr
 IGNORED_LABEL = -100
 
 
-def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The ``logits`` of one forward pass on ``inputs``, without gradients."""
+def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], *,
+                    seed: int = 0) -> dict[str, torch.Tensor]:
+    """The ``logits`` of one forward pass on ``inputs``, from ``torch.manual_seed(seed)``, without gradients."""
     import torch
 
+    torch.manual_seed(seed)
     with torch.no_grad():
         return {"logits": model(**inputs).logits}
 
@@ -62,14 +64,17 @@ def compileable(cache: Any) -> bool:
     return bool(getattr(cache, "is_compileable", False)) and type(decoder_cache) is not DynamicCache
 
 
-def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
+def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int, *, seed: int = 0,
            **generate_kwargs: Any) -> Decoding:
-    """A language model's generation: :func:`greedy_decoding` (an encoder-decoder whose encoder reads no text
-    continues its decoder's prompt); a draft model's is its drafting loop
+    """A language model's generation, from ``torch.manual_seed(seed)``: :func:`greedy_decoding` (an encoder-decoder
+    whose encoder reads no text continues its decoder's prompt); a draft model's is its drafting loop
     (:func:`hf_neuron.tiny.transformers.drafter.draft`, which keeps no cache, so asked for a static one it has
     none)."""
+    import torch
+
     from hf_neuron.tiny.transformers import drafter
 
+    torch.manual_seed(seed)
     if drafter.target_type(getattr(model, "_orig_mod", model).config.model_type) is not None:
         return drafter.draft(model, inputs, new_tokens)
     return greedy_decoding(model, inputs, new_tokens, **generate_kwargs)
