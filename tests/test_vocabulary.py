@@ -23,14 +23,14 @@ def test_the_outcome_sets_nest() -> None:
     assert set(outcomes.DID_NOT_WORK) <= set(outcomes.ATTEMPT_OUTCOMES)
     assert set(outcomes.OUTCOMES) - set(outcomes.ATTEMPT_OUTCOMES) == {"known-failure"}
     assert set(outcomes.STATUSES) == {*outcomes.OUTCOMES, outcomes.FAILS_ON_CPU_TOO, outcomes.NEURON_LIMITATION,
-                                      outcomes.NOT_RUN}
+                                      outcomes.MISSING, outcomes.NOT_RUN}
     limitation = outcomes.NEURON_LIMITATION  # one name: the case's verdict, the cell's status, the architecture's
     assert limitation in outcomes.VERDICTS and limitation in outcomes.ARCH_VERDICTS
 
 
 def test_every_status_and_verdict_has_one_label_and_the_cpu_verdict_shares_the_name() -> None:
     for name in (*outcomes.STATUSES, *outcomes.VERDICTS, *outcomes.ARCH_VERDICTS):
-        assert outcomes.label(name) != name or name in ("error", "timeout", "untested"), name
+        assert outcomes.label(name) != name or name in ("error", "timeout", "untested", "missing"), name
     same = outcomes.FAILS_ON_CPU_TOO
     assert same in outcomes.CPU_VERDICTS and same in outcomes.VERDICTS and same in outcomes.ARCH_VERDICTS
     assert outcomes.label("fails-on-cpu-too") == "fails on the CPU too"
