@@ -166,7 +166,7 @@ The closed sets of `hf_neuron/vocabulary/`.
 
 def _citation(citation: object) -> str:
     """A citation's cells: its sources (linked), the releases it holds for, what no released source confirms."""
-    from hf_neuron.device.trainium_sources import Citation, load
+    from hf_neuron.vocabulary.trainium_sources import Citation, load
 
     assert isinstance(citation, Citation)
     sources = load()
@@ -181,8 +181,8 @@ def trainium_profile() -> str:
     from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH, citation, load_known_failures
     from hf_neuron.device import trainium_ops
     from hf_neuron.device.trainium_rules import checked
-    from hf_neuron.device.trainium_sources import load
     from hf_neuron.matrix.scenarios.registry import load_scenarios
+    from hf_neuron.vocabulary.trainium_sources import load
 
     sources = load()
     rules, checks = checked()

@@ -10,10 +10,10 @@ import pytest
 from _helpers import run
 
 from hf_neuron import settings
-from hf_neuron.device import trainium_sources
 from hf_neuron.device.trainium_rules import COMPILE_CHECKS, TRAINIUM_RULES, Rule, checked, profile_switches
-from hf_neuron.device.trainium_sources import Citation, CitationError
 from hf_neuron.matrix.profiles import PROFILES
+from hf_neuron.vocabulary import trainium_sources
+from hf_neuron.vocabulary.trainium_sources import Citation, CitationError
 
 #: The values of the switches when a rule is off.
 _OFF = {rule.switch: rule.off for rule in TRAINIUM_RULES}

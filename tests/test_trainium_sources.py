@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_neuron.device import trainium_sources
+from hf_neuron.vocabulary import trainium_sources
 from hf_neuron.vocabulary.datafiles import DataFileError
 
 TEXT = trainium_sources.SOURCES_FILE.read_text(encoding="utf-8")

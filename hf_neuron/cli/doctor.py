@@ -48,7 +48,7 @@ def _backend(problems: list[str]) -> dict[str, Any]:
 
 def _predicts() -> dict[str, str]:
     """The release the ``trainium`` profile's verdicts predict (``hf_neuron/device/trainium_sources.toml``)."""
-    from hf_neuron.device.trainium_sources import predicted_release
+    from hf_neuron.vocabulary.trainium_sources import predicted_release
 
     release = predicted_release()
     return {"release": release.id, "label": release.label}

@@ -13,7 +13,7 @@ them (``compat/known_failures.toml``, read by the one reader of expected-failure
     unconfirmed = "what no released source confirms"   # optional; required when no released source is cited
 
 Every entry cites where its cause is stated and the releases it holds for; an entry without them, or with an id the
-sources file does not define, is refused (:meth:`~hf_neuron.device.trainium_sources.TrainiumSources.check`).
+sources file does not define, is refused (:meth:`~hf_neuron.vocabulary.trainium_sources.TrainiumSources.check`).
 
 A failing case that matches an entry is recorded as ``known-failure``; a case that passes although an entry names
 it keeps ``passed`` and carries the entry in ``known_failure``, so the summary and the report say it can be
@@ -34,8 +34,8 @@ from hf_neuron.compat.expected_failures import (
     load_expected,
 )
 from hf_neuron.compat.files import COMPAT_DIR
-from hf_neuron.device import trainium_sources
-from hf_neuron.device.trainium_sources import Citation
+from hf_neuron.vocabulary import trainium_sources
+from hf_neuron.vocabulary.trainium_sources import Citation
 
 __all__ = ["KNOWN_FAILURES_PATH", "KnownFailures", "citation", "known_failures_schema", "load_known_failures",
            "names_every_type"]

@@ -18,15 +18,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from hf_neuron.device import trainium_sources
-from hf_neuron.device.trainium_sources import Citation
-from hf_neuron.vocabulary.datafiles import DataFileError, check_sorted
+from hf_neuron.vocabulary import trainium_sources
+from hf_neuron.vocabulary.datafiles import DataFileError, check_sorted, toml_document
 from hf_neuron.vocabulary.records import FallbackList
+from hf_neuron.vocabulary.trainium_sources import Citation
 
 __all__ = [
     "KINDS", "OPERATOR_LISTS", "TRAINIUM_OPS_FILE", "TrainiumOps", "load", "provenance", "render",
@@ -126,13 +125,7 @@ def _table(path: Path, document: Mapping[str, Any], name: str, keys: Iterable[st
 
 def parse(path: Path, text: str) -> TrainiumOps:
     """The content of ``text`` (the file at ``path``), after checking every rule it states."""
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise DataFileError(path, f"not valid TOML: {error}") from None
-    unknown = sorted(set(document) - {"provenance", "operators", "measured"})
-    if unknown:
-        raise DataFileError(path, f"unknown tables {unknown}; allowed: provenance, operators, measured")
+    document = toml_document(path, text, ("provenance", "operators", "measured"))
     provenance = _table(path, document, "provenance", (*_PROVENANCE_KEYS, *_CITATION_KEYS), True)
     missing = [key for key in _PROVENANCE_KEYS if not isinstance(provenance.get(key), str) or not provenance[key]]
     if missing:

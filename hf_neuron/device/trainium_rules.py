@@ -1,5 +1,5 @@
 """The real backend's behaviours the reference device emulates, each a declared rule: what it does, where the fact comes
-from and the torch-neuronx releases it holds for (a :class:`~hf_neuron.device.trainium_sources.Citation` of
+from and the torch-neuronx releases it holds for (a :class:`~hf_neuron.vocabulary.trainium_sources.Citation` of
 ``trainium_sources.toml``), and the switch that turns it on or off. The ``trainium`` matrix profile turns on the rules
 the release it predicts follows by default (:func:`profile_switches`) and turns off hf-neuron's own switches of the
 others; a rule that a release follows only under a documented non-default setting of the real backend (its switch is
@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from hf_neuron.device.trainium_sources import Citation, load
+from hf_neuron.vocabulary.trainium_sources import Citation, load
 
 __all__ = ["COMPILE_CHECKS", "TRAINIUM_RULES", "Check", "Rule", "checked", "profile_switches"]
 
@@ -195,7 +195,7 @@ COMPILE_CHECKS: tuple[Check, ...] = (
 
 @functools.cache
 def checked() -> tuple[tuple[Rule, ...], tuple[Check, ...]]:
-    """Both tables, after refusing (:class:`~hf_neuron.device.trainium_sources.CitationError`) a citation that names
+    """Both tables, after refusing (:class:`~hf_neuron.vocabulary.trainium_sources.CitationError`) a citation that names
     an unknown source or release, or two default rules of one switch that hold for different releases."""
     sources = load()
     for rule in TRAINIUM_RULES:

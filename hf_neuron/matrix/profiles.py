@@ -19,8 +19,8 @@ from collections.abc import Mapping, MutableMapping
 
 from hf_neuron import settings
 from hf_neuron.device.trainium_rules import profile_switches
-from hf_neuron.device.trainium_sources import predicted_release
 from hf_neuron.errors import InputError
+from hf_neuron.vocabulary.trainium_sources import predicted_release
 
 __all__ = ["DEFAULT_PROFILE", "PROFILES", "Profile", "apply_profile"]
 

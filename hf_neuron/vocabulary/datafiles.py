@@ -3,19 +3,20 @@
 A :class:`DataFileError` names the file and, where it can, the line, the table and the key that are wrong, and what
 to do. The readers of ``compat/`` (:mod:`hf_neuron.compat`) and of the reference device's operator list
 (:mod:`hf_neuron.device.trainium_ops`) raise it; :func:`check_sorted` is the rule of the files whose header says
-their tables are sorted.
+their tables are sorted, and :func:`toml_document` reads a document whose top-level keys are a closed set.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
+from typing import Any
 
 from hf_neuron.errors import InputError
 
-__all__ = ["DataFileError", "check_sorted"]
+__all__ = ["DataFileError", "check_sorted", "toml_document"]
 
 
 def _header_line(path: Path, table: str) -> int | None:
@@ -66,3 +67,17 @@ def check_sorted(path: Path, names: Iterable[str], what: str) -> None:
         if name < before:
             raise DataFileError(path, f"{what} must be sorted: {name!r} comes after {before!r}; move it up",
                                   table=name)
+
+
+def toml_document(path: Path, text: str, tables: Collection[str]) -> dict[str, Any]:
+    """The TOML document ``text`` of ``path``, refused (:class:`DataFileError`) when it is not valid TOML or has a
+    top-level key other than ``tables``."""
+    import tomllib
+
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise DataFileError(path, f"not valid TOML: {error}") from None
+    if unknown := sorted(set(document) - set(tables)):
+        raise DataFileError(path, f"unknown top-level key(s) {unknown}; allowed: {', '.join(tables)}")
+    return document

@@ -1,5 +1,7 @@
-"""``trainium_sources.toml``: the torch-neuronx releases the ``trainium`` profile can predict, the one it predicts, and
-the sources of its facts — the file's one reader, and the one check of a citation (no torch needed).
+"""``hf_neuron/device/trainium_sources.toml``: the torch-neuronx releases the ``trainium`` profile can predict, the one
+it predicts, and the sources of its facts — the file's one reader, and the one check of a citation (no torch needed).
+In the vocabulary because every layer cites it: the device's rules and operator list, ``compat/``'s known failures,
+the matrix's profile, the records and the report.
 
 Every fact the profile holds cites this file: a rule of :mod:`hf_neuron.device.trainium_rules` and a check of the
 compile contract (in Python), the operator list ``trainium_ops.toml`` (its ``[provenance]``) and an entry of
@@ -18,14 +20,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from hf_neuron.vocabulary.datafiles import DataFileError
+from hf_neuron.vocabulary.datafiles import DataFileError, toml_document
 
 __all__ = [
     "RELEASED_KINDS", "SOURCES_FILE", "Citation", "CitationError", "Release", "Source", "SourceKind",
     "TrainiumSources", "load", "predicted_release",
 ]
 
-SOURCES_FILE = Path(__file__).with_name("trainium_sources.toml")
+SOURCES_FILE = Path(__file__).parents[1] / "device" / "trainium_sources.toml"
 
 SourceKind = Literal["released-page", "release-note", "compiler-page", "pre-release-tree", "study-notes",
                      "upstream-code"]
@@ -172,14 +174,7 @@ def _date(path: Path, where: str, raw: dict[str, Any]) -> str:
 
 def parse(path: Path, text: str) -> TrainiumSources:
     """The content of ``text`` (the file at ``path``), after checking every rule its header states."""
-    import tomllib
-
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise DataFileError(path, f"not valid TOML: {error}") from None
-    if unknown := sorted(set(document) - {"predicts", "release", "source"}):
-        raise DataFileError(path, f"unknown top-level key(s) {unknown}; allowed: predicts, release, source")
+    document = toml_document(path, text, ("predicts", "release", "source"))
     releases: dict[str, Release] = {}
     for index, raw in enumerate(document.get("release", [])):
         where = f"[[release]] #{index + 1}"

@@ -128,8 +128,8 @@ def predicts(backend: str, profile: str | None) -> str | None:
     """The torch-neuronx release whose behaviours the run's verdicts predict (its label, ``torch-neuronx 2.13.3.1 /
     2.14.3.1 (Neuron 2.34.0, 2026-11-30)``): the profile's, on the reference device; None on the real backend (it
     measures what it is), for a CPU-only run and for a profile that predicts none."""
-    from hf_neuron.device import trainium_sources
     from hf_neuron.matrix.profiles import PROFILES
+    from hf_neuron.vocabulary import trainium_sources
 
     release = PROFILES[profile].predicts if backend == "reference" and profile in PROFILES else None
     return None if release is None else trainium_sources.load().releases[release].label
