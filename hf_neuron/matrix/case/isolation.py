@@ -210,13 +210,14 @@ def describe_exit(returncode: int | None) -> str:
 @contextlib.contextmanager
 def autocast_off(device: str) -> Iterator[None]:
     """Autocast off on the CPU and on ``device``'s type while the block runs and after it, however it ends (a case
-    that raised inside a re-entered ``torch.autocast`` instance left it on), its cached casts dropped."""
-    import torch
-
-    device_types = sorted({"cpu", torch.device(device).type})
+    that raised inside a re-entered ``torch.autocast`` instance left it on), its cached casts dropped. A worker that
+    has not imported torch has no autocast state, and is not made to import it."""
 
     def off() -> None:
-        for device_type in device_types:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        for device_type in sorted({"cpu", torch.device(device).type}):
             torch.set_autocast_enabled(device_type, False)
         torch.clear_autocast_cache()
 
