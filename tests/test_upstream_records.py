@@ -132,6 +132,19 @@ def test_a_test_the_cpu_passed_and_neuron_did_not_run_is_a_neuron_side_gap(neuro
     assert summarize(same)["zebra"].ok
 
 
+@pytest.mark.parametrize(("suite", "reason", "gap"), [
+    ("accelerate", "test requires only a CPU", False),  # accelerate's require_cpu: skipped on any accelerator
+    ("accelerate", "test requires a GPU", True),  # another skip of neuron's own
+    ("peft", "test requires only a CPU", True),  # a suite that declares no CPU-only skip
+])
+def test_a_cpu_only_tests_skip_on_neuron_is_its_own_applicability(suite: str, reason: str, gap: bool) -> None:
+    records = [{**_record("test_a", "cpu", "passed"), "suite": suite},
+               {**_record("test_a", "neuron", "skipped"), "suite": suite, "reason": reason}]
+    summary = summarize(records)["zebra"]  # type: ignore[arg-type]
+    assert summary.neuron_gaps == (("test_a",) if gap else ())
+    assert summary.ok is not gap
+
+
 def test_a_test_recorded_twice_counts_once_by_its_last_record() -> None:
     records = [_record("test_a", "cpu", "passed"), _record("test_a", "neuron", "failed", failure="X", finished=1.0),
                _record("test_a", "neuron", "passed", finished=2.0)]

@@ -11,7 +11,9 @@ breaks.
 
 The two sides are compared test by test: a test that passed on the CPU and has no neuron record (a crash cut the
 neuron run short before it) or was skipped on neuron only is a **neuron-side gap**: neuron ran nothing of it, so it
-is never a pass. A unit passes when it has no neuron-only failure and no neuron-side gap, and ran something: a test
+is never a pass, unless its skip is the one its suite gives a test that runs only where no accelerator is
+(:attr:`~hf_neuron.upstream.suites.base.Suite.cpu_only_skip`, accelerate's ``require_cpu``: skipped on any
+accelerator). A unit passes when it has no neuron-only failure and no neuron-side gap, and ran something: a test
 passed on the CPU, or, where the CPU skipped every test (they need an accelerator), on neuron. Pure: records in,
 summaries out.
 """
@@ -114,6 +116,15 @@ def neuron_only(neuron: UpstreamRecord, cpu: UpstreamRecord | None) -> bool:
                        None if cpu is None else cpu["failure"]) not in (None, FAILS_ON_CPU_TOO)
 
 
+def _cpu_only(record: UpstreamRecord) -> bool:
+    """Whether ``record`` is a skip its suite gives a test that runs only where no accelerator is."""
+    from hf_neuron.upstream.suites import SUITES
+
+    suite = SUITES.get(record["suite"])
+    return (record["outcome"] == "skipped" and suite is not None and suite.cpu_only_skip is not None
+            and record["reason"] == suite.cpu_only_skip)
+
+
 def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
     kept = latest(records, key=lambda record: (record["device"], record["test"]))  # a test recorded twice
     by_device = {device: [r for r in kept.values() if r["device"] == device] for device in DEVICES}
@@ -122,6 +133,7 @@ def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
     only = {record["test"] for record in failed if neuron_only(record, kept.get(("cpu", record["test"])))}
     failing = [(record["test"], record["failure"] or _NO_DETAILS) for record in failed if record["test"] in only]
     ran_on_neuron = {record["test"]: record["outcome"] for record in neuron}
+    cpu_only = {record["test"] for record in neuron if _cpu_only(record)}
     return ArchSummary(
         model_type=model_type,
         suite=", ".join(sorted({record["suite"] for record in records})),
@@ -134,6 +146,7 @@ def _summary(model_type: str, records: list[UpstreamRecord]) -> ArchSummary:
         same_failure=len(failed) - len(only),
         on_stand_ins=sum(bool(record.get("stand_ins")) for record in neuron),
         neuron_gaps=tuple(sorted(short_name(r["test"]) for r in by_device["cpu"] if r["outcome"] == "passed"
+                                 and r["test"] not in cpu_only
                                  and (r["test"] not in ran_on_neuron or ran_on_neuron[r["test"]] == "skipped"))),
     )
 

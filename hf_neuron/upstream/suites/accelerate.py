@@ -34,6 +34,7 @@ _SLOW_SAVES = "not test_save_sharded_model and not test_save_model_offload"
 
 SUITE = Suite(
     name="accelerate",
+    cpu_only_skip="test requires only a CPU",  # accelerate.test_utils.require_cpu
     distribution="accelerate",
     fetch="sdist",
     git_url="https://github.com/huggingface/accelerate",

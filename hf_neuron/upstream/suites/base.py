@@ -63,6 +63,9 @@ class Suite:
     #: A pytest ``-m`` expression: tests left out, with :attr:`deselected_why`.
     deselect: str | None = None
     deselected_why: str = ""
+    #: The skip reason the suite's tests that run only where no accelerator is give on any accelerator (neuron's skip
+    #: of such a test is the test's own applicability, not a neuron-side gap).
+    cpu_only_skip: str | None = None
     #: transformers: tests are chosen by architecture (``--arch``, ``--top``), one unit per architecture.
     by_architecture: bool = False
     #: The neuron devices a run of tests chosen without a group (by architecture, or by file) gets.
