@@ -97,11 +97,11 @@ def lora_targets(model: PreTrainedModel) -> str | list[str]:
     from peft.tuners import tuners_utils
 
     refuses = getattr(tuners_utils, "_check_lora_target_modules_mamba", None)
+    if refuses is None:
+        return "all-linear"
     head = model.get_output_embeddings()
     names = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
                     if isinstance(module, torch.nn.Linear) and module is not head})
-    if refuses is None:
-        return "all-linear"
     accepted = []
     for name in names:
         try:
