@@ -124,8 +124,10 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         '`forward` with `attn_implementation="sdpa"` (eager is `forward` itself)', requires="sdpa"),
     ScenarioDeclaration(
         "flex_attention", "variant", False, {"transformers": text.flex_attention},
-        '`forward` with `attn_implementation="flex_attention"`; it compiles through Inductor, which has no neuron '
-        "lowering, so it fails with class `needs-inductor` and a message saying to use `sdpa` or `eager`",
+        '`forward` with `attn_implementation="flex_attention"`: transformers compiles the attention and its block '
+        "mask with torch.compile's default backend, which TorchNeuron 2.33 and later replace with `neuron` on the "
+        "device; under the pre-release tree it fails with class `flex-attention` and a message saying to use "
+        "`sdpa` or `eager`",
         requires="flex-attention"),
     ScenarioDeclaration(
         "generate_compiled", "variant", False, {"transformers": text.generate_compiled},
