@@ -371,6 +371,21 @@ def test_builtin_text_scenarios_pass_with_exact_parity(tiny_llama: Path, scenari
     assert (result.details or {}).get(DEVICE_STEPS) == steps.get(scenario), "the steps the report divides calls by"
 
 
+def test_a_model_declaring_no_static_cache_decoding_is_not_decoded_with_one(tiny_llama: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers' own rule: a class whose ``_can_compile_fullgraph`` is False is neither compiled nor tested with a
+    static cache (old models build causal masks a static cache does not fit). Its static leg does not apply (blt's,
+    xlm's, kosmos-2's failed on both devices); its default cache's is still held to the CPU."""
+    from transformers import LlamaForCausalLM
+
+    monkeypatch.setattr(LlamaForCausalLM, "_can_compile_fullgraph", False)
+    result = SCENARIOS["generate"](CaseContext("llama", "decoder", "generate", "neuron", tiny_llama))
+    assert result.outcome == "passed", result.message
+    assert [(leg["name"], leg["outcome"]) for leg in result.legs] == [
+        ("default cache", "passed"), ("static cache", "skipped"), ("compiled decoding", "skipped")]
+    assert "_can_compile_fullgraph is False" in (result.legs[1]["reason"] or "")
+
+
 @pytest.mark.parametrize("scenario", ["load", "forward", "train", "lora", "bf16", "compile"])
 def test_a_model_that_stays_on_the_cpu_fails_a_neuron_case(tiny_llama: Path, scenario: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
