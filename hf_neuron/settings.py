@@ -151,9 +151,15 @@ SWITCHES: tuple[Switch, ...] = (
            "integers: NCC_EVRF060); `lenient` compiles it as the CPU does. `dynamic=True` is refused either way."),
     Switch("HF_NEURON_EMULATOR_COMPILE_BACKEND", _choice("auto", "explicit"), "auto",
            "`auto` (TorchNeuron 2.33 and later): the `neuron` backend is selected by itself on the device, so a "
-           "`torch.compile` that names no backend, or Inductor by name, compiles a graph with a neuron input with it "
-           "(its mode ignored with a warning); `explicit` (the pre-release tree): only `backend=\"neuron\"` "
-           "compiles for the device, and such a graph goes to Inductor, which cannot lower for it."),
+           "`torch.compile` that names no backend, or Inductor by name, compiles a graph on the device (a neuron "
+           "input, or a tensor it makes there) with it (its mode ignored with a warning); `explicit` (the pre-release "
+           "tree): only `backend=\"neuron\"` compiles for the device, and such a graph goes to Inductor, which cannot "
+           "lower for it."),
+    Switch("HF_NEURON_EMULATOR_FLEX_ATTENTION", _choice("device", "refused"), "device",
+           "`device` (TorchNeuron 2.33 and later, whose 2.34 notes say FlexAttention runs on Neuron): torch's "
+           "`flex_attention` accepts neuron tensors and computes the attention densely, eagerly and compiled with the "
+           "`neuron` backend; `refused` (the pre-release tree): torch's own device check refuses them (\"FlexAttention "
+           "is only supported on ...\")."),
     Switch("TORCH_NEURONX_COMPLEX_DECOMPOSE", _flag, "1",
            "The real backend's own switch (AWS docs, `torch/reference/env-vars`: on by default for PyTorch >= 2.13): "
            "complex operations are decomposed into real ones before the Neuron compiler sees a graph. The reference "

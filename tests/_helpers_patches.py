@@ -79,6 +79,24 @@ def without(patch_id: str) -> Iterator[None]:
         patches.install()
 
 
+@contextlib.contextmanager
+def pre_release_flex_attention() -> Iterator[None]:
+    """FlexAttention as the pre-release TorchNeuron tree left it, where the two patches explain it: torch's device
+    check refuses neuron tensors, and torch.compile's default backend stays Inductor (on 2.33 and later both change,
+    FlexAttention runs, and the patches call transformers' own)."""
+    import pytest
+    from torch.nn.attention import flex_attention as torch_flex
+
+    check = torch_flex._validate_device
+    torch_flex._validate_device = getattr(check, "__wrapped__", check)
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("HF_NEURON_EMULATOR_COMPILE_BACKEND", "explicit")
+            yield
+    finally:
+        torch_flex._validate_device = check
+
+
 def sliding_window_decoding(steps: int = 6) -> tuple[int, int, list[float]]:
     """Compiled decoding of one static sliding-window cache layer on neuron (window 4, a 3-token prompt, ``steps``
     decoding steps that fill and roll it): each step's mask sizes, padding mask, update and length in one function,

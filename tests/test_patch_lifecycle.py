@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from _helpers_patches import fake_distribution, reinstalled, run, sliding_window_decoding
+from _helpers_patches import fake_distribution, pre_release_flex_attention, reinstalled, run, sliding_window_decoding
 
 from hf_neuron.patches import default_registry, installation
 from hf_neuron.patches.bindings import modules_in
@@ -197,14 +197,17 @@ def _flex_attention(model: Path, tmp: Path) -> Any:
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     query = torch.randn(1, 2, 16, 16, device="neuron")
-    return _error(lambda: ALL_ATTENTION_FUNCTIONS["flex_attention"](_Attention().eval(), query, query, query, None))
+    with pre_release_flex_attention():
+        return _error(lambda: ALL_ATTENTION_FUNCTIONS["flex_attention"](_Attention().eval(), query, query, query,
+                                                                        None))
 
 
 def _flex_attention_mask(model: Path, tmp: Path) -> Any:
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
     mask = ALL_MASK_ATTENTION_FUNCTIONS["flex_attention"]
-    return _error(lambda: type(mask(batch_size=1, q_length=16, kv_length=16, device="neuron")).__name__)
+    with pre_release_flex_attention():
+        return _error(lambda: type(mask(batch_size=1, q_length=16, kv_length=16, device="neuron")).__name__)
 
 
 def _unchosen_backend(model: Path, tmp: Path) -> Any:

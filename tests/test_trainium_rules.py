@@ -112,6 +112,17 @@ RULE_CHECKS: dict[str, tuple[str, list[str], list[str]]] = {
             F.scaled_dot_product_attention(*(torch.randn(shape, device="neuron") for _ in range(3)))
             print(any("overrideable" in name for name in torch.neuron.get_executed_ops()))
         """, ["True", "False"], ["False", "False"]),
+    "flex-attention": ("""
+        import torch
+        from torch.nn.attention.flex_attention import flex_attention
+        for device in ("neuron", "cpu"):
+            q = torch.randn(1, 2, 8, 4, device=device)
+            try:
+                flex_attention(q, q, q)
+                print("ran")
+            except ValueError as error:
+                print("refused" if "FlexAttention is only supported" in str(error) else error)
+        """, ["ran", "ran"], ["refused", "ran"]),
     "rng-on-cpu": ("""
         import torch
         torch.manual_seed(0); torch.randn(5); on_device = torch.randn(5, device="neuron").cpu()
@@ -228,6 +239,28 @@ RELEASE_CHANGES: dict[str, tuple[str, list[str], list[str]]] = {
         except Exception as error:
             print("rejected", "NCC_EVRF004" if "NCC_EVRF004" in str(error) else type(error).__name__)
         """, ["rejected NCC_EVRF004"], ["compiled, as eagerly: True"]),
+    "flex-attention": ("""
+        import torch
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        causal = lambda b, h, q, k: q >= k
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+        expected = flex_attention(q, k, v, block_mask=create_block_mask(causal, None, None, 16, 16, device="cpu"))
+        on_neuron = lambda: (t.to("neuron") for t in (q, k, v))
+        try:
+            mask = create_block_mask(causal, None, None, 16, 16, device="neuron")
+            out = flex_attention(*on_neuron(), block_mask=mask)
+            print("eager, as on the CPU:", torch.allclose(out.cpu(), expected, atol=1e-6))
+        except ValueError:
+            print("eager: refused")
+        try:  # as transformers does: the mask and the attention compiled with torch.compile's default backend
+            mask = torch.compile(create_block_mask)(causal, None, None, 16, 16, device="neuron")
+            out = torch.compile(flex_attention)(*on_neuron(), block_mask=mask)
+            print("compiled, as on the CPU:", torch.allclose(out.cpu(), expected, atol=1e-6))
+        except Exception as error:
+            print("compiled: failed", type(error).__name__)
+        """, ["eager: refused", "compiled: failed InductorError"],
+        ["eager, as on the CPU: True", "compiled, as on the CPU: True"]),
     "compile-backend-selection": ("""
         import torch
         model = torch.nn.Linear(4, 2).to("neuron")

@@ -241,5 +241,5 @@ def test_the_real_llama_tests_pass_on_neuron_where_they_pass_on_the_cpu(tmp_path
     records, _ = read_records([tmp_path / "r"])
     neuron = {short_name(r["test"]): r["outcome"] for r in records if r["device"] == "neuron"}
     assert neuron["test_eager_matches_sdpa_inference_00_fp16_pad_left_sdpa_kernels"] == "passed"
-    assert neuron["test_flex_attention_with_grads"] == "known-failure"
+    assert neuron["test_flex_attention_with_grads"] == "passed"  # 2.33 and later run FlexAttention
     assert neuron["test_generate_compile_model_forward_fullgraph"] == "passed"  # the compile-config patches

@@ -22,7 +22,7 @@ def activate(settings: ReferenceDeviceSettings) -> None:
 
     import torch
 
-    from hf_neuron.device import distributed, dynamo_backend, neuron, runtime, topology, trainium_ops
+    from hf_neuron.device import distributed, dynamo_backend, flex_attention, neuron, runtime, topology, trainium_ops
 
     devices = topology.topology(settings.devices)
     ops = trainium_ops.load()
@@ -39,5 +39,6 @@ def activate(settings: ReferenceDeviceSettings) -> None:
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
     dynamo_backend.register_when_dynamo_loads()
+    flex_attention.register_when_flex_attention_loads()
     distributed.register()
     atexit.register(runtime.drain_autograd_threads)

@@ -13,9 +13,10 @@ real ones before lowering, as TorchNeuron does by default (``TORCH_NEURONX_COMPL
 The backend is also chosen by itself on a Neuron device, as the released backend documents ("explicitly set, or
 auto-selected when running on a Neuron device": ``torch/compile/reference-torch-compile``): a ``torch.compile`` that
 names no backend means Inductor, which ``torch.compile`` cannot tell from an explicit ``backend="inductor"`` (both
-become its Inductor wrapper), so a graph with a neuron input that reaches that wrapper is compiled by the ``neuron``
+become its Inductor wrapper), so a graph on the device (a neuron input, or a tensor it makes there) that reaches that
+wrapper is compiled by the ``neuron``
 backend, its mode warning and falling back to default as it does for ``backend="neuron"`` (:func:`select_on_neuron`).
-Graphs without a neuron input go to Inductor as before.
+Graphs off the device go to Inductor as before.
 
 Registered only while the reference device is active, when Dynamo is first imported, so that the real
 backend's own ``neuron`` entry point is never shadowed and ``import torch`` does not pay for Dynamo.
@@ -176,17 +177,28 @@ def _mode_of(wrapper: Any) -> str | None:
     return None
 
 
+def _on_neuron(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> bool:
+    """Whether a captured graph runs on the device: a neuron input, or a value it computes on the device (a graph
+    that makes its tensors there, as torch's create_block_mask does from a ``device`` argument)."""
+
+    def neuron(value: Any) -> bool:
+        return isinstance(value, torch.Tensor) and value.device.type == BACKEND_NAME
+
+    return any(neuron(value) for value in inputs) or any(
+        neuron(node.meta.get("example_value")) for node in graph.graph.nodes)
+
+
 def select_on_neuron(inductor_call: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch._TorchCompileInductorWrapper.__call__`` choosing the ``neuron`` backend for a graph with a neuron
-    input, as the released backend auto-selects it on a Neuron device (``HF_NEURON_EMULATOR_COMPILE_BACKEND=auto``,
-    the default; ``explicit`` as the pre-release tree: Inductor); Inductor for any other graph."""
+    """``torch._TorchCompileInductorWrapper.__call__`` choosing the ``neuron`` backend for a graph on the device (a
+    neuron input, or a value it computes there: :func:`_on_neuron`), as the released backend auto-selects it on a
+    Neuron device (``HF_NEURON_EMULATOR_COMPILE_BACKEND=auto``, the default; ``explicit`` as the pre-release tree:
+    Inductor); Inductor for any other graph."""
 
     @functools.wraps(inductor_call)
     def __call__(self: Any, model_: torch.fx.GraphModule, inputs_: Sequence[Any], **kwargs: Any) -> Any:  # noqa: N807
         from hf_neuron import settings
 
-        if settings.read("HF_NEURON_EMULATOR_COMPILE_BACKEND") == "auto" and any(
-                isinstance(value, torch.Tensor) and value.device.type == BACKEND_NAME for value in inputs_):
+        if settings.read("HF_NEURON_EMULATOR_COMPILE_BACKEND") == "auto" and _on_neuron(model_, inputs_):
             from torch._dynamo.backends.registry import lookup_backend
 
             backend: Callable[..., Any] = lookup_backend(BACKEND_NAME)  # neuron_backend, or what replaced it

@@ -109,7 +109,8 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
     Rule("compile-backend-selection",
          "the backend is 'neuron', explicitly set or selected by itself on a Neuron device: a torch.compile that "
          "names no backend, or Inductor by name (torch.compile cannot tell them apart), compiles a graph with a "
-         "neuron input with the neuron backend, its mode ignored with a warning; a graph without one stays "
+         "neuron input, or one that makes its tensors on the device (torch's create_block_mask given a neuron "
+         "device), with the neuron backend, its mode ignored with a warning; a graph off the device stays "
          "Inductor's. Off (the pre-release tree: \"Use 'neuron' backend\"), such a graph goes to Inductor, which "
          "has no lowering for the device",
          ("examples/torch_compile/README.md",),
@@ -117,6 +118,21 @@ TRAINIUM_RULES: tuple[Rule, ...] = (
                   "the page says the backend is auto-selected on a Neuron device; that an explicit "
                   "backend='inductor' is selected the same way, and how (by a graph's inputs here), is inferred"),
          "HF_NEURON_EMULATOR_COMPILE_BACKEND", "auto", "explicit"),
+    Rule("flex-attention",
+         "torch's flex_attention runs on the device: its device check accepts a neuron query, and the attention is "
+         "computed densely (the full scores matrix, score_mod applied, the block mask's mask_mod as -inf, softmax), "
+         "eagerly and compiled with the neuron backend, forward and backward, for every mask. Off (the pre-release "
+         "tree), torch refuses neuron tensors (\"FlexAttention is only supported on CUDA, CPU, HPU, or MPS "
+         "devices\") unless the user patches its check; once patched, the tree ran it compiled with backend='neuron' "
+         "only, decomposed into dense attention by a pass after AOTAutograd",
+         ("torch_neuronx/neuron_dynamo_backend/fx/passes/flex_attention_legalization.py",
+          "examples/torch_compile/models/gpt_oss/README.md"),
+         Citation(("torchneuron-notes-2.34", "pre-release-tree", "torch-flex-attention"), ("2.33", "2.34"),
+                  "the 2.34 notes say FlexAttention runs on Neuron, faster and with more masks than before (so 2.33 "
+                  "ran it too); which masks run, by which path, and how torch's device check is lifted are in "
+                  "sections not readable from here: the device runs every mask, densely, as the pre-release tree's "
+                  "compiler pass computed it"),
+         "HF_NEURON_EMULATOR_FLEX_ATTENTION", "device", "refused"),
     Rule("fallback-log",
          "an operator the device dispatches that TorchNeuron does not register for PrivateUse1 runs through its "
          "catch-all CPU fallback and is reported by get_fallback_ops() (with its calls here), except the fallback's "

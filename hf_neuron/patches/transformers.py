@@ -118,12 +118,29 @@ def _device_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     return None if tensor is None else tensor.device.type
 
 
+def _torch_refuses_flex_attention() -> bool:
+    """Whether torch's ``flex_attention`` refuses neuron tensors: its device check does (the pre-release TorchNeuron
+    tree, whose users patched it); the released backend (2.33 and later) runs FlexAttention, so it must accept them.
+    A torch without that check refuses nothing."""
+    import torch
+    from torch.nn.attention import flex_attention as torch_flex
+
+    check = getattr(torch_flex, "_validate_device", None)
+    probe = torch.empty(0, device=neuron_device.DEVICE)
+    try:
+        if check is not None:
+            check(probe, probe, probe)
+    except ValueError:
+        return True
+    return False
+
+
 def _explains_flex_attention(original: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
     flex = original["flex_attention"]
 
     @functools.wraps(flex)
     def flex_attention(*args: Any, **kwargs: Any) -> Any:
-        if _device_of(args, kwargs) == neuron_device.DEVICE:
+        if _device_of(args, kwargs) == neuron_device.DEVICE and _torch_refuses_flex_attention():
             raise NotImplementedError(
                 "attn_implementation='flex_attention' needs Inductor (it compiles the attention and its block mask "
                 f"with it), which has no lowering for the neuron device: {_INSTEAD['flex_attention']}"
@@ -408,11 +425,13 @@ PATCHES: list[Patch] = [
         module="transformers.modeling_utils",
         attribute="AttentionInterface._global_mapping",
         versions=VERSIONS,
-        reason="transformers/integrations/flex_attention.py compiles the attention with Inductor, which has no "
-        "lowering for the neuron device: `attn_implementation='flex_attention'` fails on neuron deep inside Inductor "
-        "(\"LoweringException: AssertionError ... Pointwise('neuron', ...)\"). On neuron the replacement raises at "
-        "once, saying to use 'sdpa' or 'eager'. Models look the implementation up in this class-level mapping at "
-        "call time.",
+        reason="transformers/integrations/flex_attention.py compiles the attention and its block mask with "
+        "torch.compile's default backend. Where the neuron backend is not selected by itself and torch's "
+        "flex_attention refuses neuron tensors (the pre-release TorchNeuron tree), "
+        "`attn_implementation='flex_attention'` fails on neuron deep inside Inductor (\"LoweringException: "
+        "AssertionError ... Pointwise('neuron', ...)\"); there the replacement raises at once, saying to use 'sdpa' "
+        "or 'eager'. Where torch accepts them (the released backend, 2.33 and later, which runs FlexAttention), it "
+        "calls transformers' own. Models look the implementation up in this class-level mapping at call time.",
         replace=_explains_flex_attention,
         upstream_fix="An Inductor lowering for neuron (or a neuron flex-attention kernel); until then transformers "
         "could refuse flex_attention on devices Inductor cannot lower for.",

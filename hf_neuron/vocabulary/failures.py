@@ -114,10 +114,11 @@ RULES: tuple[Rule, ...] = (
           "capacity limit raises the same)."),
     _rule("flex-attention",
           r"flex_attention' needs Inductor|FlexAttention is only supported on",
-          "torch's flex attention, which neuron does not run: transformers compiles it and its block mask with "
-          "Inductor (hf-neuron's patch says so at once: \"'flex_attention' needs Inductor\"), and torch's "
-          "flex_attention refuses tensors outside CUDA, CPU, XPU, HPU and MPS (\"FlexAttention is only supported on "
-          "...\"). A limitation with a fix (:data:`LIMITATIONS`); checked before needs-inductor."),
+          "torch's flex attention, which the pre-release TorchNeuron tree does not run (2.33 and later do): "
+          "transformers compiles it and its block mask with Inductor (hf-neuron's patch says so at once: "
+          "\"'flex_attention' needs Inductor\"), and torch's flex_attention refuses tensors outside CUDA, CPU, XPU, "
+          "HPU and MPS (\"FlexAttention is only supported on ...\"). A limitation with a fix (:data:`LIMITATIONS`); "
+          "checked before needs-inductor."),
     _rule("needs-inductor",
           r"needs Inductor|[Ii]nductor(?s:.*)\b(?:neuron|PrivateUse1|privateuseone)\b",
           "Inductor (torch.compile's default backend, and what flex_attention compiles with) has no lowering for the "

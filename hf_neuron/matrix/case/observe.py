@@ -9,8 +9,9 @@ compiled nothing, and observing it costs nothing.
   around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls), the
   graphs Dynamo compiled, its graph breaks with their first reasons (what Dynamo's explanation names: the operator),
   its recompilations with theirs (from Dynamo's ``recompiles`` log), and the seconds it spent compiling (Dynamo's
-  own timer). On a neuron device the backend must be ``neuron``: :func:`wrong_backend` says when it was not, and the
-  case fails for it, never silently substituted.
+  own timer). On a neuron device the backend must be ``neuron``, or Inductor where the device selects ``neuron`` in
+  its place (``HF_NEURON_EMULATOR_COMPILE_BACKEND=auto``, as TorchNeuron 2.33 and later do): :func:`wrong_backend`
+  says when it was not, and the case fails for it, never silently substituted.
   A scenario's reference computation on the CPU that might compile runs inside :func:`not_the_device`, so that its
   backend, graphs and compile seconds are not counted as the device's.
 - **Fallback operators**: ``get_fallback_ops()`` counted over the case. On the reference device, from its op log: the
@@ -41,6 +42,9 @@ __all__ = ["BACKEND_FOR_NEURON", "CompileMark", "Observer", "compile_mark", "com
 
 #: The ``torch.compile`` backend a case on a neuron device must use.
 BACKEND_FOR_NEURON = "neuron"
+#: The backend torch.compile means when it names none: on a graph on the device, TorchNeuron 2.33 and later compile
+#: with ``neuron`` instead (rule compile-backend-selection), so asking for it there is not a substitute.
+_SELECTED_INSTEAD = "inductor"
 #: How many reasons (first lines) a record keeps of graph breaks and of recompilations.
 _REASONS = 3
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
@@ -220,7 +224,10 @@ def wrong_backend(facts: CompileFacts | None, device: str) -> str | None:
     """Why the case compiled with a backend it must not use on ``device`` (None when it did not)."""
     if facts is None or device.split(":")[0] != "neuron":
         return None
-    others = [name for name in facts["backends"] if name != BACKEND_FOR_NEURON]
+    allowed = {BACKEND_FOR_NEURON}
+    if settings.read("HF_NEURON_EMULATOR_COMPILE_BACKEND") == "auto":
+        allowed.add(_SELECTED_INSTEAD)
+    others = [name for name in facts["backends"] if name not in allowed]
     if not others:
         return None
     return (f"compiled with backend {others[0]!r} on a neuron device: the neuron backend is {BACKEND_FOR_NEURON!r} "

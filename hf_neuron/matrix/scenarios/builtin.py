@@ -43,7 +43,9 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "generate", "core", False, {"transformers": text.generate, "diffusers": diffusion.generate},
         "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, one leg with the default "
         "cache and one with a static cache (which transformers compiles with the `neuron` backend; the leg says how "
-        "many graphs that took, and does not apply to a model without static-cache decoding); what a generation "
+        "many graphs that took, and does not apply to a model without static-cache decoding, nor to one whose class "
+        "declares none, `_can_compile_fullgraph` False, which transformers' own tests decode with no static cache); "
+        "what a generation "
         "makes besides tokens (a waveform, codes, a spectrogram) within tolerance; diffusion: a two-step run of the "
         "backbone's diffusers pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's images, "
         "video frames or audio and denoised latents; it does not apply where diffusers ships no pipeline for the "
@@ -124,8 +126,10 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         '`forward` with `attn_implementation="sdpa"` (eager is `forward` itself)', requires="sdpa"),
     ScenarioDeclaration(
         "flex_attention", "variant", False, {"transformers": text.flex_attention},
-        '`forward` with `attn_implementation="flex_attention"`; it compiles through Inductor, which has no neuron '
-        "lowering, so it fails with class `needs-inductor` and a message saying to use `sdpa` or `eager`",
+        '`forward` with `attn_implementation="flex_attention"`: transformers compiles the attention and its block '
+        "mask with torch.compile's default backend, which TorchNeuron 2.33 and later replace with `neuron` on the "
+        "device; under the pre-release tree it fails with class `flex-attention` and a message saying to use "
+        "`sdpa` or `eager`",
         requires="flex-attention"),
     ScenarioDeclaration(
         "generate_compiled", "variant", False, {"transformers": text.generate_compiled},

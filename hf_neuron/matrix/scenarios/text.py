@@ -131,7 +131,8 @@ def _forward_with(ctx: CaseContext, **config: Any) -> ScenarioResult:
     model = load_model(ctx, ctx.device, **config)
     input_ids = sample_ids(ctx, model)
     actual = forward_outputs(model, input_ids, seed=ctx.seed)
-    return _outputs_agree(ctx, actual, load_model(ctx, "cpu", **config), input_ids, "{}")
+    with not_the_device():  # what the CPU's pass compiles (flex attention's) is the reference's, not the device's
+        return _outputs_agree(ctx, actual, load_model(ctx, "cpu", **config), input_ids, "{}")
 
 
 def forward(ctx: CaseContext) -> ScenarioResult:
@@ -146,7 +147,8 @@ def sdpa(ctx: CaseContext) -> ScenarioResult:
 
 
 def flex_attention(ctx: CaseContext) -> ScenarioResult:
-    """``forward`` with ``attn_implementation="flex_attention"`` (compiled through Inductor)."""
+    """``forward`` with ``attn_implementation="flex_attention"``: transformers compiles the attention and its block mask
+    with torch.compile's default backend, which the device replaces with its own on a graph on the device."""
     return _forward_with(ctx, attn_implementation="flex_attention")
 
 
@@ -204,12 +206,19 @@ def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedMod
               cache: str | None, **generate_kwargs: Any) -> ScenarioResult:
     """One leg of greedy decoding: with ``cache`` (None: the model's default), ``model`` (on ``ctx.device``) agrees
     with ``reference`` (CPU); its details name the cache it decoded with and the graphs the device compiled for it.
-    A static-cache leg does not apply to a model that decodes with another cache when asked for a static one.
+    A static-cache leg does not apply to a model that decodes with another cache when asked for a static one, nor to
+    one whose class declares no static-cache decoding (``_can_compile_fullgraph`` False: transformers' own generation
+    tests skip the static cache for it, and ``generate`` never compiles its decoding).
 
     transformers compiles static-cache decoding on neuron by itself (not on the CPU), so the device's compiled
     decoding is held to the CPU's eager one, what a user compares it with. On the CPU re-run of a neuron case, the
     "device" side compiles on the CPU with the device's settings (:func:`compile_backend`, in place of any
     ``compile_config`` the scenario passes): a failure of the compile stack itself then fails on the CPU too."""
+    if cache == "static" and not getattr(type(model), "_can_compile_fullgraph", True):
+        return ScenarioResult.skipped(
+            f"{type(model).__name__} declares no static-cache decoding (_can_compile_fullgraph is False): transformers "
+            "neither compiles its decoding nor tests it with a static cache (\"some old models cannot correctly use a "
+            "static cache because they don't create the causal masks correctly\")")
     dtype = str(reference.dtype).removeprefix("torch.")
     kwargs: dict[str, Any] = {} if cache is None else {"cache_implementation": cache}
     before = compile_mark()
