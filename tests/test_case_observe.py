@@ -79,3 +79,18 @@ def test_a_graph_break_is_named_with_the_operator_behind_it(observer: Observer) 
     assert facts is not None and facts["graph_breaks"] == 1
     assert facts["break_reasons"] == ["Dynamic shape operator: Operator `aten.nonzero.default`'s output shape depends "
                                       "on input Tensor data."]
+
+
+def test_torchs_own_compile_of_eager_flex_attention_is_not_a_backend_the_case_asked_for(observer: Observer) -> None:
+    """Eager FlexAttention compiles its body with Dynamo's eager backend on every device: torch's implementation, not
+    a substitute for the neuron backend (the user's own ``backend="eager"`` still is one, above)."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    q = torch.ones(1, 2, 8, 16, device="neuron")
+    flex_attention(q, q, q)
+    facts = observer.finish().compile
+    assert facts is None or facts["backends"] == []
+    assert wrong_backend(facts, "neuron:0") is None
+    observer.start()
+    torch.compile(_double, backend="eager")(torch.ones(3, device="neuron"))
+    assert "compiled with backend 'eager'" in (wrong_backend(observer.finish().compile, "neuron:0") or "")

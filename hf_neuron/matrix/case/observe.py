@@ -6,7 +6,8 @@ looks only at modules the case imported itself (torch, Dynamo): a case that neve
 compiled nothing, and observing it costs nothing.
 
 - **Compile facts** (every case that compiled): the backends ``torch.compile`` was asked for (recorded by a wrapper
-  around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls), the
+  around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls, but
+  not torch's own compiles of its higher-order operators' bodies, such as eager FlexAttention's), the
   graphs Dynamo compiled, its graph breaks with their first reasons (what Dynamo's explanation names: the operator),
   its recompilations with theirs (from Dynamo's ``recompiles`` log), and the seconds it spent compiling (Dynamo's
   own timer). On a neuron device the backend must be ``neuron``, or Inductor where the device selects ``neuron`` in
@@ -71,6 +72,13 @@ def _backend_name(backend: Any) -> str:
     return str(getattr(backend, "__name__", None) or type(backend).__name__)
 
 
+def _inside_torch_operator_compile() -> bool:
+    """Whether torch itself is compiling one of its higher-order operators' bodies (eager FlexAttention compiles its
+    wrapper with Dynamo's eager backend): torch's implementation on every device, not a backend the case asked for."""
+    hop_utils = sys.modules.get("torch._higher_order_ops.utils")
+    return bool(getattr(getattr(hop_utils, "_hop_compile_tls", None), "in_hop_compile", False))
+
+
 def _record_compiles(torch: ModuleType) -> None:
     """Wrap ``torch.compile`` so that every backend asked for is noted (idempotent), and collect Dynamo's
     recompilation messages without printing them."""
@@ -79,7 +87,8 @@ def _record_compiles(torch: ModuleType) -> None:
     original: Callable[..., Any] = torch.compile
 
     def compile(model: Any = None, *args: Any, backend: Any = "inductor", **kwargs: Any) -> Any:  # noqa: A001
-        _backends_asked.append(_backend_name(backend))
+        if not _inside_torch_operator_compile():
+            _backends_asked.append(_backend_name(backend))
         return original(model, *args, backend=backend, **kwargs)
 
     compile._hf_neuron_recorded = True  # type: ignore[attr-defined]
