@@ -51,10 +51,11 @@ fi
 export HF_HUB_OFFLINE=1
 mkdir -p "$out" "$history"
 
-resume=()
-[[ -f $out/results/run.json ]] && resume=(--resume)
+# A resumed nightly keeps its run's id (the day it started), so that sittings on other days make one run.
+run=(--run-id "nightly-$day")
+[[ -f $out/results/run.json ]] && run=(--resume)
 status=0
-hfn matrix run --run-id "nightly-$day" --results "$out/results" --models tiny checkpoints "${resume[@]}" \
+hfn matrix run --results "$out/results" --models tiny checkpoints "${run[@]}" \
     "${selection[@]}" || status=$?
 if (( status > 1 )); then
     echo "nightly: the matrix run did not finish (status $status); run this script again with the same OUT" >&2
