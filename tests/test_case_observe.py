@@ -51,10 +51,11 @@ def _backend_taking(seconds: float) -> object:
 def test_the_compile_seconds_are_the_devices_alone(observer: Observer) -> None:
     torch.compile(_double, backend=_backend_taking(0.3))(torch.ones(3, device="neuron"))
     with not_the_device():
-        torch.compile(_double, backend=_backend_taking(2.0))(torch.ones(5))  # the CPU's reference compiles longer
+        torch.compile(_double, backend=_backend_taking(4.0))(torch.ones(5))  # the CPU's reference compiles longer
     facts = observer.finish().compile
     assert facts is not None and facts["seconds"] is not None
-    assert 0.3 <= facts["seconds"] < 2.0, "the device's compilation, without the reference's"
+    # the bound is the reference's sleep, not a speed target: Dynamo's tracing on a loaded machine takes seconds
+    assert 0.3 <= facts["seconds"] < 4.0, "the device's compilation, without the reference's"
     observer.start()
     assert observer.finish().compile is None, "a case that compiled nothing has no compile facts"
 
