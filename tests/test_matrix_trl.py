@@ -180,6 +180,15 @@ def test_image_text_sft_is_untested_without_the_models_processor(workdir: Path) 
                                      "checkpoint has none: "), result.message
 
 
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_a_draft_model_is_not_trained_by_trl(scenario: str, workdir: Path) -> None:
+    """A speculative-decoding assistant's forward reads its target's outputs, takes no labels and has no loss: TRL's
+    trainers (which lower the model's own loss) do not apply, as `train` does not; a model with a loss is trained."""
+    result = SCENARIOS[scenario](CaseContext("gemma4_assistant", "decoder", scenario, "neuron", workdir))
+    assert result.outcome == "skipped", result.message
+    assert "drafts tokens for a gemma4_text target" in (result.message or ""), result.message
+
+
 #: The error put on every linear layer's output on neuron that each scenario must fail: 1% (as the bf16 scenario's), but
 #: 2% for DPO, whose loss is a difference of the policy's and the reference's log-probabilities, both computed by the
 #: device: an error common to both cancels, and a 1% one moves its LoRA gradients by less than the bfloat16 row.

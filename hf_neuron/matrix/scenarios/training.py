@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ADAM_EPS", "LEARNING_RATE", "LORA_RANK", "STEPS", "adamw", "adapter_outside", "adapter_step_changes",
            "first_step_parity", "gradients", "lora", "lora_config", "lora_refused", "start_adapter_as", "train",
-           "train_aux_loss", "trainable", "updated_weights"]
+           "train_aux_loss", "trainable", "untrainable", "updated_weights"]
 
 #: Optimizer steps on the device; the loss after the last must be below the first.
 STEPS = 3
@@ -154,7 +154,7 @@ def _loss_goes_down(model: torch.nn.Module, input_ids: torch.Tensor, seed: int, 
     return parity.adding_details({DEVICE_STEPS: 1 + STEPS})
 
 
-def _untrainable(model: torch.nn.Module) -> ScenarioResult | None:
+def untrainable(model: torch.nn.Module) -> ScenarioResult | None:
     """Skipped when the model has no training loss (with its group's reason), else None."""
     reason = no_training_loss(model)  # type: ignore[arg-type]
     return None if reason is None else ScenarioResult.skipped(reason)
@@ -163,8 +163,8 @@ def _untrainable(model: torch.nn.Module) -> ScenarioResult | None:
 def train(ctx: CaseContext) -> ScenarioResult:
     """One AdamW step matches the CPU's (loss, every gradient, every updated weight); the loss goes down."""
     reference = load_model(ctx, "cpu", train=True)
-    if (untrainable := _untrainable(reference)) is not None:
-        return untrainable
+    if (skipped := untrainable(reference)) is not None:
+        return skipped
     model = load_model(ctx, ctx.device, train=True)
     input_ids = sample_ids(ctx, reference)
     parity = _first_step_parity(model, reference, input_ids, ctx.seed, ctx.device)
@@ -182,8 +182,8 @@ def train_aux_loss(ctx: CaseContext) -> ScenarioResult:
     if not hasattr(AutoConfig.from_pretrained(ctx.checkpoint), "output_router_logits"):
         return ScenarioResult.skipped("not a mixture of experts: its config has no output_router_logits")
     reference = load_model(ctx, "cpu", train=True, output_router_logits=True)
-    if (untrainable := _untrainable(reference)) is not None:
-        return untrainable
+    if (skipped := untrainable(reference)) is not None:
+        return skipped
     input_ids = sample_ids(ctx, reference)
     with torch.no_grad():
         inputs = training_inputs(reference, model_inputs(reference, input_ids))
@@ -242,8 +242,8 @@ def lora(ctx: CaseContext) -> ScenarioResult:
 
     torch.manual_seed(ctx.seed)
     base = load_model(ctx, "cpu", train=True)
-    if (untrainable := _untrainable(base)) is not None:
-        return untrainable
+    if (skipped := untrainable(base)) is not None:
+        return skipped
     input_ids = sample_ids(ctx, base)
     try:
         reference = _with_lora(base)

@@ -51,6 +51,7 @@ from hf_neuron.matrix.scenarios.training import (
     adapter_outside,
     lora_config,
     lora_refused,
+    untrainable,
     updated_weights,
 )
 from hf_neuron.vocabulary.records import DEVICE_STEPS
@@ -267,7 +268,10 @@ def _case(ctx: CaseContext, recipe: _Recipe) -> ScenarioResult:
     device run's), the device's run held to the CPU's."""
     import torch
 
-    if recipe.lora and (refused := lora_refused(load_model(ctx, "cpu"))) is not None:
+    model = load_model(ctx, "cpu")
+    if (skipped := untrainable(model)) is not None:  # a trainer lowers the model's own loss, as Trainer does
+        return skipped
+    if recipe.lora and (refused := lora_refused(model)) is not None:
         return refused
     with tempfile.TemporaryDirectory(prefix=f"{ctx.scenario}-", dir=ctx.workdir) as out:
         run = _train(ctx, ctx.device, recipe, Path(out))
