@@ -27,8 +27,8 @@ from hf_neuron.tiny.image_text.image_processor import (
     tiny_image_processor_kwargs,
 )
 from hf_neuron.tiny.image_text.images import synthetic_image
-from hf_neuron.tiny.image_text.inputs import features_per_image
-from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor
+from hf_neuron.tiny.image_text.inputs import features_per_image, image_tokens
+from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor, image_token_text
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
 from hf_neuron.tiny.transformers.checkpoint import STAMP, publish
 from hf_neuron.tiny.transformers.config import DIMS, TinyDims
@@ -74,10 +74,13 @@ def _image_processor_recipe(model_type: str, config: PreTrainedConfig) -> Any:
 def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel,
                        image_processor: BaseImageProcessor) -> ProcessorMixin:
     """The architecture's own processor, checked to write as many image tokens for an image as the model has
-    features for it (else :class:`ProcessorUnavailableError`, saying both numbers, or what it could not read)."""
-    processor = build_processor(model_type, config, image_processor)
+    features for it (none where the config names no image token, as the matrix's inputs write: the image reaches the
+    model by its pixels alone), else :class:`ProcessorUnavailableError`, saying both numbers, or what it could not
+    read."""
     side = processor_side(image_processor)
     image = synthetic_image(side, side * 3 // 2)
+    expected = features_per_image(model, image_processor, image) if image_tokens(config).image is not None else 0
+    processor = build_processor(model_type, config, image_processor, image_features=expected or None)
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
     text = processor.apply_chat_template(messages, add_generation_prompt=True)
@@ -86,9 +89,8 @@ def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrai
     except (KeyError, TypeError, ValueError) as why:  # a substitute image processor lacks an output it reads
         raise ProcessorUnavailableError(f"{type(processor).__name__} cannot read {type(image_processor).__name__}'s "
                                         f"output: {type(why).__name__}: {why}") from why
-    image_token = getattr(processor, "image_token", None)
-    written = int((ids == processor.tokenizer.convert_tokens_to_ids(image_token)).sum())
-    expected = features_per_image(model, image_processor, image)
+    image_token = image_token_text(processor)
+    written = 0 if image_token is None else int((ids == processor.tokenizer.convert_tokens_to_ids(image_token)).sum())
     if written != expected:
         raise ProcessorUnavailableError(f"{type(processor).__name__} writes {written} image tokens for a "
                                    f"{image.height}x{image.width} image, the model has {expected} features for it")
