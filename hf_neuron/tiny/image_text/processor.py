@@ -115,7 +115,7 @@ def _asking(tokenizer: PreTrainedTokenizerBase) -> dict[str, str]:
 
     def answer(self: PreTrainedTokenizerBase, key: str) -> Any:
         try:
-            return base.__getattr__(self, key)  # type: ignore[operator]
+            return base.__getattr__(self, key)
         except AttributeError:
             name = key.removesuffix("_id")
             if key.startswith("_") or not name.endswith("_token"):
@@ -158,7 +158,7 @@ def image_token_text(processor: ProcessorMixin) -> str | None:
     tokenizer's), else the one the processor's ``image_token_id`` names (a placeholder may be expanded to other
     tokens: Aya Vision's ``<image>`` to ``<|IMG_PATCH|>``), else its ``image_token``; None when it has none of them
     (the image reaches the model by its pixels alone)."""
-    tokenizer = processor.tokenizer  # type: ignore[attr-defined]
+    tokenizer = processor.tokenizer
     if (declared := _text(getattr(tokenizer, "image_token", None))) is not None:
         return declared
     token_id = getattr(processor, "image_token_id", None)
@@ -181,7 +181,7 @@ def _named_ids(config: PreTrainedConfig, texts: Sequence[str], image_text: str |
     the others at free reserved ids."""
     image_id = image_tokens(config).image
     named: dict[int, str] = {}
-    if image_id is not None and image_text in texts:
+    if image_id is not None and image_text is not None and image_text in texts:
         named[image_id] = image_text
     used = _config_token_ids(config) | set(named)
     free = [token_id for token_id in reversed(RESERVED_TOKEN_IDS) if token_id not in used]
