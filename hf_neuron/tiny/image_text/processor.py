@@ -28,6 +28,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hf_neuron.compat.tiny_diffusion import REQUIREMENTS
 from hf_neuron.compat.tiny_image_text import image_text_recipe
 from hf_neuron.tiny.image_text.image_processor import find_field
 from hf_neuron.tiny.image_text.inputs import image_tokens
@@ -83,12 +84,13 @@ def _processor_class(model_type: str) -> type[ProcessorMixin]:
     if name is None:
         raise ProcessorUnavailableError(f"transformers {transformers.__version__} maps {model_type} to no processor")
     cls = getattr(transformers, name, None)
+    missing = f"torchvision, which does not import here ({REQUIREMENTS['torchvision']})"
     if cls is None or isinstance(cls, DummyObject):
-        raise ProcessorUnavailableError(f"{name} cannot be built here: it needs a library this machine lacks "
-                                        "(torchvision)")
+        raise ProcessorUnavailableError(f"{name} cannot be built here: it needs a library this machine lacks: "
+                                        f"{missing}")
     if "video_processor" in inspect.signature(cls.__init__).parameters:
         raise ProcessorUnavailableError(f"{name} needs a video processor, which transformers builds only with "
-                                        "torchvision")
+                                        f"{missing}")
     return cls
 
 
