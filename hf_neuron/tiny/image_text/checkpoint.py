@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, ProcessorMixin
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["content_key", "load_image_processor", "materialize", "saved_processor", "verified_processor"]
+__all__ = ["content_key", "load_image_processor", "materialize", "own_processor", "saved_processor",
+           "verified_processor"]
 
 _FORMAT = 2
 
@@ -95,6 +96,15 @@ def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrai
         raise ProcessorUnavailableError(f"{type(processor).__name__} writes {written} image tokens for a "
                                    f"{image.height}x{image.width} image, the model has {expected} features for it")
     return processor
+
+
+def own_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel) -> ProcessorMixin:
+    """The architecture's own processor for the tiny ``model`` of ``config``, around its tiny image processor, checked
+    against the model (:func:`verified_processor`); :class:`ProcessorUnavailableError` when it takes no images or the
+    processor does not build or agree here (LookupError when no image processor runs here)."""
+    if not takes_images(model):
+        raise ProcessorUnavailableError(f"{type(model).__name__} takes no images")
+    return verified_processor(model_type, config, model, tiny_image_processor(model_type, config))
 
 
 def load_image_processor(model_type: str, checkpoint: Path) -> BaseImageProcessor:
