@@ -10,12 +10,17 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.compat.tiny_image_text import image_text_recipe, load_image_text
-from hf_neuron.tiny.image_text.checkpoint import load_image_processor, materialize, verified_processor
+from hf_neuron.tiny.image_text.checkpoint import load_image_processor, materialize
 from hf_neuron.tiny.image_text.config import tiny_image_text_config, tiny_image_text_config_kwargs
 from hf_neuron.tiny.image_text.image_processor import image_processor_class, takes_images, tiny_image_processor_kwargs
 from hf_neuron.tiny.image_text.images import synthetic_image, synthetic_images
 from hf_neuron.tiny.image_text.inputs import batch_inputs, features_per_image, image_tokens, sample_rows
-from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor, image_token_text
+from hf_neuron.tiny.image_text.processor import (
+    ProcessorUnavailableError,
+    build_processor,
+    image_token_text,
+    verified_processor,
+)
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, tiny_tokenizer
 from hf_neuron.tiny.transformers.inputs import prompt_of
 from hf_neuron.tiny.transformers.models import build_model
@@ -258,12 +263,12 @@ def test_a_processor_that_builds_around_the_plain_tokenizer_keeps_its_own_tokens
 
 
 def test_an_image_token_count_argument_takes_the_model_s_feature_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hf_neuron.tiny.image_text import checkpoint
+    from hf_neuron.tiny.image_text import processor as module
 
     config, model, image_processor = _tiny("chameleon")  # ChameleonProcessor(image_seq_length=1024) by default
     processor = verified_processor("chameleon", config, model, image_processor)
     assert processor.image_seq_length == features_per_image(model, image_processor, synthetic_image(32, 48)) == 16
-    monkeypatch.setattr(checkpoint, "build_processor", lambda *args, **kwargs: build_processor(*args))  # no count
+    monkeypatch.setattr(module, "build_processor", lambda *args, **kwargs: build_processor(*args))  # no count
     with pytest.raises(ProcessorUnavailableError,
                        match="writes 1024 image tokens for a 32x48 image, the model has 16 features"):
         verified_processor("chameleon", config, model, image_processor)

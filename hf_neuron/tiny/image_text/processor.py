@@ -30,15 +30,17 @@ from typing import TYPE_CHECKING, Any
 
 from hf_neuron.compat.tiny_diffusion import REQUIREMENTS
 from hf_neuron.compat.tiny_image_text import image_text_recipe
-from hf_neuron.tiny.image_text.image_processor import find_field
-from hf_neuron.tiny.image_text.inputs import image_tokens
+from hf_neuron.tiny.image_text.image_processor import find_field, processor_side, takes_images, tiny_image_processor
+from hf_neuron.tiny.image_text.images import synthetic_image
+from hf_neuron.tiny.image_text.inputs import features_per_image, image_tokens
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, VOCAB_SIZE, tiny_tokenizer
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedConfig, PreTrainedTokenizerBase, ProcessorMixin
+    from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["IMAGE_TOKEN_COUNTS", "ProcessorUnavailableError", "build_processor", "chat_template", "image_token_text"]
+__all__ = ["IMAGE_TOKEN_COUNTS", "ProcessorUnavailableError", "build_processor", "chat_template", "image_token_text",
+           "own_processor", "verified_processor"]
 
 #: Processor arguments that are not configuration (the parts and the template).
 _PARTS = {"self", "image_processor", "tokenizer", "video_processor", "feature_extractor", "audio_processor",
@@ -236,3 +238,38 @@ def build_processor(model_type: str, config: PreTrainedConfig, image_processor: 
                                             f"is {expected}")
     processor.chat_template = chat_template(placeholder or "")
     return processor
+
+
+def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel,
+                       image_processor: BaseImageProcessor) -> ProcessorMixin:
+    """The architecture's own processor, checked to write as many image tokens for an image as the model has
+    features for it (none where the config names no image token, as the matrix's inputs write: the image reaches the
+    model by its pixels alone), else :class:`ProcessorUnavailableError`, saying both numbers, or what it could not
+    read."""
+    side = processor_side(image_processor)
+    image = synthetic_image(side, side * 3 // 2)
+    expected = features_per_image(model, image_processor, image) if image_tokens(config).image is not None else 0
+    processor = build_processor(model_type, config, image_processor, image_features=expected or None)
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True)
+    try:
+        ids = processor(images=[image], text=[text], return_tensors="pt")["input_ids"][0]
+    except (KeyError, TypeError, ValueError) as why:  # a substitute image processor lacks an output it reads
+        raise ProcessorUnavailableError(f"{type(processor).__name__} cannot read {type(image_processor).__name__}'s "
+                                        f"output: {type(why).__name__}: {why}") from why
+    image_token = image_token_text(processor)
+    written = 0 if image_token is None else int((ids == processor.tokenizer.convert_tokens_to_ids(image_token)).sum())
+    if written != expected:
+        raise ProcessorUnavailableError(f"{type(processor).__name__} writes {written} image tokens for a "
+                                   f"{image.height}x{image.width} image, the model has {expected} features for it")
+    return processor
+
+
+def own_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel) -> ProcessorMixin:
+    """The architecture's own processor for the tiny ``model`` of ``config``, around its tiny image processor, checked
+    against the model (:func:`verified_processor`); :class:`ProcessorUnavailableError` when it takes no images or the
+    processor does not build or agree here (LookupError when no image processor runs here)."""
+    if not takes_images(model):
+        raise ProcessorUnavailableError(f"{type(model).__name__} takes no images")
+    return verified_processor(model_type, config, model, tiny_image_processor(model_type, config))

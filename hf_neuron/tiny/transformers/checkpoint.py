@@ -3,7 +3,7 @@
 A materialized directory loads offline with ``AutoModelForCausalLM.from_pretrained(dir)`` (or the group's auto class)
 and ``AutoTokenizer.from_pretrained(dir)``; the tiny model of a type that transformers maps to a processor reading
 images (a vision-language class in the decoder group: gemma3) also ships that processor where the image-text group's
-builder makes one here (:func:`hf_neuron.tiny.image_text.checkpoint.own_processor`), as its real checkpoints do, so
+builder makes one here (:func:`hf_neuron.tiny.image_text.processor.own_processor`), as its real checkpoints do, so
 that ``AutoProcessor.from_pretrained(dir)`` (TRL's scripts) loads it. The same ``(model_type, seed, overrides)``
 under the same library versions gives the same files; a directory whose stamp records the same content key is reused
 as it is.
@@ -115,7 +115,7 @@ def _own_processor(model_type: str, config: Any, model: Any, staging: Path) -> s
     alone, as before)."""
     from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
 
-    from hf_neuron.tiny.image_text.checkpoint import own_processor
+    from hf_neuron.tiny.image_text.processor import own_processor
 
     if model_type not in PROCESSOR_MAPPING_NAMES:
         return f"none: transformers maps {model_type} to no processor"
