@@ -280,14 +280,30 @@ def test_a_failing_cli_run_raises_with_its_error(tmp_path: Path) -> None:
     assert "CalledProcessError" not in str(failure.value), "the script's error, not the launcher's report of it"
 
 
-def test_a_checkpoint_without_the_processor_trls_script_loads_is_untested(workdir: Path) -> None:
-    """gemma3's decoder checkpoint: AutoProcessor maps gemma3 to Gemma3Processor, which wants an image processor."""
-    result = trl_cli.trl_cli(CaseContext("gemma3", "decoder", "trl_cli", "neuron", workdir))
-    assert (result.outcome, result.gap) == ("untested", "inputs")
+def test_a_checkpoint_without_the_processor_trls_script_loads_is_untested(workdir: Path, tmp_path: Path) -> None:
+    """AutoProcessor maps gemma3 to Gemma3Processor, which wants the processor's files (its image processor)."""
+    checkpoint = CaseContext("gemma3", "decoder", "trl_cli", "neuron", workdir).checkpoint
+    for path in checkpoint.iterdir():
+        if path.name != "processor_config.json":
+            (tmp_path / path.name).symlink_to(path.resolve())
+    result = trl_cli._processor_missing(tmp_path)
+    assert result is not None and (result.outcome, result.gap) == ("untested", "inputs")
     assert result.message.startswith("TRL's script loads AutoProcessor from the model's folder, which the tiny "
                                      "checkpoint cannot give: Can't load image processor"), result.message
     assert trl_cli._processor_missing(CaseContext("llama", "decoder", "trl_cli", "neuron", workdir).checkpoint) is None
 
+
+def test_a_vision_language_decoder_s_checkpoint_ships_the_processor_trls_script_loads(workdir: Path) -> None:
+    """gemma3's decoder checkpoint held its tokenizer alone (nightly-20261206: trl_cli untested, 'Can't load image
+    processor'): it ships Gemma3Processor now, as its real checkpoints do; a text model's ships none."""
+    from transformers import AutoProcessor
+
+    checkpoint = CaseContext("gemma3", "decoder", "trl_cli", "neuron", workdir).checkpoint
+    assert trl_cli._processor_missing(checkpoint) is None
+    assert type(AutoProcessor.from_pretrained(checkpoint)).__name__ == "Gemma3Processor"
+    stamp = json.loads((CaseContext("llama", "decoder", "trl_cli", "neuron", workdir).checkpoint
+                        / "hf-neuron-tiny.json").read_text())
+    assert stamp["processor"] == "none: transformers maps llama to no processor"
 
 
 @pytest.mark.slow

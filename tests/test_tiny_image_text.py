@@ -10,12 +10,17 @@ from pathlib import Path
 import pytest
 
 from hf_neuron.compat.tiny_image_text import image_text_recipe, load_image_text
-from hf_neuron.tiny.image_text.checkpoint import load_image_processor, materialize, verified_processor
+from hf_neuron.tiny.image_text.checkpoint import load_image_processor, materialize
 from hf_neuron.tiny.image_text.config import tiny_image_text_config, tiny_image_text_config_kwargs
 from hf_neuron.tiny.image_text.image_processor import image_processor_class, takes_images, tiny_image_processor_kwargs
 from hf_neuron.tiny.image_text.images import synthetic_image, synthetic_images
 from hf_neuron.tiny.image_text.inputs import batch_inputs, features_per_image, image_tokens, sample_rows
-from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor
+from hf_neuron.tiny.image_text.processor import (
+    ProcessorUnavailableError,
+    build_processor,
+    image_token_text,
+    verified_processor,
+)
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, tiny_tokenizer
 from hf_neuron.tiny.transformers.inputs import prompt_of
 from hf_neuron.tiny.transformers.models import build_model
@@ -237,9 +242,72 @@ def test_a_processor_that_disagrees_with_the_model_is_refused(monkeypatch: pytes
         verified_processor("llava", config, model, image_processor)
 
 
+@pytest.mark.parametrize(("model_type", "asked"), [
+    ("deepseek_vl", {"image_token"}),  # 'TokenizersBackend has no attribute image_token' before
+    ("shieldgemma2", {"boi_token", "eoi_token", "image_token"}),  # '... no attribute boi_token_id' before
+])
+def test_the_tokenizer_declares_the_special_tokens_its_processor_reads(model_type: str, asked: set[str]) -> None:
+    config, model, image_processor = _tiny(model_type)
+    processor = verified_processor(model_type, config, model, image_processor)
+    tokenizer = processor.tokenizer
+    assert {name for name in asked if isinstance(getattr(tokenizer, name, None), str)} == asked
+    assert image_token_text(processor) == tokenizer.image_token  # ShieldGemma 2's processor calls boi its image token
+    assert tokenizer.image_token_id == image_tokens(config).image
+    assert all(tokenizer.convert_tokens_to_ids(getattr(tokenizer, name)) in RESERVED_TOKEN_IDS for name in asked)
+
+
+def test_a_processor_that_builds_around_the_plain_tokenizer_keeps_its_own_tokens() -> None:
+    config, model, image_processor = _tiny("llava")
+    tokenizer = verified_processor("llava", config, model, image_processor).tokenizer
+    assert getattr(tokenizer, "image_token", None) is None and tokenizer.convert_tokens_to_ids("<image>") == 1023
+
+
+def test_an_image_token_count_argument_takes_the_model_s_feature_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_neuron.tiny.image_text import processor as module
+
+    config, model, image_processor = _tiny("chameleon")  # ChameleonProcessor(image_seq_length=1024) by default
+    processor = verified_processor("chameleon", config, model, image_processor)
+    assert processor.image_seq_length == features_per_image(model, image_processor, synthetic_image(32, 48)) == 16
+    monkeypatch.setattr(module, "build_processor", lambda *args, **kwargs: build_processor(*args))  # no count
+    with pytest.raises(ProcessorUnavailableError,
+                       match="writes 1024 image tokens for a 32x48 image, the model has 16 features"):
+        verified_processor("chameleon", config, model, image_processor)
+
+
+def test_a_processor_without_image_tokens_fits_a_model_that_reads_pixels_alone() -> None:
+    config, model, image_processor = _tiny("blip")
+    assert image_tokens(config).image is None
+    processor = verified_processor("blip", config, model, image_processor)
+    assert image_token_text(processor) is None
+    text = processor.apply_chat_template([{"role": "user", "content": [{"type": "image"}, {"type": "text",
+                                                                                           "text": "Hi"}]}])
+    assert text == "<|im_start|>user\nHi<|im_end|>\n"
+
+
+def test_a_processor_without_image_tokens_is_refused_for_a_model_that_reads_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_neuron.tiny.image_text import processor as module
+
+    config, _, image_processor = _tiny("blip-2")
+    monkeypatch.setattr(module, "image_token_text", lambda processor: None)
+    with pytest.raises(ProcessorUnavailableError, match="Blip2Processor has no image_token"):
+        build_processor("blip-2", config, image_processor)
+
+
+def test_the_tokenizer_saves_the_attributes_it_declares(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tiny_tokenizer({1023: "<|image_token|>"}, {"image_token": "<|image_token|>"}).save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert (loaded.image_token, loaded.image_token_id) == ("<|image_token|>", 1023)
+    tiny_tokenizer().save_pretrained(tmp_path / "plain")
+    assert "model_specific_special_tokens" not in (tmp_path / "plain" / "tokenizer_config.json").read_text()
+
+
 @pytest.mark.parametrize(("model_type", "why"), [
     ("qwen2_5_vl", "Qwen2_5_VLProcessor needs a video processor, which transformers builds only with torchvision"),
-    ("mistral3", "PixtralProcessor cannot be built here: it needs a library this machine lacks"),
+    ("mistral3", "PixtralProcessor cannot be built here: it needs a library this machine lacks: torchvision, which "
+                 r"does not import here \(hf-neuron\[vision\]: PyPI's torchvision wheels for x86_64 are CUDA builds"),
 ])
 def test_a_processor_that_cannot_be_built_here_says_why(model_type: str, why: str) -> None:
     config, _, image_processor = _tiny(model_type)

@@ -382,11 +382,11 @@ def test_a_model_that_trains_on_one_length_gets_its_prompt_padded_to_it() -> Non
     from hf_neuron.tiny.transformers.outputs import IGNORED_LABEL, training_inputs, training_length
 
     reformer = build_model("reformer", seed=0).train()
-    assert training_length(reformer.config) == 32
+    assert training_length(reformer.config) == 128
     ids = torch.randint(8, 500, (2, 12))
     inputs = training_inputs(reformer, {"input_ids": ids})
     assert {key: tuple(value.shape) for key, value in inputs.items()} == dict.fromkeys(
-        ("input_ids", "labels", "attention_mask"), (2, 32))
+        ("input_ids", "labels", "attention_mask"), (2, 128))
     assert torch.equal(inputs["input_ids"][:, :12], ids) and torch.equal(inputs["labels"][:, :12], ids)
     assert (inputs["labels"][:, 12:] == IGNORED_LABEL).all() and (inputs["attention_mask"][:, 12:] == 0).all()
     assert (inputs["input_ids"][:, 12:] == reformer.config.pad_token_id).all()
@@ -396,6 +396,19 @@ def test_a_model_that_trains_on_one_length_gets_its_prompt_padded_to_it() -> Non
     llama = build_model("llama", seed=0)
     assert training_length(llama.config) is None
     assert training_inputs(llama, {"input_ids": ids}).keys() == {"input_ids", "labels"}
+
+
+def test_the_tiny_reformer_trains_on_the_length_trl_pads_to_on_neuron() -> None:
+    """TRL pads every batch to a multiple of 128 on neuron (the CPU run takes the same): with 32 positions
+    (nightly-20261206) every TRL case of reformer stopped at 'Sequence Length: 128 has to be less or equal than
+    config.max_position_embeddings 32', on the CPU too."""
+    from hf_neuron.matrix.scenarios.trl_trainers import NEURON_PAD_MULTIPLE
+    from hf_neuron.tiny.transformers.outputs import training_length
+
+    reformer = build_model("reformer", seed=0).train()
+    assert training_length(reformer.config) == NEURON_PAD_MULTIPLE
+    ids = torch.nn.functional.pad(torch.randint(8, 500, (2, 40)), (0, NEURON_PAD_MULTIPLE - 40))  # TRL's padded batch
+    assert torch.isfinite(reformer(input_ids=ids, labels=ids).loss)
 
 
 def test_a_diffusion_backbones_tiny_model_starts_from_a_checkpoint_of_the_pipeline_it_runs_in() -> None:

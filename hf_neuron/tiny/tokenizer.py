@@ -121,11 +121,14 @@ def _renamed(named: Mapping[int, str]) -> str:
     return json.dumps(document)
 
 
-def tiny_tokenizer(named: Mapping[int, str] | None = None) -> PreTrainedTokenizerFast:
+def tiny_tokenizer(named: Mapping[int, str] | None = None,
+                   attributes: Mapping[str, str] | None = None) -> PreTrainedTokenizerFast:
     """A fresh :class:`~transformers.PreTrainedTokenizerFast` of :data:`VOCAB_SIZE` tokens with a chat template.
 
     ``named`` renames reserved special tokens (id -> text), e.g. ``{1023: "<image>"}``, so that a processor's
-    special tokens have the ids the tiny model's config gives them."""
+    special tokens have the ids the tiny model's config gives them; ``attributes`` names special tokens as the
+    tokenizer's own attributes (``{"image_token": "<image>"}``: ``tokenizer.image_token`` and ``image_token_id``, saved
+    with it), as a vision-language checkpoint's tokenizer declares those its processor reads."""
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
@@ -138,6 +141,7 @@ def tiny_tokenizer(named: Mapping[int, str] | None = None) -> PreTrainedTokenize
         chat_template=CHAT_TEMPLATE,
         model_max_length=512,
         clean_up_tokenization_spaces=False,
+        **({"model_specific_special_tokens": dict(attributes)} if attributes else {}),
     )
 
 

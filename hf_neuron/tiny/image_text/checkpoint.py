@@ -21,24 +21,21 @@ from hf_neuron.compat.tiny_image_text import image_text_recipe
 from hf_neuron.tiny.image_text.config import tiny_image_text_config, tiny_image_text_config_kwargs
 from hf_neuron.tiny.image_text.image_processor import (
     image_processor_class,
-    processor_side,
     takes_images,
     tiny_image_processor,
     tiny_image_processor_kwargs,
 )
-from hf_neuron.tiny.image_text.images import synthetic_image
-from hf_neuron.tiny.image_text.inputs import features_per_image
-from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, build_processor
+from hf_neuron.tiny.image_text.processor import ProcessorUnavailableError, verified_processor
 from hf_neuron.tiny.tokenizer import tiny_tokenizer, tokenizer_fingerprint
 from hf_neuron.tiny.transformers.checkpoint import STAMP, publish
 from hf_neuron.tiny.transformers.config import DIMS, TinyDims
 from hf_neuron.tiny.transformers.models import build_model
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedConfig, PreTrainedModel, ProcessorMixin
+    from transformers import PreTrainedConfig
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["content_key", "load_image_processor", "materialize", "saved_processor", "verified_processor"]
+__all__ = ["content_key", "load_image_processor", "materialize", "saved_processor"]
 
 _FORMAT = 2
 
@@ -69,30 +66,6 @@ def _image_processor_recipe(model_type: str, config: PreTrainedConfig) -> Any:
         return [image_processor_class(model_type).__name__, tiny_image_processor_kwargs(model_type, config)]
     except LookupError as why:  # a model that takes no images has none
         return str(why)
-
-
-def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel,
-                       image_processor: BaseImageProcessor) -> ProcessorMixin:
-    """The architecture's own processor, checked to write as many image tokens for an image as the model has
-    features for it (else :class:`ProcessorUnavailableError`, saying both numbers, or what it could not read)."""
-    processor = build_processor(model_type, config, image_processor)
-    side = processor_side(image_processor)
-    image = synthetic_image(side, side * 3 // 2)
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
-    text = processor.apply_chat_template(messages, add_generation_prompt=True)
-    try:
-        ids = processor(images=[image], text=[text], return_tensors="pt")["input_ids"][0]
-    except (KeyError, TypeError, ValueError) as why:  # a substitute image processor lacks an output it reads
-        raise ProcessorUnavailableError(f"{type(processor).__name__} cannot read {type(image_processor).__name__}'s "
-                                        f"output: {type(why).__name__}: {why}") from why
-    image_token = getattr(processor, "image_token", None)
-    written = int((ids == processor.tokenizer.convert_tokens_to_ids(image_token)).sum())
-    expected = features_per_image(model, image_processor, image)
-    if written != expected:
-        raise ProcessorUnavailableError(f"{type(processor).__name__} writes {written} image tokens for a "
-                                   f"{image.height}x{image.width} image, the model has {expected} features for it")
-    return processor
 
 
 def load_image_processor(model_type: str, checkpoint: Path) -> BaseImageProcessor:

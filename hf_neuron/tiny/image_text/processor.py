@@ -3,11 +3,20 @@
 The matrix does not need it (:mod:`.inputs` builds the inputs from the image processor); a user's
 ``pipeline("image-text-to-text", model=checkpoint)`` or ``trl sft`` loads a processor with ``AutoProcessor``. The
 processor class comes from transformers' processor mapping; its keyword arguments that the tiny config also has
-(``patch_size``, ``vision_feature_select_strategy``...) take the config's values, then the reviewed
-``processor_config`` of ``compat/tiny_image_text.toml``. Its special tokens get the ids the config gives them: the
-processor is built once to learn its token texts (``image_token``...), then again with a tiny tokenizer whose reserved
-tokens carry those texts at the config's ids (other new special tokens take free reserved ids). Its chat template is
-the tiny ChatML one, with each image item rendered as the processor's image token.
+(``patch_size``, ``vision_feature_select_strategy``...) take the config's values, an argument that gives the number of
+image tokens of every image (:data:`IMAGE_TOKEN_COUNTS`) the number of features the tiny model computes for one, then
+the reviewed ``processor_config`` of ``compat/tiny_image_text.toml``.
+
+Its special tokens get the ids the config gives them: the processor is built once to learn its token texts
+(``image_token``...), then again with a tiny tokenizer whose reserved tokens carry those texts at the config's ids:
+the config's image id goes to the token the processor writes for each image feature (the one its ``image_token_id``
+names, else its ``image_token``), other new special tokens take free reserved ids. A processor that cannot be built
+around the tiny tokenizer as it is is built once more around one that answers every special-token attribute the
+processor reads of it and the tiny tokenizer lacks (``tokenizer.image_token``, ``boi_token_id``..., as checkpoints'
+tokenizers declare them) with a token named for it (``<|image_token|>``); the final tokenizer declares those it was
+asked for, at reserved ids. Its chat template is the tiny ChatML one, with each image item rendered as the
+processor's image token (as nothing where the processor has none and the model's config names no image token: the
+image reaches the model by its pixels alone).
 
 A processor that cannot be built here (a class that needs torchvision, or a video processor) raises
 :class:`ProcessorUnavailableError` with the reason.
@@ -16,23 +25,30 @@ A processor that cannot be built here (a class that needs torchvision, or a vide
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hf_neuron.compat.tiny_diffusion import REQUIREMENTS
 from hf_neuron.compat.tiny_image_text import image_text_recipe
-from hf_neuron.tiny.image_text.image_processor import find_field
-from hf_neuron.tiny.image_text.inputs import image_tokens
+from hf_neuron.tiny.image_text.image_processor import find_field, processor_side, takes_images, tiny_image_processor
+from hf_neuron.tiny.image_text.images import synthetic_image
+from hf_neuron.tiny.image_text.inputs import features_per_image, image_tokens
 from hf_neuron.tiny.tokenizer import RESERVED_TOKEN_IDS, VOCAB_SIZE, tiny_tokenizer
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedConfig, PreTrainedTokenizerBase, ProcessorMixin
+    from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["ProcessorUnavailableError", "build_processor", "chat_template"]
+__all__ = ["IMAGE_TOKEN_COUNTS", "ProcessorUnavailableError", "build_processor", "chat_template", "image_token_text",
+           "own_processor", "verified_processor"]
 
 #: Processor arguments that are not configuration (the parts and the template).
 _PARTS = {"self", "image_processor", "tokenizer", "video_processor", "feature_extractor", "audio_processor",
           "chat_template", "args", "kwargs"}
+
+
+#: Processor arguments that give the number of image tokens every image is written as (one image, one count).
+IMAGE_TOKEN_COUNTS = ("image_seq_length", "image_seq_len", "num_image_tokens")
 
 
 class ProcessorUnavailableError(RuntimeError):
@@ -70,23 +86,89 @@ def _processor_class(model_type: str) -> type[ProcessorMixin]:
     if name is None:
         raise ProcessorUnavailableError(f"transformers {transformers.__version__} maps {model_type} to no processor")
     cls = getattr(transformers, name, None)
+    missing = f"torchvision, which does not import here ({REQUIREMENTS['torchvision']})"
     if cls is None or isinstance(cls, DummyObject):
-        raise ProcessorUnavailableError(f"{name} cannot be built here: it needs a library this machine lacks "
-                                        "(torchvision)")
+        raise ProcessorUnavailableError(f"{name} cannot be built here: it needs a library this machine lacks: "
+                                        f"{missing}")
     if "video_processor" in inspect.signature(cls.__init__).parameters:
         raise ProcessorUnavailableError(f"{name} needs a video processor, which transformers builds only with "
-                                        "torchvision")
+                                        f"{missing}")
     return cls
 
 
-def _kwargs(cls: type[ProcessorMixin], model_type: str, config: PreTrainedConfig) -> dict[str, Any]:
-    """The processor's configuration arguments that the tiny config also has, then the reviewed ones."""
+def _kwargs(cls: type[ProcessorMixin], model_type: str, config: PreTrainedConfig,
+            image_features: int | None) -> dict[str, Any]:
+    """The processor's configuration arguments that the tiny config also has, an image-token count the config has not
+    given ``image_features`` (when given), then the reviewed ones."""
     kwargs = {}
     for name in inspect.signature(cls.__init__).parameters:
         value = find_field(config, name) if name not in _PARTS else None
+        if value is None and name in IMAGE_TOKEN_COUNTS:
+            value = image_features
         if value is not None and not isinstance(value, Mapping):
             kwargs[name] = value
     return {**kwargs, **image_text_recipe(model_type).processor_config}
+
+
+def _asking(tokenizer: PreTrainedTokenizerBase) -> dict[str, str]:
+    """Make ``tokenizer`` answer every special-token attribute it lacks (a name ending in ``_token``, or its ``_id``)
+    with a new special token named for it (``image_token`` -> ``<|image_token|>``); the returned mapping fills with the
+    names asked and their texts."""
+    asked: dict[str, str] = {}
+    base = type(tokenizer)
+
+    def answer(self: PreTrainedTokenizerBase, key: str) -> Any:
+        try:
+            return base.__getattr__(self, key)
+        except AttributeError:
+            name = key.removesuffix("_id")
+            if key.startswith("_") or not name.endswith("_token"):
+                raise
+        text = asked.setdefault(name, f"<|{name}|>")
+        if text not in self.get_vocab():
+            self.add_tokens([text], special_tokens=True)
+        return self.convert_tokens_to_ids(text) if key != name else text
+
+    tokenizer.__class__ = type(f"Asking{base.__name__}", (base,), {"__getattr__": answer})
+    return asked
+
+
+def _probe(cls: type[ProcessorMixin], image_processor: BaseImageProcessor,
+           kwargs: Mapping[str, Any]) -> tuple[ProcessorMixin, PreTrainedTokenizerBase, dict[str, str]]:
+    """``cls`` built around the tiny tokenizer; where its constructor fails, around one that answers the special-token
+    attributes the processor reads of it (:func:`_asking`). The processor, its tokenizer and the attributes asked
+    (a processor that falls back on its own tokens when the tokenizer declares none keeps them, as with a checkpoint
+    whose tokenizer declares none)."""
+    tokenizer = tiny_tokenizer()
+    try:
+        return cls(image_processor=image_processor, tokenizer=tokenizer, **kwargs), tokenizer, {}
+    except Exception:  # noqa: BLE001 - built again below, whose failure is the one reported
+        tokenizer = tiny_tokenizer()
+        asked = _asking(tokenizer)
+        return cls(image_processor=image_processor, tokenizer=tokenizer, **kwargs), tokenizer, asked
+
+
+def _text(token: Any) -> str | None:
+    """A token's text (a string or an ``AddedToken``), None for anything else or an empty one."""
+    from tokenizers import AddedToken
+
+    text = token.content if isinstance(token, AddedToken) else token
+    return text if isinstance(text, str) and text else None
+
+
+def image_token_text(processor: ProcessorMixin) -> str | None:
+    """The text of the token ``processor`` writes for each image feature: its tokenizer's ``image_token`` where the
+    tokenizer declares one (ShieldGemma 2's processor calls its ``boi_token`` the image token, and expands it to the
+    tokenizer's), else the one the processor's ``image_token_id`` names (a placeholder may be expanded to other
+    tokens: Aya Vision's ``<image>`` to ``<|IMG_PATCH|>``), else its ``image_token``; None when it has none of them
+    (the image reaches the model by its pixels alone)."""
+    tokenizer = processor.tokenizer
+    if (declared := _text(getattr(tokenizer, "image_token", None))) is not None:
+        return declared
+    token_id = getattr(processor, "image_token_id", None)
+    if isinstance(token_id, int) and not isinstance(token_id, bool) and token_id != tokenizer.unk_token_id:
+        return _text(tokenizer.convert_ids_to_tokens(token_id))
+    return _text(getattr(processor, "image_token", None))
 
 
 def _token_texts(processor: ProcessorMixin, tokenizer: PreTrainedTokenizerBase) -> dict[str, str]:
@@ -98,18 +180,19 @@ def _token_texts(processor: ProcessorMixin, tokenizer: PreTrainedTokenizerBase) 
     return {name: text for name, text in texts.items() if ids[text] >= VOCAB_SIZE or ids[text] == unknown}
 
 
-def _named_ids(config: PreTrainedConfig, texts: Mapping[str, str], extra: list[str]) -> dict[int, str]:
-    """Reserved id -> token text: the image token at the config's image id, the others at free reserved ids."""
+def _named_ids(config: PreTrainedConfig, texts: Sequence[str], image_text: str | None = None) -> dict[int, str]:
+    """Reserved id -> token text for the new special ``texts``: ``image_text`` (one of them) at the config's image id,
+    the others at free reserved ids."""
     image_id = image_tokens(config).image
     named: dict[int, str] = {}
-    if image_id is not None and "image_token" in texts:
-        named[image_id] = texts["image_token"]
+    if image_id is not None and image_text is not None and image_text in texts:
+        named[image_id] = image_text
     used = _config_token_ids(config) | set(named)
     free = [token_id for token_id in reversed(RESERVED_TOKEN_IDS) if token_id not in used]
-    for text in [*(text for name, text in sorted(texts.items()) if text not in named.values()), *extra]:
+    for text in texts:
         if text not in named.values():
             if not free:
-                raise ProcessorUnavailableError(f"more special tokens than reserved ids: {sorted(texts.values())}")
+                raise ProcessorUnavailableError(f"more special tokens than reserved ids: {sorted(texts)}")
             named[free.pop(0)] = text
     return named
 
@@ -123,29 +206,70 @@ def _config_token_ids(config: PreTrainedConfig) -> set[int]:
     return ids
 
 
-def build_processor(model_type: str, config: PreTrainedConfig, image_processor: BaseImageProcessor) -> ProcessorMixin:
-    """``model_type``'s own processor around the tiny tokenizer and ``image_processor`` (see the module docstring)."""
+def build_processor(model_type: str, config: PreTrainedConfig, image_processor: BaseImageProcessor, *,
+                    image_features: int | None = None) -> ProcessorMixin:
+    """``model_type``'s own processor around the tiny tokenizer and ``image_processor`` (see the module docstring);
+    ``image_features``: the number of features the tiny model computes for an image, where known."""
     cls = _processor_class(model_type)
-    kwargs = _kwargs(cls, model_type, config)
+    kwargs = _kwargs(cls, model_type, config, image_features)
     try:
-        probe_tokenizer = tiny_tokenizer()
-        probe = cls(image_processor=image_processor, tokenizer=probe_tokenizer, **kwargs)
+        probe, probe_tokenizer, asked = _probe(cls, image_processor, kwargs)
         new_specials = [token.content for token_id, token in probe_tokenizer.added_tokens_decoder.items()
                         if token_id >= VOCAB_SIZE and token.special]
-        named = _named_ids(config, _token_texts(probe, probe_tokenizer), new_specials)
-        tokenizer = tiny_tokenizer(named)
+        texts = list(dict.fromkeys([*sorted(_token_texts(probe, probe_tokenizer).values()), *new_specials]))
+        # built again with every token known, to learn which one it writes per image feature (the probe's tokenizer
+        # gives an unknown token some id), then with that one at the config's image id
+        known = cls(image_processor=image_processor, tokenizer=tiny_tokenizer(_named_ids(config, texts), asked),
+                    **kwargs)
+        tokenizer = tiny_tokenizer(_named_ids(config, texts, image_token_text(known)), asked)
         processor = cls(image_processor=image_processor, tokenizer=tokenizer, **kwargs)
     except ProcessorUnavailableError:
         raise
     except Exception as error:  # any constructor failure means: not available, with why
         raise ProcessorUnavailableError(f"{cls.__name__}(...) failed: {type(error).__name__}: {error}") from error
-    image_token = getattr(processor, "image_token", None)
-    if not isinstance(image_token, str):
-        raise ProcessorUnavailableError(f"{cls.__name__} has no image_token")
     expected = image_tokens(config).image
-    got = tokenizer.convert_tokens_to_ids(image_token)
-    if expected is not None and got != expected:
-        raise ProcessorUnavailableError(f"{cls.__name__}'s image token {image_token!r} has id {got}, the config's is "
-                                   f"{expected}")
-    processor.chat_template = chat_template(image_token)
+    placeholder, image_token = _text(getattr(processor, "image_token", None)), image_token_text(processor)
+    if expected is not None:
+        if placeholder is None or image_token is None:
+            raise ProcessorUnavailableError(f"{cls.__name__} has no image_token")
+        got = tokenizer.convert_tokens_to_ids(image_token)
+        if got != expected:
+            raise ProcessorUnavailableError(f"{cls.__name__}'s image token {image_token!r} has id {got}, the config's "
+                                            f"is {expected}")
+    processor.chat_template = chat_template(placeholder or "")
     return processor
+
+
+def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel,
+                       image_processor: BaseImageProcessor) -> ProcessorMixin:
+    """The architecture's own processor, checked to write as many image tokens for an image as the model has
+    features for it (none where the config names no image token, as the matrix's inputs write: the image reaches the
+    model by its pixels alone), else :class:`ProcessorUnavailableError`, saying both numbers, or what it could not
+    read."""
+    side = processor_side(image_processor)
+    image = synthetic_image(side, side * 3 // 2)
+    expected = features_per_image(model, image_processor, image) if image_tokens(config).image is not None else 0
+    processor = build_processor(model_type, config, image_processor, image_features=expected or None)
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True)
+    try:
+        ids = processor(images=[image], text=[text], return_tensors="pt")["input_ids"][0]
+    except (KeyError, TypeError, ValueError) as why:  # a substitute image processor lacks an output it reads
+        raise ProcessorUnavailableError(f"{type(processor).__name__} cannot read {type(image_processor).__name__}'s "
+                                        f"output: {type(why).__name__}: {why}") from why
+    image_token = image_token_text(processor)
+    written = 0 if image_token is None else int((ids == processor.tokenizer.convert_tokens_to_ids(image_token)).sum())
+    if written != expected:
+        raise ProcessorUnavailableError(f"{type(processor).__name__} writes {written} image tokens for a "
+                                   f"{image.height}x{image.width} image, the model has {expected} features for it")
+    return processor
+
+
+def own_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel) -> ProcessorMixin:
+    """The architecture's own processor for the tiny ``model`` of ``config``, around its tiny image processor, checked
+    against the model (:func:`verified_processor`); :class:`ProcessorUnavailableError` when it takes no images or the
+    processor does not build or agree here (LookupError when no image processor runs here)."""
+    if not takes_images(model):
+        raise ProcessorUnavailableError(f"{type(model).__name__} takes no images")
+    return verified_processor(model_type, config, model, tiny_image_processor(model_type, config))

@@ -1,8 +1,12 @@
 """Write tiny checkpoints to disk: config, random weights (safetensors), tokenizer and generation config.
 
 A materialized directory loads offline with ``AutoModelForCausalLM.from_pretrained(dir)`` (or the group's auto class)
-and ``AutoTokenizer.from_pretrained(dir)``. The same ``(model_type, seed, overrides)`` under the same library versions
-gives the same files; a directory whose stamp records the same content key is reused as it is.
+and ``AutoTokenizer.from_pretrained(dir)``; the tiny model of a type that transformers maps to a processor reading
+images (a vision-language class in the decoder group: gemma3) also ships that processor where the image-text group's
+builder makes one here (:func:`hf_neuron.tiny.image_text.processor.own_processor`), as its real checkpoints do, so
+that ``AutoProcessor.from_pretrained(dir)`` (TRL's scripts) loads it. The same ``(model_type, seed, overrides)``
+under the same library versions gives the same files; a directory whose stamp records the same content key is reused
+as it is.
 
 Concurrent builders are safe (matrix workers build the same architecture at the same time): the files are written
 to a private staging directory, which is renamed to a directory named for its content key, ``.<name>.<key>``, next
@@ -33,7 +37,7 @@ __all__ = ["STAMP", "content_key", "materialize", "publish"]
 
 #: The file that records what a materialized directory holds; written last.
 STAMP = "hf-neuron-tiny.json"
-_FORMAT = 1
+_FORMAT = 2
 
 
 def content_key(model_type: str, *, seed: int = 0, overrides: Mapping[str, Any] | None = None,
@@ -105,6 +109,24 @@ def publish(out_dir: Path, key: str, write: Callable[[Path], Mapping[str, Any]])
     return out_dir
 
 
+def _own_processor(model_type: str, config: Any, model: Any, staging: Path) -> str:
+    """Save ``model_type``'s own processor in ``staging`` where transformers maps the type to one and the image-text
+    group's builder makes it for ``model``; its class name, or ``"none: <why>"`` (the checkpoint keeps its tokenizer
+    alone, as before)."""
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+    from hf_neuron.tiny.image_text.processor import own_processor
+
+    if model_type not in PROCESSOR_MAPPING_NAMES:
+        return f"none: transformers maps {model_type} to no processor"
+    try:
+        processor = own_processor(model_type, config, model)
+    except Exception as why:  # noqa: BLE001 - a text model's vision side may not build at all: no processor then
+        return f"none: {type(why).__name__}: {why}"
+    processor.save_pretrained(staging)
+    return type(processor).__name__
+
+
 def materialize(model_type: str, out_dir: Path, *, seed: int = 0, overrides: Mapping[str, Any] | None = None,
                 base: Mapping[str, Any] | None = None, dims: TinyDims = DIMS) -> Path:
     """Write the tiny ``model_type`` checkpoint to ``out_dir`` (reused when already there) and return ``out_dir``;
@@ -121,6 +143,9 @@ def materialize(model_type: str, out_dir: Path, *, seed: int = 0, overrides: Map
             config.architectures = [type(model).__name__]
             config.save_pretrained(staging)
         tiny_tokenizer().save_pretrained(staging)
-        return {"model_type": model_type, "seed": seed, "overrides": dict(overrides or {})}
+        stamp = {"model_type": model_type, "seed": seed, "overrides": dict(overrides or {})}
+        if model.config is config and base is None and dims == DIMS:  # a slice's real-width tower: not built
+            stamp["processor"] = _own_processor(model_type, config, model, staging)
+        return stamp
 
     return publish(out_dir, content_key(model_type, seed=seed, overrides=overrides, base=base, dims=dims), write)
