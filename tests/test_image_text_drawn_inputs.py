@@ -66,6 +66,11 @@ def test_the_policy_reads_its_drawn_inputs_and_trains_on_its_actions(workdir: Pa
     assert inputs["pixel_values"].shape[:2] == (2, 1) and inputs["pixel_attention_mask"].all()
     velocity = text_models.forward_outputs(model, input_ids, seed=ctx.seed)["logits"]
     assert velocity.shape == (2, 16, 32)  # the actions' shape, not a vocabulary's
+    image_token = model.config.vlm_config.image_token_id  # written as its PaliGemma's, one per feature
+    assert ((input_ids == image_token).sum(dim=1) == 64).all()  # (32 / 4)^2 patches of the one camera
+    with torch.no_grad():
+        other = model(**{**inputs, "pixel_values": inputs["pixel_values"] + 0.5}).logits
+    assert not torch.allclose(other, velocity), "the camera images reach the velocity"
     again = text_models.forward_outputs(model, input_ids, seed=ctx.seed + 1)["logits"]
     assert torch.equal(velocity, again), "the noise and the timestep are drawn from the case's seed, not by the model"
     labelled = text_models.training_inputs(model, inputs)

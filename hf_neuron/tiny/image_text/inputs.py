@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "drawn_inputs", "features_per_image", "image_sizes",
-           "image_tokens", "pixel_inputs", "prompt_ids", "rearranged", "sample_rows"]
+__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "drawn_inputs", "feature_config", "features_per_image",
+           "image_sizes", "image_tokens", "pixel_inputs", "prompt_ids", "rearranged", "sample_rows"]
 
 #: The user's question of each row (row ``i`` asks ``QUESTIONS[i % len(QUESTIONS)]``).
 QUESTIONS = ("What is in the picture?", "Describe the colours of this image.")
@@ -127,11 +127,33 @@ def _named_parameters(function: Callable[..., Any]) -> bool:
 def _image_feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
     """The model's ``get_image_features``, or its base model's when the model has none or one that only forwards
     ``*args, **kwargs`` (whose parameters cannot be read); a video model's ``get_video_features`` when it has no
-    image method (its rows are one-frame videos)."""
-    parts = (model, getattr(model, "model", None))
+    image method (its rows are one-frame videos); when neither has one, that of a vision-language model inside the
+    base model (PI0's ``model.vlm``, a PaliGemma: :func:`feature_config` is then that model's config)."""
+    import torch
+
+    base = getattr(model, "model", None)
+    parts = (model, base)
     methods = [getattr(part, name, None) for name in ("get_image_features", "get_video_features") for part in parts]
     found = [method for method in methods if callable(method)]
+    if not found and isinstance(base, torch.nn.Module):
+        found = [child.get_image_features for child in base.children()
+                 if callable(getattr(child, "get_image_features", None))]
     return next((method for method in found if _named_parameters(method)), found[0] if found else None)
+
+
+def _inner(model: PreTrainedModel) -> Any:
+    """The module whose ``get_image_features`` counts an image's features (:func:`_image_feature_method`), or the
+    model."""
+    method = _image_feature_method(model)
+    owner = getattr(method, "__self__", None)
+    return owner if owner is not None and owner is not model and owner is not getattr(model, "model", None) else model
+
+
+def feature_config(model: PreTrainedModel) -> PreTrainedConfig:
+    """The config that says how an image is written in the prompt (its token ids, the width of its features): the
+    model's, or that of the vision-language model inside it whose ``get_image_features`` counts the features."""
+    config: PreTrainedConfig = _inner(model).config
+    return config
 
 
 def _image_feature_inputs(model: PreTrainedModel, method: Callable[..., Any], inputs: Mapping[str, Any]
@@ -200,7 +222,7 @@ def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcess
     get_image_features = _image_feature_method(model)
     if get_image_features is None:
         return 0
-    processed = pixel_inputs(model, image_processor, [image])
+    processed = pixel_inputs(_inner(model), image_processor, [image])  # as the module that counts reads them
     if "pixel_values_images" in processed:  # a legacy output name (video_llava) for the pixel values
         processed.setdefault("pixel_values", processed["pixel_values_images"])
     prompt = torch.tensor([[_FIRST_TEXT_ID] * 4])  # what a second text encoder reads does not change the count
@@ -213,7 +235,7 @@ def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcess
     features = getattr(output, "pooler_output", output)
     if features is None and getattr(output, "deepstack_features", None):  # only (language layer, features) pairs,
         features = output.deepstack_features[0][1]  # each injected at its layer: one pair's features are the count
-    width = model.config.get_text_config(decoder=True).hidden_size
+    width = feature_config(model).get_text_config(decoder=True).hidden_size
     count = _count(features)
     if count % width:
         raise ValueError(f"{type(model).__name__}.get_image_features gave {count} values, not a whole number of "
@@ -272,7 +294,7 @@ def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | N
     ``features`` gives each row's image token count (default: measured with :func:`features_per_image`)."""
     import torch
 
-    tokens = image_tokens(model.config) if image_processor is not None else ImageTokens(None)
+    tokens = image_tokens(feature_config(model)) if image_processor is not None else ImageTokens(None)
     if features is None:
         features = [features_per_image(model, image_processor, row.image)
                     if image_processor is not None and tokens.image is not None else 0 for row in rows]

@@ -25,6 +25,7 @@ from hf_neuron.tiny.image_text.inputs import (
     Row,
     batch_inputs,
     drawn_inputs,
+    feature_config,
     features_per_image,
     image_tokens,
     sample_rows,
@@ -77,7 +78,7 @@ def sample_ids(model_type: str, checkpoint: Path, model: PreTrainedModel, rows: 
     :func:`inputs_for`."""
     image_processor, tokenizer = _parts(model_type, checkpoint)
     prompts = sample_rows(model_type, image_processor, rows, seed=seed)
-    has_tokens = image_processor is not None and image_tokens(model.config).image is not None
+    has_tokens = image_processor is not None and image_tokens(feature_config(model)).image is not None
     features = [features_per_image(model, image_processor, row.image) if has_tokens else 0  # type: ignore[arg-type]
                 for row in prompts]
     input_ids = prompt_of(batch_inputs(model, image_processor, tokenizer, prompts, features=features))
