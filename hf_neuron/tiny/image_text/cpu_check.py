@@ -45,7 +45,7 @@ def check_image_text_model(model_type: str, *, until: Stage = "generate", batch:
 
     from hf_neuron.compat.tiny_image_text import image_text_recipe
     from hf_neuron.tiny.image_text.config import tiny_image_text_config
-    from hf_neuron.tiny.image_text.group import decode
+    from hf_neuron.tiny.image_text.decoding import decode
     from hf_neuron.tiny.image_text.image_processor import takes_images, tiny_image_processor
     from hf_neuron.tiny.image_text.inputs import batch_inputs, drawn_inputs, sample_rows
     from hf_neuron.tiny.image_text.summary import tiny_summary

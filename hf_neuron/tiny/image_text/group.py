@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from hf_neuron.compat.tiny_image_text import image_text_recipe
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.tiny.groups import CpuCheck, Reviewed
+from hf_neuron.tiny.image_text.decoding import decode
 from hf_neuron.tiny.image_text.rows import drawn_labels, sample_ids
 from hf_neuron.tiny.image_text.rows import inputs_for as model_inputs
 from hf_neuron.tiny.transformers import outputs
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-    from hf_neuron.tiny.groups import Decoding
 
 __all__ = ["catalog_types", "config_kwargs", "cpu_check", "decode", "features", "forward_outputs", "lora_targets",
            "materialize",
@@ -95,12 +95,3 @@ def no_training_loss(model: PreTrainedModel) -> str | None:
         return (f"{type(model).__name__}.forward takes no labels and computes no loss (no reviewed input it trains "
                 "on): the training scenarios do not apply")
     return outputs.no_training_loss(model)
-
-
-def decode(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int, *, seed: int = 0,
-           **generate_kwargs: Any) -> Decoding:
-    """A language model's decoding (:func:`~hf_neuron.tiny.transformers.outputs.decode`), with the reviewed
-    ``generate_config`` (``generate_kwargs`` win)."""
-    config = getattr(model, "_orig_mod", model).config
-    return outputs.decode(model, inputs, new_tokens, seed=seed,
-                          **{**image_text_recipe(config.model_type).generate_config, **generate_kwargs})
