@@ -56,9 +56,20 @@ def test_reviewed_runs_false_supplies_the_reason() -> None:
 
 
 def test_a_reviewed_image_text_runs_false_supplies_the_reason_and_the_gap() -> None:
-    entry = generate_catalog(types=["diffusion_gemma"]).entries[0]
-    assert (entry.group, entry.builds, entry.runs, entry.gap) == ("image-text", True, False, "checks")
-    assert entry.reason is not None and entry.reason.startswith("A block-diffusion language model")
+    entry = generate_catalog(types=["molmo2"]).entries[0]  # its image processor is built only on torchvision
+    assert (entry.group, entry.runs, entry.gap) == ("image-text", False, "tiny-build")
+    assert entry.reason is not None and entry.reason.startswith("transformers 5.24.0 ships Molmo2ImageProcessor")
+
+
+def test_a_policy_s_catalog_check_holds_its_velocity_to_the_actions_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pi0 runs (its drawn state, noise and timestep; logits of its actions' shape); held to a vocabulary's shape,
+    as the check was before its labels were reviewed, its velocity fails."""
+    from hf_neuron.tiny.image_text import cpu_check
+
+    assert cpu_check.check_image_text_model("pi0").ok
+    monkeypatch.setattr(cpu_check, "logits_shape", lambda config, recipe, inputs: (2, 36, 1024))
+    check = cpu_check.check_image_text_model("pi0", until="forward")
+    assert (check.stage, check.error) == ("forward", "AssertionError: logits shape (2, 16, 32) != (2, 36, 1024)")
 
 
 @pytest.mark.parametrize(("stage", "gap"), [("config", "tiny-build"), ("build", "tiny-build"),

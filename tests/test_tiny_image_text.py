@@ -353,7 +353,8 @@ def test_the_committed_reviewed_data_loads_and_every_entry_says_why() -> None:
     assert {"llava", "idefics3", "paligemma"} <= set(entries)
     assert all(entry.reason for entry in entries.values())
     assert image_text_recipe("no_such_type").reason == ""  # nothing reviewed: the defaults
-    assert (entries["diffusion_gemma"].runs, entries["diffusion_gemma"].gap) == (False, "checks")
+    assert entries["pi0"].labels == "actions" and "actions" in entries["pi0"].drawn_inputs
+    assert str(entries["diffusion_gemma"].drawn_inputs["decoder_input_ids"]) == "tokens(canvas_length)"
 
 
 def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
@@ -373,6 +374,13 @@ def test_a_gap_is_read_with_runs_false(tmp_path: Path) -> None:
     ("[llava]\nreason = 'x'\npixel_layout = 'n c -> c'\n", "[llava] 'pixel_layout': 'n c -> c': every axis of"),
     ("[llava]\nreason = 'x'\nimage_processor_config = 3\n", "[llava] 'image_processor_config' must be a table"),
     ("[llava\n", ":1: not valid TOML"),
+    ("[pi0]\nreason = 'x'\ndrawn_inputs = { state = 'gauss(max_state_dim)' }\n",
+     "[pi0] 'drawn_inputs': 'gauss(max_state_dim)' is no drawn input: write 'kind(field, ...)'"),
+    ("[pi0]\nreason = 'x'\ndrawn_inputs = { state = 'normal(2)' }\n",
+     "'normal(2)': the shape is a list of config field names"),
+    ("[pi0]\nreason = 'x'\ndrawn_inputs = { state = 3 }\n", "[pi0] 'drawn_inputs' must be a table of name ="),
+    ("[pi0]\nreason = 'x'\nlabels = 'actions'\n", "[pi0] 'labels' must name one of its drawn_inputs"),
+    ("[pi0]\nreason = 'x'\ngenerate_config = 1\n", "[pi0] 'generate_config' must be a table"),
 ])
 def test_malformed_reviewed_data_names_the_file_and_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "tiny_image_text.toml"

@@ -168,6 +168,19 @@ def test_a_checkpoint_that_says_use_mtp_or_no_cache_still_decodes_as_its_generat
     assert not smollm3.config.use_cache and smollm3.generation_config.use_cache
 
 
+def test_a_generation_config_that_declares_no_cache_setting_is_given_none(tmp_path: Path) -> None:
+    """DiffusionGemma's generation config declares no use_cache and refuses unknown keys when it loads: given one,
+    the saved tiny model did not load ('Unexpected kwargs: use_cache')."""
+    from transformers import AutoModelForImageTextToText
+
+    from hf_neuron.tiny.image_text.config import tiny_image_text_config
+
+    model = build_model("diffusion_gemma", config=tiny_image_text_config("diffusion_gemma"))
+    assert "use_cache" not in vars(model.generation_config)
+    model.save_pretrained(tmp_path)
+    assert AutoModelForImageTextToText.from_pretrained(tmp_path).generation_config.pad_token_id == PAD_TOKEN_ID
+
+
 def test_reviewed_and_explicit_overrides_apply() -> None:
     assert load_overrides()["dory"].config["n_input_layers"] == 1
     assert tiny_config("dory").n_input_layers == 1

@@ -13,6 +13,16 @@ know, with a ``reason`` (required: why, precise enough to re-check on a transfor
   rearrangement of named axes, ``"n c h w -> n h w c"`` (:class:`PixelLayout`): a stack of images or video frames
   per row (``"n c h w -> n 1 c h w"``), or a substitute image processor's patches in the layout the architecture's
   own processor writes them;
+- ``drawn_inputs``: inputs the model's ``forward`` reads that neither the prompt nor the images give (a policy's
+  robot state and action noise, a block-diffusion model's canvas), each drawn per row from the case's seed, as
+  ``name = "kind(field, ...)"`` (:class:`Draw`): ``normal`` (standard normal values), ``uniform`` (in [0, 1)) or
+  ``tokens`` (token ids of the text vocabulary), of the shape the config fields name after the row axis
+  (``"uniform()"``: one value a row);
+- ``labels``: the drawn input a training step passes in place of the prompt's ``labels`` (a policy's ``actions``),
+  for a ``forward`` that names no ``labels`` parameter; it is not a forward pass's input. A ``forward`` without
+  ``labels`` and without such an input has no training loss;
+- ``generate_config``: keyword arguments added to ``generate`` (a generation of the model's own that needs a setting
+  to be deterministic, e.g. one denoising step from the drawn canvas);
 - ``runs = false``: the architecture cannot run as a tiny image-text model here (the reason says why), and with it
   an optional ``gap`` when the cause is the harness's (e.g. ``gap = "inputs"``: the model needs an input the harness
   cannot build); the matrix then records the cases that fail the same way on the CPU as untested, with the reason.
@@ -37,12 +47,50 @@ from hf_neuron.compat.reviewed_tables import check_table, load_tables
 from hf_neuron.vocabulary.datafiles import DataFileError
 from hf_neuron.vocabulary.gaps import Gap
 
-__all__ = ["IMAGE_TEXT_PATH", "ImageTextRecipe", "PixelLayout", "image_text_recipe", "load_image_text",
-           "parse_pixel_layout"]
+__all__ = [
+    "DRAWS",
+    "IMAGE_TEXT_PATH",
+    "Draw",
+    "ImageTextRecipe",
+    "PixelLayout",
+    "image_text_recipe",
+    "load_image_text",
+    "parse_draw",
+    "parse_pixel_layout",
+]
 
 IMAGE_TEXT_PATH = COMPAT_DIR / "tiny_image_text.toml"
 
-_KEYS = {"image_processor", "image_processor_config", "processor_config", "images", "pixel_layout"}
+_KEYS = {"image_processor", "image_processor_config", "processor_config", "images", "pixel_layout", "drawn_inputs",
+         "labels", "generate_config"}
+
+#: The kinds of values a drawn input holds.
+DRAWS = ("normal", "uniform", "tokens")
+
+_DRAW = re.compile(r"^(\w+)\(\s*([\w\s,]*?)\s*\)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """A drawn input, written ``"normal(chunk_size, max_action_dim)"``: its ``kind`` (one of :data:`DRAWS`) and the
+    config ``fields`` whose values are its shape after the row axis."""
+
+    kind: str
+    fields: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.kind}({', '.join(self.fields)})"
+
+
+def parse_draw(text: str) -> Draw:
+    """The :class:`Draw` ``text`` writes; ``ValueError`` saying what is wrong with it."""
+    match = _DRAW.match(text.strip())
+    if match is None or match.group(1) not in DRAWS:
+        raise ValueError(f"{text!r} is no drawn input: write 'kind(field, ...)' with kind one of {', '.join(DRAWS)}")
+    fields = tuple(field.strip() for field in match.group(2).split(",")) if match.group(2) else ()
+    if not all(re.fullmatch(r"[A-Za-z_]\w*", field) for field in fields):
+        raise ValueError(f"{text!r}: the shape is a list of config field names")
+    return Draw(match.group(1), fields)
 
 #: One axis of a layout: a name, a number (a new axis of that size, the tensor repeated along it) or a parenthesised
 #: group of them (flattened into one axis).
@@ -113,6 +161,9 @@ class ImageTextRecipe:
     pixel_layout: PixelLayout | None = None
     runs: bool = True
     gap: Gap | None = None
+    drawn_inputs: Mapping[str, Draw] = dataclasses.field(default_factory=dict)
+    labels: str | None = None
+    generate_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _images(path: Path, model_type: str, value: Any) -> tuple[tuple[int, int], ...]:
@@ -133,7 +184,7 @@ def _parse(path: Path, model_type: str, table: Any) -> ImageTextRecipe:
     if image_processor is not None and (not isinstance(image_processor, str) or not image_processor):
         raise DataFileError(path, f"[{model_type}] 'image_processor' must be a transformers class name")
     tables = {}
-    for key in ("image_processor_config", "processor_config"):
+    for key in ("image_processor_config", "processor_config", "generate_config"):
         tables[key] = table.get(key, {})
         if not isinstance(tables[key], dict):
             raise DataFileError(path, f"[{model_type}] '{key}' must be a table")
@@ -146,8 +197,22 @@ def _parse(path: Path, model_type: str, table: Any) -> ImageTextRecipe:
             layout = parse_pixel_layout(layout)
         except ValueError as why:
             raise DataFileError(path, f"[{model_type}] 'pixel_layout': {why}") from why
+    draws = _draws(path, model_type, table.get("drawn_inputs", {}))
+    labels = table.get("labels")
+    if labels is not None and labels not in draws:
+        raise DataFileError(path, f"[{model_type}] 'labels' must name one of its drawn_inputs")
     return ImageTextRecipe(model_type, reviewed.reason, image_processor, tables["image_processor_config"],
-                            tables["processor_config"], images, layout, reviewed.runs, reviewed.gap)
+                           tables["processor_config"], images, layout, reviewed.runs, reviewed.gap, draws, labels,
+                           tables["generate_config"])
+
+
+def _draws(path: Path, model_type: str, value: Any) -> dict[str, Draw]:
+    if not isinstance(value, dict) or not all(isinstance(spec, str) for spec in value.values()):
+        raise DataFileError(path, f"[{model_type}] 'drawn_inputs' must be a table of name = \"kind(field, ...)\"")
+    try:
+        return {name: parse_draw(spec) for name, spec in value.items()}
+    except ValueError as why:
+        raise DataFileError(path, f"[{model_type}] 'drawn_inputs': {why}") from why
 
 
 def load_image_text(path: Path | None = None) -> dict[str, ImageTextRecipe]:

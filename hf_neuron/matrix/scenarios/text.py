@@ -7,7 +7,8 @@ weights exactly. A forward pass compares the outputs the model's group names (a 
 decoding compares the scores of every step (within the dtype's tolerance) and the tokens exactly, except after a step
 where the CPU itself saw a tie: when the device picks a token whose CPU score is within the tolerance of the CPU's
 choice, both are right, and the steps after it are not compared (their inputs differ); what a generation makes
-besides tokens (a waveform, codes, a spectrogram) is compared within the dtype's tolerance. Every forward pass and
+besides tokens (a waveform, codes, a spectrogram) is compared within the dtype's tolerance; a generation that gives no
+per-step scores (a block diffusion model's canvases) is compared by its tokens alone, exactly. Every forward pass and
 generation starts from ``torch.manual_seed`` with the case's seed; a failed comparison with the CPU of one whose CPU
 result moves when only that seed changes is untested (:func:`~hf_neuron.matrix.scenarios.contract.unless_random`):
 the model draws random numbers there, and the device draws other numbers than the CPU.
@@ -188,7 +189,11 @@ def _agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str
 
 def _tokens_agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, what: str,
                   reference: str) -> ScenarioResult:
-    assert expected.tokens is not None and expected.scores is not None
+    assert expected.tokens is not None
+    if expected.scores is None:  # a generation without per-step scores: its tokens alone, exactly
+        if actual.tokens is None:
+            return ScenarioResult.failed(f"{what}: no tokens, {reference} {tuple(expected.tokens.shape)}")
+        return compare(actual.tokens, expected.tokens, f"{what} tokens", EXACT, reference)
     if actual.tokens is None or actual.scores is None:
         return ScenarioResult.failed(f"{what}: no tokens, {reference} {tuple(expected.tokens.shape)}")
     if actual.tokens.shape != expected.tokens.shape or actual.scores.shape != expected.scores.shape:

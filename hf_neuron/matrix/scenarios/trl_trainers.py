@@ -324,11 +324,19 @@ def sft(ctx: CaseContext) -> ScenarioResult:
 def sft_image_text(ctx: CaseContext) -> ScenarioResult:
     """``SFTTrainer`` on the tiny image chats (TRL's vision data collator, the checkpoint's processor and its chat
     template), two legs: ``full`` (full fine-tuning) and ``lora`` (a LoRA adapter on the language model through
-    ``peft_config``); TRL packs no vision rows. Untested (gap ``inputs``) where the architecture's processor does not
-    build here."""
+    ``peft_config``); TRL packs no vision rows. Skipped for a model whose ``forward`` names no ``labels`` (a policy
+    trained on actions, a block diffusion model): SFT's loss is the next-token loss on the chats' labels. Untested (gap
+    ``inputs``) where the architecture's processor does not build here."""
+    import inspect
+
     from hf_neuron.tiny.image_text.checkpoint import saved_processor
     from hf_neuron.tiny.image_text.dataset import image_chats
+    from hf_neuron.tiny.transformers.model_types import model_class
 
+    cls = model_class(ctx.model_type)
+    if "labels" not in inspect.signature(cls.forward).parameters:
+        return ScenarioResult.skipped(f"{cls.__name__}.forward takes no labels: SFTTrainer's loss, the next-token "
+                                      "loss on the chats' labels, does not apply to it")
     processor = saved_processor(ctx.checkpoint)
     if processor.startswith("none"):
         return ScenarioResult.untested(f"TRL's vision collator needs the architecture's processor, and the tiny "

@@ -1,5 +1,10 @@
 """The ``image-text`` group's package: what :class:`hf_neuron.tiny.groups.TransformersModels` asks of a group, for
-vision-language models (token ids with the images behind them)."""
+vision-language models (token ids with the images behind them, and the reviewed inputs drawn from the case's seed).
+
+A language model's outputs, decoding and training are the default (:mod:`hf_neuron.tiny.transformers.outputs`);
+what differs comes from the model's signature and the reviewed data: a ``forward`` that names no ``labels`` trains on
+the drawn input the reviewed data names as its labels (a policy's ``actions``), or has no training loss; ``generate``
+takes the reviewed ``generate_config``."""
 
 from __future__ import annotations
 
@@ -10,14 +15,18 @@ from typing import TYPE_CHECKING, Any
 from hf_neuron.compat.tiny_image_text import image_text_recipe
 from hf_neuron.compat.tiny_overrides import load_overrides
 from hf_neuron.tiny.groups import CpuCheck, Reviewed
+from hf_neuron.tiny.image_text.decoding import decode
+from hf_neuron.tiny.image_text.rows import drawn_labels, sample_ids
 from hf_neuron.tiny.image_text.rows import inputs_for as model_inputs
-from hf_neuron.tiny.image_text.rows import sample_ids
+from hf_neuron.tiny.transformers import outputs
 from hf_neuron.tiny.transformers.config import DIMS, TinyDims
-from hf_neuron.tiny.transformers.inputs import catalog_types, features
-from hf_neuron.tiny.transformers.outputs import decode, forward_outputs, no_training_loss, training_inputs
+from hf_neuron.tiny.transformers.inputs import catalog_types, features, prompt_of
+from hf_neuron.tiny.transformers.outputs import forward_outputs
 
 if TYPE_CHECKING:
+    import torch
     from transformers import PreTrainedModel
+
 
 __all__ = ["catalog_types", "config_kwargs", "cpu_check", "decode", "features", "forward_outputs", "lora_targets",
            "materialize",
@@ -66,3 +75,23 @@ def lora_targets(model: PreTrainedModel) -> list[str]:
         raise LookupError(f"{type(model).__name__}.get_decoder() is none of its modules")
     return [f"{prefix}.{name}" if prefix else name for name, module in decoder.named_modules()
             if isinstance(module, torch.nn.Linear)]
+
+
+def training_inputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``inputs`` with the drawn labels the reviewed data names (:func:`~.rows.drawn_labels`: a policy's
+    ``actions``), else a language model's (the prompt as ``labels``)."""
+    labels = drawn_labels(model, prompt_of(inputs))
+    return {**inputs, **labels} if labels else outputs.training_inputs(model, inputs)
+
+
+def no_training_loss(model: PreTrainedModel) -> str | None:
+    """Why ``model`` has no training loss: its ``forward`` names no ``labels`` and the reviewed data names no drawn
+    input it trains on (a block diffusion model's denoising loss is its trainer's); else a language model's
+    answer."""
+    import inspect
+
+    if "labels" not in inspect.signature(model.forward).parameters \
+            and image_text_recipe(model.config.model_type).labels is None:
+        return (f"{type(model).__name__}.forward takes no labels and computes no loss (no reviewed input it trains "
+                "on): the training scenarios do not apply")
+    return outputs.no_training_loss(model)

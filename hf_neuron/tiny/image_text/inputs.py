@@ -12,7 +12,10 @@ prompt becomes as many image tokens (``config.image_token_id`` or ``image_token_
 marking the image tokens, an ``image_attention_mask`` saying which tokens see each image, a layout model's ``bbox``
 (zeros: the words have no place on the page), an encoder-decoder's ``decoder_input_ids`` (the prompt goes to its
 decoder alone when its encoder reads only pixels), and the prompt again for a second text encoder's
-``<name>_input_ids`` / ``<name>_attention_mask``, as a Q-Former reads). Rows are left-padded.
+``<name>_input_ids`` / ``<name>_attention_mask``, as a Q-Former reads; a ``pixel_attention_mask`` over a stack of
+images per row that the image processor does not give, every image present). Rows are left-padded. Inputs that
+neither the prompt nor the images give (a policy's robot state, a block-diffusion model's canvas) are the reviewed
+``drawn_inputs``, drawn per row from the case's seed (:func:`drawn_inputs`).
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ import dataclasses
 import inspect
 import math
 import re
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hf_neuron.compat.tiny_image_text import PixelLayout, image_text_recipe
-from hf_neuron.tiny.image_text.image_processor import processor_side
+from hf_neuron.compat.tiny_image_text import Draw, PixelLayout, image_text_recipe
+from hf_neuron.tiny.image_text.image_processor import find_field, processor_side
 from hf_neuron.tiny.image_text.images import synthetic_images
-from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID
+from hf_neuron.tiny.tokenizer import PAD_TOKEN_ID, RESERVED_TOKEN_IDS
 from hf_neuron.tiny.transformers.config import DIMS
 from hf_neuron.tiny.transformers.inputs import reads_text
 
@@ -37,8 +41,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "features_per_image", "image_sizes", "image_tokens",
-           "pixel_inputs", "prompt_ids", "rearranged", "sample_rows"]
+__all__ = ["QUESTIONS", "ImageTokens", "Row", "batch_inputs", "drawn_inputs", "feature_config", "features_per_image",
+           "image_sizes", "image_tokens", "pixel_inputs", "prompt_ids", "rearranged", "sample_rows"]
 
 #: The user's question of each row (row ``i`` asks ``QUESTIONS[i % len(QUESTIONS)]``).
 QUESTIONS = ("What is in the picture?", "Describe the colours of this image.")
@@ -123,11 +127,33 @@ def _named_parameters(function: Callable[..., Any]) -> bool:
 def _image_feature_method(model: PreTrainedModel) -> Callable[..., Any] | None:
     """The model's ``get_image_features``, or its base model's when the model has none or one that only forwards
     ``*args, **kwargs`` (whose parameters cannot be read); a video model's ``get_video_features`` when it has no
-    image method (its rows are one-frame videos)."""
-    parts = (model, getattr(model, "model", None))
+    image method (its rows are one-frame videos); when neither has one, that of a vision-language model inside the
+    base model (PI0's ``model.vlm``, a PaliGemma: :func:`feature_config` is then that model's config)."""
+    import torch
+
+    base = getattr(model, "model", None)
+    parts = (model, base)
     methods = [getattr(part, name, None) for name in ("get_image_features", "get_video_features") for part in parts]
     found = [method for method in methods if callable(method)]
+    if not found and isinstance(base, torch.nn.Module):
+        found = [child.get_image_features for child in base.children()
+                 if callable(getattr(child, "get_image_features", None))]
     return next((method for method in found if _named_parameters(method)), found[0] if found else None)
+
+
+def _inner(model: PreTrainedModel) -> Any:
+    """The module whose ``get_image_features`` counts an image's features (:func:`_image_feature_method`), or the
+    model."""
+    method = _image_feature_method(model)
+    owner = getattr(method, "__self__", None)
+    return owner if owner is not None and owner is not model and owner is not getattr(model, "model", None) else model
+
+
+def feature_config(model: PreTrainedModel) -> PreTrainedConfig:
+    """The config that says how an image is written in the prompt (its token ids, the width of its features): the
+    model's, or that of the vision-language model inside it whose ``get_image_features`` counts the features."""
+    config: PreTrainedConfig = _inner(model).config
+    return config
 
 
 def _image_feature_inputs(model: PreTrainedModel, method: Callable[..., Any], inputs: Mapping[str, Any]
@@ -196,7 +222,7 @@ def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcess
     get_image_features = _image_feature_method(model)
     if get_image_features is None:
         return 0
-    processed = pixel_inputs(model, image_processor, [image])
+    processed = pixel_inputs(_inner(model), image_processor, [image])  # as the module that counts reads them
     if "pixel_values_images" in processed:  # a legacy output name (video_llava) for the pixel values
         processed.setdefault("pixel_values", processed["pixel_values_images"])
     prompt = torch.tensor([[_FIRST_TEXT_ID] * 4])  # what a second text encoder reads does not change the count
@@ -209,7 +235,7 @@ def features_per_image(model: PreTrainedModel, image_processor: BaseImageProcess
     features = getattr(output, "pooler_output", output)
     if features is None and getattr(output, "deepstack_features", None):  # only (language layer, features) pairs,
         features = output.deepstack_features[0][1]  # each injected at its layer: one pair's features are the count
-    width = model.config.get_text_config(decoder=True).hidden_size
+    width = feature_config(model).get_text_config(decoder=True).hidden_size
     count = _count(features)
     if count % width:
         raise ValueError(f"{type(model).__name__}.get_image_features gave {count} values, not a whole number of "
@@ -268,7 +294,7 @@ def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | N
     ``features`` gives each row's image token count (default: measured with :func:`features_per_image`)."""
     import torch
 
-    tokens = image_tokens(model.config) if image_processor is not None else ImageTokens(None)
+    tokens = image_tokens(feature_config(model)) if image_processor is not None else ImageTokens(None)
     if features is None:
         features = [features_per_image(model, image_processor, row.image)
                     if image_processor is not None and tokens.image is not None else 0 for row in rows]
@@ -289,7 +315,48 @@ def batch_inputs(model: PreTrainedModel, image_processor: BaseImageProcessor | N
         inputs.update(dict.fromkeys(_IMAGE_POSITION_MASKS, (input_ids == tokens.image).long()))
     if image_processor is not None:  # what the image processor gives under these names is kept
         inputs.setdefault("image_attention_mask", _image_attention_mask(input_ids, attention_mask, tokens))
+        pixels = inputs.get("pixel_values")
+        if isinstance(pixels, torch.Tensor) and pixels.dim() == 5:  # a stack of images per row, all present
+            inputs.setdefault("pixel_attention_mask", torch.ones(pixels.shape[:2], dtype=torch.bool))
     inputs.setdefault("bbox", torch.zeros(*input_ids.shape, 4, dtype=torch.long))  # no word has a place on the page
     inputs.update(_text_encoder_inputs(model.forward, input_ids, attention_mask))
     accepted = _accepted(model.forward, inputs)
     return {key: value for key, value in accepted.items() if isinstance(value, torch.Tensor)}
+
+
+def _shape(config: PreTrainedConfig, draw: Draw) -> list[int]:
+    shape = []
+    for field in draw.fields:
+        value = getattr(config, field, None)
+        value = find_field(config, field) if value is None else value
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise LookupError(f"the drawn input {draw} names {field!r}, which {type(config).__name__} does not give "
+                              f"as a number ({value!r})")
+        shape.append(value)
+    return shape
+
+
+def drawn_inputs(config: PreTrainedConfig, draws: Mapping[str, Draw], rows: Sequence[tuple[int, int]]
+                 ) -> dict[str, torch.Tensor]:
+    """The ``draws`` (the reviewed ``drawn_inputs``) of ``rows`` on the CPU, by name: each row ``(seed, index)``'s
+    values drawn from a generator seeded with the case's seed, the row's index in the case and the input's name, so
+    that any subset of the rows (a DDP rank's share) gets the values the whole batch holds. ``normal``: standard
+    normal floats; ``uniform``: floats in [0, 1); ``tokens``: ordinary text token ids of the tiny vocabulary (no
+    special or reserved one), below the config's text ``vocab_size``."""
+    import torch
+
+    drawn = {}
+    for name, draw in draws.items():
+        shape = _shape(config, draw)
+        values = []
+        for seed, index in rows:
+            generator = torch.Generator().manual_seed(zlib.crc32(f"{seed}:{index}:{name}".encode()))
+            if draw.kind == "normal":
+                values.append(torch.randn(shape, generator=generator))
+            elif draw.kind == "uniform":
+                values.append(torch.rand(shape, generator=generator))
+            else:
+                vocab = min(config.get_text_config(decoder=True).vocab_size, RESERVED_TOKEN_IDS[-1])
+                values.append(torch.randint(_FIRST_TEXT_ID, vocab, shape, generator=generator))
+        drawn[name] = torch.stack(values)
+    return drawn

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from hf_neuron.tiny.groups import CpuCheck
 from hf_neuron.tiny.transformers.config import tiny_config
-from hf_neuron.tiny.transformers.inputs import generation_inputs, prompt_of
+from hf_neuron.tiny.transformers.inputs import generation_inputs
 from hf_neuron.tiny.transformers.models import build_model
 
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
 
-__all__ = ["CheckProgress", "Stage", "check_logits", "check_text_model", "describe", "generates", "staged_check"]
+__all__ = ["CheckProgress", "Stage", "check_logits", "check_text_model", "describe", "staged_check"]
 
 #: The steps of a check, in order, up to which it runs.
 Stage = Literal["build", "forward", "generate"]
@@ -36,11 +36,12 @@ def _inputs(model: PreTrainedModel, batch: int, length: int) -> dict[str, torch.
     return inputs
 
 
-def check_logits(logits: torch.Tensor, batch: int, length: int, vocab_size: int) -> None:
+def check_logits(logits: torch.Tensor, shape: tuple[int, ...]) -> None:
+    """``logits`` have ``shape`` (a language model's: rows, tokens, vocabulary) and are finite."""
     import torch
 
-    if tuple(logits.shape) != (batch, length, vocab_size):
-        raise AssertionError(f"logits shape {tuple(logits.shape)} != {(batch, length, vocab_size)}")
+    if tuple(logits.shape) != shape:
+        raise AssertionError(f"logits shape {tuple(logits.shape)} != {shape}")
     if not torch.isfinite(logits).all():
         raise AssertionError("logits are not finite")
 
@@ -99,7 +100,7 @@ def check_text_model(model_type: str, *, until: Stage = "generate", batch: int =
             inputs = _inputs(model, batch, length)
             with torch.no_grad():
                 logits = model(**inputs).logits
-            check_logits(logits, batch, length, config.get_text_config(decoder=True).vocab_size)
+            check_logits(logits, (batch, length, config.get_text_config(decoder=True).vocab_size))
         if until == "generate":
             progress.stage = "generate"
             with torch.no_grad():
@@ -124,22 +125,10 @@ def _check_drafter(model: PreTrainedModel, until: Stage, batch: int, length: int
     generator = torch.Generator().manual_seed(0)
     inputs = drafter_inputs(model, torch.randint(8, 512, (batch, length), generator=generator))
     with torch.no_grad():
-        check_logits(model(**inputs).logits, batch, 1, vocab_size)
+        check_logits(model(**inputs).logits, (batch, 1, vocab_size))
     if until == "generate":
         progress.stage = "generate"
         tokens = draft(model, inputs, 4).tokens
         if tokens is None or tuple(tokens.shape) != (batch, 4):
             raise AssertionError(f"drafting returned {None if tokens is None else tuple(tokens.shape)}, expected "
                                  f"{(batch, 4)}")
-
-
-def generates(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int) -> None:
-    import torch
-
-    with torch.no_grad():
-        out = model.generate(**generation_inputs(inputs), max_new_tokens=new_tokens, min_new_tokens=new_tokens,  # type: ignore[operator]
-                             do_sample=False)
-    batch = prompt_of(inputs).shape[0]
-    if out.shape[0] != batch or out.shape[1] < new_tokens:  # some return the prompt, some only what they decoded
-        raise AssertionError(f"generate returned shape {tuple(out.shape)}, expected {batch} rows of at least "
-                             f"{new_tokens} tokens")

@@ -35,9 +35,12 @@ def _use_tiny_token_ids(generation_config: GenerationConfig, is_encoder_decoder:
     cache, without multi-token prediction. A checkpoint's ``config.json`` may say ``use_cache: false`` (saved from
     training: SmolLM3, OLMo 3) or ``use_mtp`` of its architecture (MiniMax-M2's: its MTP modules live elsewhere), and
     transformers copies both into a generation config built from the model's config, where they mean "decode
-    without a cache" and "speculate with MTP layers" (which a model without them cannot)."""
-    generation_config.use_cache = True
-    generation_config.use_mtp = None
+    without a cache" and "speculate with MTP layers" (which a model without them cannot). A generation config class
+    that declares neither (DiffusionGemma's, whose ``__init__`` refuses any key it does not know when the saved
+    checkpoint loads) is given neither."""
+    for name, value in (("use_cache", True), ("use_mtp", None)):
+        if hasattr(generation_config, name):
+            setattr(generation_config, name, value)
     generation_config.pad_token_id = PAD_TOKEN_ID
     generation_config.bos_token_id = BOS_TOKEN_ID
     generation_config.eos_token_id = EOS_TOKEN_ID

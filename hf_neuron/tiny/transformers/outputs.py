@@ -38,20 +38,33 @@ def forward_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], 
 def greedy_decoding(model: PreTrainedModel, inputs: Mapping[str, torch.Tensor], new_tokens: int,
                     **generate_kwargs: Any) -> Decoding:
     """``generate`` from ``inputs`` (:func:`generation_inputs`) for exactly ``new_tokens`` greedy tokens (end of
-    sequence suppressed, so every row decodes the same number): the new tokens and each step's scores."""
+    sequence suppressed, so every row decodes the same number): the new tokens and each step's scores. A model whose
+    generation config has no greedy search to ask for (no ``do_sample``: a generation of its own, such as a block
+    diffusion model's canvases) generates from all of ``inputs`` (a drawn starting canvas included) with its own
+    settings and ``generate_kwargs``: its tokens are all it wrote after the prompt, and it gives no scores where its
+    output has none (DiffusionGemmaGenerationOutput's are always None)."""
     import torch
 
-    start = generation_inputs(inputs)
-    if "input_ids" in start:
-        start.setdefault("attention_mask", torch.ones_like(start["input_ids"]))
-    with torch.no_grad():
-        out = model.generate(  # type: ignore[operator]
-            **start, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, num_beams=1,
-            output_scores=True, return_dict_in_generate=True, **generate_kwargs,
-        )
-    cache = getattr(out, "past_key_values", None)
-    return Decoding(str(out.sequences.device), out.sequences[:, -new_tokens:].to("cpu"),
-                    torch.stack(out.scores).to("cpu", torch.float32), cache=type(cache).__name__,
+    if not hasattr(model.generation_config, "do_sample"):
+        with torch.no_grad():
+            out = model.generate(**inputs, **{"max_new_tokens": new_tokens,  # type: ignore[operator]
+                                              "return_dict_in_generate": True, **generate_kwargs})
+        tokens = out.sequences[:, prompt_of(inputs).shape[1]:]
+    else:
+        start = generation_inputs(inputs)
+        if "input_ids" in start:
+            start.setdefault("attention_mask", torch.ones_like(start["input_ids"]))
+        with torch.no_grad():
+            out = model.generate(  # type: ignore[operator]
+                **start, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, num_beams=1,
+                output_scores=True, return_dict_in_generate=True, **generate_kwargs,
+            )
+        tokens = out.sequences[:, -new_tokens:]
+    cache = next((found for name in ("cache", "past_key_values") if (found := getattr(out, name, None)) is not None),
+                 None)
+    scores = getattr(out, "scores", None)
+    scores = None if scores is None else torch.stack(scores).to("cpu", torch.float32)
+    return Decoding(str(out.sequences.device), tokens.to("cpu"), scores, cache=type(cache).__name__,
                     compileable=compileable(cache))
 
 
