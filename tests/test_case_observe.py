@@ -102,6 +102,25 @@ def test_each_graph_break_is_named_with_where_it_broke(observer: Observer) -> No
         "test_case_observe.py:_counts", "test_case_observe.py:_breaks_twice"]
 
 
+def _breaks_at_five_places(x: torch.Tensor) -> torch.Tensor:
+    x = _data_dependent(x)
+    x = _counts(x)
+    x = _copies(x)
+    x = x + x.nonzero().sum()
+    return x + int(x.sum().item())
+
+
+def test_every_place_a_model_breaks_is_named(observer: Observer) -> None:
+    """A vision-language model breaks at five or six places: the record names each, not the first three."""
+    torch.compile(_breaks_at_five_places, backend="neuron")(torch.ones(3, device="neuron"))
+    facts = observer.finish().compile
+    assert facts is not None
+    places = [reason.rsplit(" at ", 1)[-1] for reason in facts["break_reasons"]]
+    assert len(places) == 5, facts["break_reasons"]  # two reasons in the last function: two places
+    assert set(places) == {f"test_case_observe.py:{function}" for function in (
+        "_data_dependent", "_counts", "_copies", "_breaks_at_five_places")}
+
+
 def _copies(x: torch.Tensor) -> torch.Tensor:
     copies = [copy.deepcopy(y) for y in (x,)]  # a comprehension's frame, then the standard library's
     return copies[0] + 1

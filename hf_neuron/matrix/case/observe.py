@@ -50,8 +50,11 @@ BACKEND_FOR_NEURON = "neuron"
 #: The backend torch.compile means when it names none: on a graph on the device, TorchNeuron 2.33 and later compile
 #: with ``neuron`` instead (rule compile-backend-selection), so asking for it there is not a substitute.
 _SELECTED_INSTEAD = "inductor"
-#: How many reasons (first lines) a record keeps of graph breaks and of recompilations.
+#: How many reasons (first lines) a record keeps of recompilations.
 _REASONS = 3
+#: How many graph break reasons a record keeps: every place a model breaks (each a distinct reason and location; a
+#: vision-language model breaks at five or six), so that the page names each, and a bound.
+_BREAK_REASONS = 12
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
 _GRAPH_BREAKS_LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"
 #: The first line of Dynamo's log of a graph break: the user's file and line where it broke.
@@ -168,9 +171,9 @@ def not_the_device() -> Iterator[None]:
             counters.update(copy.deepcopy(saved or {}))
 
 
-def _first_lines(reasons: Any) -> list[str]:
+def _first_lines(reasons: Any, keep: int = _REASONS) -> list[str]:
     lines = [str(reason).strip().splitlines()[0] for reason in reasons if str(reason).strip()]
-    return list(dict.fromkeys(lines))[:_REASONS]
+    return list(dict.fromkeys(lines))[:keep]
 
 
 def _break_reason(reason: str) -> str:
@@ -183,15 +186,15 @@ def _break_reason(reason: str) -> str:
 
 
 def _break_reasons(breaks: Any, sites: list[tuple[str, str]]) -> list[str]:
-    """The first reasons of Dynamo's graph ``breaks`` (its counter: reason → count), each with where in the user's
-    code it broke ("... at modeling_qwen2_vl.py:get_rope_index") when Dynamo logged one of its ``sites`` with it; a
-    break logged at two places is two reasons."""
+    """The reasons of Dynamo's graph ``breaks`` (its counter: reason → count), at most :data:`_BREAK_REASONS`, each
+    with where in the user's code it broke ("... at modeling_qwen2_vl.py:get_rope_index") when Dynamo logged one of
+    its ``sites`` with it; a break logged at two places is two reasons."""
     reasons = [str(reason).strip() for reason in breaks if str(reason).strip()]
     logged_as = [(next((reason for reason in reasons if reason in logged), None), location)
                  for logged, location in sites]
     located = [f"{_break_reason(reason)} at {location}" for reason, location in logged_as if reason is not None]
     unlocated = [_break_reason(reason) for reason in reasons if reason not in {reason for reason, _ in logged_as}]
-    return _first_lines(located + unlocated)
+    return _first_lines(located + unlocated, _BREAK_REASONS)
 
 
 def _dynamo_counters() -> Any:
