@@ -133,6 +133,21 @@ def test_a_break_inside_the_standard_library_is_named_by_the_user_function_that_
     assert facts["break_reasons"][0].endswith(" at test_case_observe.py:_copies"), facts["break_reasons"]
 
 
+def test_a_library_installed_inside_the_standard_librarys_folder_is_user_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a virtualenv site-packages lies inside the standard library's folder (/usr/local/lib/python3.11):
+    transformers' frames there are the user's code, copy.py beside them is not."""
+    import sysconfig
+
+    from hf_neuron.matrix.case import observe
+
+    lib = "/usr/local/lib/python3.11"
+    packages = f"{lib}/site-packages"
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {"stdlib": lib, "purelib": packages, "platlib": packages})
+    traceback = (f'  File "{packages}/transformers/models/x/modeling_x.py", line 9, in get_rope_index\n'
+                 f'  File "{lib}/copy.py", line 153, in deepcopy\n')
+    assert observe._break_location(list(observe._FRAME.finditer(traceback))) == "modeling_x.py:get_rope_index"
+
+
 def test_torchs_own_compile_of_eager_flex_attention_is_not_a_backend_the_case_asked_for(observer: Observer) -> None:
     """Eager FlexAttention compiles its body with Dynamo's eager backend on every device: torch's implementation, not
     a substitute for the neuron backend (the user's own ``backend="eager"`` still is one, above)."""

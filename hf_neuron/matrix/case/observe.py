@@ -88,8 +88,10 @@ def _break_location(frames: list[re.Match[str]]) -> str | None:
     library (a ``copy.deepcopy`` or a ``logging`` call breaks in the library; the model's line that called it is the
     place to name), named for the function it is in (a comprehension's frame, ``<listcomp>``, for the function
     around it)."""
-    stdlib = sysconfig.get_paths()["stdlib"]
-    user = [frame for frame in frames if not frame["file"].startswith(stdlib)] or frames
+    paths = sysconfig.get_paths()
+    packages = (paths["purelib"], paths["platlib"])  # under the standard library's folder outside a virtualenv
+    user = [frame for frame in frames
+            if not frame["file"].startswith(paths["stdlib"]) or frame["file"].startswith(packages)] or frames
     if not user:
         return None
     named = next((frame["function"] for frame in reversed(user)
