@@ -3,6 +3,8 @@ with a reference computation on the CPU (``not_the_device``) left out."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -79,7 +81,72 @@ def test_a_graph_break_is_named_with_the_operator_behind_it(observer: Observer) 
     facts = observer.finish().compile
     assert facts is not None and facts["graph_breaks"] == 1
     assert facts["break_reasons"] == ["Dynamic shape operator: Operator `aten.nonzero.default`'s output shape depends "
-                                      "on input Tensor data."]
+                                      "on input Tensor data. at test_case_observe.py:_data_dependent"]
+
+
+def _counts(x: torch.Tensor) -> torch.Tensor:
+    return x + x.sum().item()
+
+
+def _breaks_twice(x: torch.Tensor) -> torch.Tensor:
+    return _counts(x) + _counts(x * 2).nonzero().sum()
+
+
+def test_each_graph_break_is_named_with_where_it_broke(observer: Observer) -> None:
+    """The same break at two places is two reasons, each naming its file and function; a place Dynamo logs again
+    without its traceback (a second compile after the first was logged) keeps its function."""
+    for size in (3, 4):  # the second size recompiles: Dynamo logs the same places again, briefly
+        torch.compile(_breaks_twice, backend="neuron")(torch.ones(size, device="neuron"))
+    facts = observer.finish().compile
+    assert facts is not None and facts["graph_breaks"] >= 3
+    assert [reason.rsplit(" at ", 1)[-1] for reason in facts["break_reasons"]] == [
+        "test_case_observe.py:_counts", "test_case_observe.py:_breaks_twice"]
+
+
+def _breaks_at_five_places(x: torch.Tensor) -> torch.Tensor:
+    x = _data_dependent(x)
+    x = _counts(x)
+    x = _copies(x)
+    x = x + x.nonzero().sum()
+    return x + int(x.sum().item())
+
+
+def test_every_place_a_model_breaks_is_named(observer: Observer) -> None:
+    """A vision-language model breaks at five or six places: the record names each, not the first three."""
+    torch.compile(_breaks_at_five_places, backend="neuron")(torch.ones(3, device="neuron"))
+    facts = observer.finish().compile
+    assert facts is not None
+    places = [reason.rsplit(" at ", 1)[-1] for reason in facts["break_reasons"]]
+    assert len(places) == 5, facts["break_reasons"]  # two reasons in the last function: two places
+    assert set(places) == {f"test_case_observe.py:{function}" for function in (
+        "_data_dependent", "_counts", "_copies", "_breaks_at_five_places")}
+
+
+def _copies(x: torch.Tensor) -> torch.Tensor:
+    copies = [copy.deepcopy(y) for y in (x,)]  # a comprehension's frame, then the standard library's
+    return copies[0] + 1
+
+
+def test_a_break_inside_the_standard_library_is_named_by_the_user_function_that_called_it(observer: Observer) -> None:
+    torch.compile(_copies, backend="neuron")(torch.ones(3, device="neuron"))
+    facts = observer.finish().compile
+    assert facts is not None and facts["break_reasons"], "Dynamo breaks on copy.deepcopy of a tensor"
+    assert facts["break_reasons"][0].endswith(" at test_case_observe.py:_copies"), facts["break_reasons"]
+
+
+def test_a_library_installed_inside_the_standard_librarys_folder_is_user_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a virtualenv site-packages lies inside the standard library's folder (/usr/local/lib/python3.11):
+    transformers' frames there are the user's code, copy.py beside them is not."""
+    import sysconfig
+
+    from hf_neuron.matrix.case import observe
+
+    lib = "/usr/local/lib/python3.11"
+    packages = f"{lib}/site-packages"
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {"stdlib": lib, "purelib": packages, "platlib": packages})
+    traceback = (f'  File "{packages}/transformers/models/x/modeling_x.py", line 9, in get_rope_index\n'
+                 f'  File "{lib}/copy.py", line 153, in deepcopy\n')
+    assert observe._break_location(list(observe._FRAME.finditer(traceback))) == "modeling_x.py:get_rope_index"
 
 
 def test_torchs_own_compile_of_eager_flex_attention_is_not_a_backend_the_case_asked_for(observer: Observer) -> None:

@@ -265,6 +265,27 @@ def _tensor_check_in_a_graph(model: Path, tmp: Path) -> Any:
     return sum(torch._dynamo.utils.counters["graph_break"].values()) > 0
 
 
+def _advice_in_a_graph(method: str) -> Probe:
+    def probe(model: Path, tmp: Path) -> Any:
+        """Whether a compiled function that gives transformers' once-only advice (``logger.<method>(...)``, as LED's
+        forward does) breaks its graph."""
+        from transformers.utils import logging as hf_logging
+
+        logger = hf_logging.get_logger("hf_neuron_test.advice")
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+
+        @torch.compile(backend="neuron", dynamic=False)
+        def advised(x: torch.Tensor) -> torch.Tensor:
+            getattr(logger, method)("advice")
+            return x * 2
+
+        advised(torch.ones(3, device="neuron"))
+        return sum(torch._dynamo.utils.counters["graph_break"].values()) > 0
+
+    return probe
+
+
 def _peft(model: Path, tmp: Path) -> Any:
     from peft.utils import infer_device
 
@@ -377,6 +398,8 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
                     + ["transformers.padding-mask-takes-a-tensor-offset"],
                     (_sliding_window, (1, 0), (6, 0))),  # graphs and breaks of 6 decoding steps: one, or one a step
     "transformers.tensor-checks-stay-out-of-neuron-graphs": (_tensor_check_in_a_graph, False, True),
+    "transformers.warning-once-skipped-in-compiled-graphs": (_advice_in_a_graph("warning_once"), False, True),
+    "transformers.info-once-skipped-in-compiled-graphs": (_advice_in_a_graph("info_once"), False, True),
     "transformers.git-text-only-training-loss": (_git_text_only_loss, True, "ValueError"),
     "transformers.reformer-axial-positions-in-model-dtype": (_reformer_bfloat16, "torch.bfloat16", "RuntimeError"),
     "peft.infer-device-neuron": (_peft, "neuron", "cpu"),

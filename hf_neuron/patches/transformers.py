@@ -1,8 +1,9 @@
 """transformers: detect ``neuron`` by device, list it, place pipelines on it, keep its RNG in Trainer checkpoints, and
-compile generation with the device's settings when the user chose no backend, and explain that flex attention needs
-what the neuron device does not offer instead of failing deep inside it; and two bugs of transformers that fail on every
-device, each with a small and certain fix (GIT's text-only training loss, Reformer's axial position weights in
-bfloat16). Bugs without one are recorded in ``compat/library_bugs.toml``."""
+compile generation with the device's settings when the user chose no backend, keep a compiled graph whole where
+transformers would break it for a message or a check (once-only advice, tensor checks), and explain that flex
+attention needs what the neuron device does not offer instead of failing deep inside it; and two bugs of transformers
+that fail on every device, each with a small and certain fix (GIT's text-only training loss, Reformer's axial position
+weights in bfloat16). Bugs without one are recorded in ``compat/library_bugs.toml``."""
 
 from __future__ import annotations
 
@@ -317,6 +318,20 @@ def _checks_tensors_outside_neuron_graphs(original: Callable[..., Any]) -> Calla
     return torch_compilable_check
 
 
+def _advice_skipped_by_dynamo(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The same logging method, which Dynamo skips in a compiled region (its ``ignore_logging_functions``): the set
+    holds the replacement itself, so reverting the patch (the original back on ``Logger``) ends the skipping."""
+    from hf_neuron import import_hooks
+
+    @functools.wraps(original)
+    def advice_once(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+
+    import_hooks.when_imported("torch._dynamo.config",
+                               lambda config: config.ignore_logging_functions.add(advice_once))
+    return advice_once
+
+
 def _git_text_only_loss(original: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.signature(original)
 
@@ -561,6 +576,24 @@ PATCHES: list[Patch] = [
         upstream_fix="`torch_compilable_check()` skipping tensor conditions while tracing for a backend that cannot "
         "capture scalar outputs (or a switch for it beside `TRANSFORMERS_DISABLE_TORCH_CHECK`).",
     ),
+    *(Patch(
+        id=f"transformers.{name.replace('_', '-')}-skipped-in-compiled-graphs",
+        library="transformers",
+        module="transformers.utils.logging",
+        attribute=f"logging.Logger.{name}",
+        versions=VERSIONS,
+        reason=f"transformers/utils/logging.py `{name}()`, a once-only message transformers adds to every "
+        f"`logging.Logger` (`logger.{name}(...)`): models call these inside their forward (`warning_once`: LED's "
+        "padding to the attention window, Voxtral Realtime's default delay tokens, Nemotron-H Omni's deprecated "
+        "video layout). Dynamo traces no `logging.Logger` method outside "
+        "export: under `torch.compile` each call is a graph break, two device programs and a round trip to the host "
+        "for a message. The replacement calls the original, and Dynamo's `ignore_logging_functions` holds it: a "
+        "compiled region skips the advice (as `torch.export` does), eager code gives it once, as before. Only these "
+        "once-only advisories are skipped; `logger.warning()` and the rest still break the graph.",
+        replace=_advice_skipped_by_dynamo,
+        upstream_fix=f"`{name}()` returning early under `is_torchdynamo_compiling()`, as transformers' other "
+        "compile-time advisories do, or registered in Dynamo's `ignore_logging_functions` by transformers.",
+    ) for name in ("warning_once", "info_once")),
     Patch(
         id="transformers.git-text-only-training-loss",
         library="transformers",

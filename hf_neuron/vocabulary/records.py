@@ -152,7 +152,10 @@ def finite_facts(value: Any) -> Any:
 
 class CompileFacts(TypedDict):
     """What Dynamo did during a case: the backends asked for, graphs compiled, graph breaks, recompilations, and the
-    seconds it spent compiling them (None: not measured, records before schema 5)."""
+    seconds it spent compiling them (None: not measured, records before schema 5). Each of ``break_reasons`` is a
+    break's kind and what Dynamo's explanation names, then where the user's code broke, as "file.py:function" after
+    " at " ("Data dependent operator: ... at modeling_qwen2_vl.py:get_rope_index"); one Dynamo did not place, and
+    every one in records written before the locations were kept (the same schema), has no " at ..."."""
 
     backends: list[str]
     graphs: int

@@ -8,8 +8,9 @@ compiled nothing, and observing it costs nothing.
 - **Compile facts** (every case that compiled): the backends ``torch.compile`` was asked for (recorded by a wrapper
   around ``torch.compile``, installed in the worker when torch is imported, so it sees transformers' own calls, but
   not torch's own compiles of its higher-order operators' bodies, such as eager FlexAttention's), the
-  graphs Dynamo compiled, its graph breaks with their first reasons (what Dynamo's explanation names: the operator),
-  its recompilations with theirs (from Dynamo's ``recompiles`` log), and the seconds it spent compiling (Dynamo's
+  graphs Dynamo compiled, its graph breaks with their first reasons (what Dynamo's explanation names: the operator)
+  and where in the user's code each broke (the file and function, from Dynamo's ``graph_breaks`` log), its
+  recompilations with theirs (from Dynamo's ``recompiles`` log), and the seconds it spent compiling (Dynamo's
   own timer). On a neuron device the backend must be ``neuron``, or Inductor where the device selects ``neuron`` in
   its place (``HF_NEURON_EMULATOR_COMPILE_BACKEND=auto``, as TorchNeuron 2.33 and later do): :func:`wrong_backend`
   says when it was not, and the case fails for it, never silently substituted.
@@ -29,7 +30,10 @@ import contextlib
 import copy
 import dataclasses
 import logging
+import os
+import re
 import sys
+import sysconfig
 from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
@@ -46,15 +50,28 @@ BACKEND_FOR_NEURON = "neuron"
 #: The backend torch.compile means when it names none: on a graph on the device, TorchNeuron 2.33 and later compile
 #: with ``neuron`` instead (rule compile-backend-selection), so asking for it there is not a substitute.
 _SELECTED_INSTEAD = "inductor"
-#: How many reasons (first lines) a record keeps of graph breaks and of recompilations.
+#: How many reasons (first lines) a record keeps of recompilations.
 _REASONS = 3
+#: How many graph break reasons a record keeps: every place a model breaks (each a distinct reason and location; a
+#: vision-language model breaks at five or six), so that the page names each, and a bound.
+_BREAK_REASONS = 12
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
+_GRAPH_BREAKS_LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"
+#: The first line of Dynamo's log of a graph break: the user's file and line where it broke.
+_BREAK_AT = re.compile(r"in user code at (?P<file>.+):(?P<line>\d+)$")
+#: A frame of the log's "User code traceback:" (the last one is where it broke).
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)', re.MULTILINE)
 
 #: Dynamo's timer of one frame's compilation (its tracing and the backend), in ``compilation_time_metrics``.
 _COMPILE_TIMER = "_compile.compile_inner"
 
 _backends_asked: list[str] = []
 _recompiles: list[str] = []
+#: The device's graph breaks as Dynamo logged them: (the reason it logged, where in the user's code).
+_break_sites: list[tuple[str, str]] = []
+#: The location named for each (file, line) where a break was logged with its traceback: Dynamo logs a break again
+#: at the same place without it.
+_break_locations: dict[tuple[str, str], str] = {}
 #: Compile seconds of the case's reference computations (:func:`not_the_device`), not the device's.
 _not_the_device_s: list[float] = []
 #: Compile seconds Dynamo's timer held when :func:`fresh_dynamo` reset it (``torch._dynamo.reset()`` clears it).
@@ -64,6 +81,37 @@ _seconds_before_resets: list[float] = []
 class _RecompileLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         _recompiles.append(record.getMessage())
+
+
+def _break_location(frames: list[re.Match[str]]) -> str | None:
+    """Where a traceback's ``frames`` broke, as "file.py:function": the innermost frame outside Python's standard
+    library (a ``copy.deepcopy`` or a ``logging`` call breaks in the library; the model's line that called it is the
+    place to name), named for the function it is in (a comprehension's frame, ``<listcomp>``, for the function
+    around it)."""
+    paths = sysconfig.get_paths()
+    packages = (paths["purelib"], paths["platlib"])  # under the standard library's folder outside a virtualenv
+    user = [frame for frame in frames
+            if not frame["file"].startswith(paths["stdlib"]) or frame["file"].startswith(packages)] or frames
+    if not user:
+        return None
+    named = next((frame["function"] for frame in reversed(user)
+                  if frame["file"] == user[-1]["file"] and not frame["function"].startswith("<")), user[-1]["function"])
+    return f"{os.path.basename(user[-1]['file'])}:{named}"
+
+
+class _GraphBreakLog(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        head, _, rest = message.partition("\n")
+        at = _BREAK_AT.search(head)
+        if at is None:
+            return
+        place = (at["file"], at["line"])
+        location = _break_location(list(_FRAME.finditer(message)))
+        if location is not None:
+            _break_locations[place] = location
+        reason = rest.partition("Graph Break Reason:")[2].partition("User code traceback:")[0]
+        _break_sites.append((reason, _break_locations.get(place, f"{os.path.basename(place[0])}:{place[1]}")))
 
 
 def _backend_name(backend: Any) -> str:
@@ -81,7 +129,7 @@ def _inside_torch_operator_compile() -> bool:
 
 def _record_compiles(torch: ModuleType) -> None:
     """Wrap ``torch.compile`` so that every backend asked for is noted (idempotent), and collect Dynamo's
-    recompilation messages without printing them."""
+    recompilation and graph break messages without printing them."""
     if getattr(torch.compile, "_hf_neuron_recorded", False):
         return
     original: Callable[..., Any] = torch.compile
@@ -93,10 +141,11 @@ def _record_compiles(torch: ModuleType) -> None:
 
     compile._hf_neuron_recorded = True  # type: ignore[attr-defined]
     torch.compile = compile  # type: ignore[attr-defined]
-    torch._logging.set_logs(recompiles=True)
-    logger = logging.getLogger(_RECOMPILES_LOGGER)
-    logger.addHandler(_RecompileLog())
-    logger.propagate = False
+    torch._logging.set_logs(recompiles=True, graph_breaks=True)
+    for name, handler in ((_RECOMPILES_LOGGER, _RecompileLog()), (_GRAPH_BREAKS_LOGGER, _GraphBreakLog())):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 def watch_torch_compile() -> None:
@@ -112,11 +161,11 @@ def not_the_device() -> Iterator[None]:
     recompilations of a reference computation on the CPU."""
     counters = _dynamo_counters()
     saved = None if counters is None else copy.deepcopy(dict(counters))
-    asked, recompiles, seconds = len(_backends_asked), len(_recompiles), compile_seconds()
+    asked, recompiles, breaks, seconds = len(_backends_asked), len(_recompiles), len(_break_sites), compile_seconds()
     try:
         yield
     finally:
-        del _backends_asked[asked:], _recompiles[recompiles:]
+        del _backends_asked[asked:], _recompiles[recompiles:], _break_sites[breaks:]
         _not_the_device_s.append((compile_seconds() or 0.0) - (seconds or 0.0))
         counters = _dynamo_counters()
         if counters is not None:
@@ -124,21 +173,30 @@ def not_the_device() -> Iterator[None]:
             counters.update(copy.deepcopy(saved or {}))
 
 
-def _first_lines(reasons: Any) -> list[str]:
+def _first_lines(reasons: Any, keep: int = _REASONS) -> list[str]:
     lines = [str(reason).strip().splitlines()[0] for reason in reasons if str(reason).strip()]
-    return list(dict.fromkeys(lines))[:_REASONS]
+    return list(dict.fromkeys(lines))[:keep]
 
 
-def _break_reasons(breaks: Any) -> list[str]:
-    """The first reasons of Dynamo's graph ``breaks``, each its first line and what its ``Explanation:`` line names
-    (the operator or call behind a "Dynamic shape operator" or a "Data dependent operator")."""
-    reasons = []
-    for reason in breaks:
-        lines = [line.strip() for line in str(reason).strip().splitlines()]
-        explained = next((line.removeprefix("Explanation:").strip() for line in lines[1:]
-                          if line.startswith("Explanation:")), "")
-        reasons.append(f"{lines[0]}: {explained}" if explained else lines[0] if lines else "")
-    return _first_lines(reasons)
+def _break_reason(reason: str) -> str:
+    """A graph break's ``reason``: its first line and what its ``Explanation:`` line names (the operator or call
+    behind a "Dynamic shape operator" or a "Data dependent operator")."""
+    lines = [line.strip() for line in reason.strip().splitlines()]
+    explained = next((line.removeprefix("Explanation:").strip() for line in lines[1:]
+                      if line.startswith("Explanation:")), "")
+    return f"{lines[0]}: {explained}" if explained else lines[0] if lines else ""
+
+
+def _break_reasons(breaks: Any, sites: list[tuple[str, str]]) -> list[str]:
+    """The reasons of Dynamo's graph ``breaks`` (its counter: reason → count), at most :data:`_BREAK_REASONS`, each
+    with where in the user's code it broke ("... at modeling_qwen2_vl.py:get_rope_index") when Dynamo logged one of
+    its ``sites`` with it; a break logged at two places is two reasons."""
+    reasons = [str(reason).strip() for reason in breaks if str(reason).strip()]
+    logged_as = [(next((reason for reason in reasons if reason in logged), None), location)
+                 for logged, location in sites]
+    located = [f"{_break_reason(reason)} at {location}" for reason, location in logged_as if reason is not None]
+    unlocated = [_break_reason(reason) for reason in reasons if reason not in {reason for reason, _ in logged_as}]
+    return _first_lines(located + unlocated, _BREAK_REASONS)
 
 
 def _dynamo_counters() -> Any:
@@ -221,7 +279,7 @@ def _compile_facts(seconds_before: float | None) -> CompileFacts | None:
         backends=list(dict.fromkeys(_backends_asked)),
         graphs=graphs,
         graph_breaks=sum(breaks.values()),
-        break_reasons=_break_reasons(breaks),
+        break_reasons=_break_reasons(breaks, _break_sites),
         recompiles=len(_recompiles),
         recompile_reasons=_recompile_reasons(_recompiles),
         seconds=None if (now := compile_seconds()) is None
@@ -289,6 +347,7 @@ class Observer:
                 module.reset_peak_memory_stats(self._device)
         _backends_asked.clear()
         _recompiles.clear()
+        _break_sites.clear()
         _not_the_device_s.clear()
         self._compile_s_before = compile_seconds()
         counters = _dynamo_counters()

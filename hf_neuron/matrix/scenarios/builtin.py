@@ -74,7 +74,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "compile", "extra", False, {"transformers": text.compile_forward, "diffusers": diffusion.compile_forward},
         '`torch.compile(model, backend="neuron")` computes the eager logits (diffusion: the denoiser\'s prediction) '
         "with the `neuron` backend (any other backend on a neuron device is a failure, never a silent substitute); "
-        "the record keeps the graphs, graph breaks and their first reasons", models=_BOTH),
+        "the record keeps the graphs, graph breaks and their reasons, each with where the model's code broke "
+        "(`modeling_qwen2_vl.py:get_rope_index`)", models=_BOTH),
     ScenarioDeclaration(
         "dtype", "extra", True, {"transformers": checkpoint.dtype},
         "a checkpoint's slice in the dtype its config states (`torch_dtype`: bfloat16 or float16): logits and greedy "
