@@ -152,8 +152,8 @@ def _vocabulary(model: torch.nn.Module) -> int | None:
     try:
         count = getattr(model.get_input_embeddings(), "num_embeddings", None)  # type: ignore[operator]
     except (AttributeError, NotImplementedError):  # a composite of sub-models: its text config says
-        config = getattr(model, "config", None)
-        count = getattr(config.get_text_config(decoder=True), "vocab_size", None) if config is not None else None
+        text_config = getattr(getattr(model, "config", None), "get_text_config", None)  # a diffusers config has none
+        count = getattr(text_config(decoder=True), "vocab_size", None) if text_config is not None else None
     return count if isinstance(count, int) else None
 
 
