@@ -77,7 +77,7 @@ def test_over_the_budget_a_slice_is_cut_step_by_step_and_says_so(tmp_path: Path)
     source = _source(tmp_path, GEMMA3_TEXT)
     roomy = plan_slice(source, budget=1 << 40)
     assert roomy.fits and roomy.reductions == () and roomy.layers == 2
-    one_layer = plan_slice(source, budget=roomy.bytes - 1)
+    one_layer = plan_slice(source, budget=roomy.bytes - 1)  # sliding and full attention are one class of module
     assert one_layer.layers == 1 and one_layer.reductions[0] == "1 layer (asked for 2)"
     small = plan_slice(source, budget=400 * (1 << 20))
     assert small.fits and small.reductions == ("1 layer (asked for 2)", "vocabulary 262144 -> 2048")
@@ -85,6 +85,22 @@ def test_over_the_budget_a_slice_is_cut_step_by_step_and_says_so(tmp_path: Path)
     assert small.bytes == small.parameters * BYTES_PER_PARAMETER <= small.budget
     hopeless = plan_slice(source, budget=1 << 20)
     assert not hopeless.fits and hopeless.reductions == small.reductions
+
+
+def test_a_cut_to_fit_keeps_every_class_of_module(tmp_path: Path) -> None:
+    """Cut to fit, a hybrid slice keeps its attention layer: Qwen3-Next's first layer is a linear-attention one, and
+    a slice of it alone fails on both devices (transformers' cache: 'get_seq_length can only be called on Attention
+    layers'), as nine hybrid checkpoints' slices (qwen3_5, qwen3_5_moe, qwen3_next, nemotron_h) did in
+    nightly-20261206; and DeepSeek-V3's slice keeps its routed layer: its first layer, dense, has no router nor
+    experts (the nightly's DeepSeek, Kimi-K2.5, GLM-4.5 and GLM-5 slices tested none)."""
+    hybrid = resolve("compat/checkpoints/Qwen/Qwen3-Next-80B-A3B-Thinking")
+    cut = plan_slice(hybrid, budget=plan_slice(hybrid, budget=1 << 40).bytes - 1)
+    assert cut.kwargs["layer_types"] == ["linear_attention", "full_attention"]
+    assert not any(step.startswith("1 layer") for step in cut.reductions) and cut.reductions
+    deepseek = _source(tmp_path, {**DEEPSEEK, "vocab_size": 2048}, "deepseek")  # its first layers dense
+    cut = plan_slice(deepseek, budget=plan_slice(deepseek, budget=1 << 40).bytes - 1)
+    assert (cut.kwargs["num_hidden_layers"], cut.kwargs["first_k_dense_replace"]) == (2, 1)  # a routed layer kept
+    assert cut.reductions == ("experts 16 -> 8",)
 
 
 def test_experts_are_cut_last_and_never_below_what_a_token_uses(tmp_path: Path) -> None:
@@ -141,3 +157,14 @@ def test_a_published_unet_config_builds_without_what_its_training_wrote_beside_i
                    tiny_config("UNet2DConditionModel", base=published)):
         assert not {"decay", "power", "_class_name"} & kwargs.keys() and kwargs["in_channels"] == 9
     assert slice_kwargs("UNet2DConditionModel", published, 1)["layers_per_block"] == 1
+
+
+def test_a_diffusion_checkpoint_is_planned_without_a_vocabulary() -> None:
+    """A diffusers backbone embeds no tokens and its config (a FrozenDict) has no text config: the plan finds no
+    vocabulary to cut and the slice fits (the nightly of 2026-12-06 failed all 15 diffusion checkpoints' cases on
+    both devices with ``'FrozenDict' object has no attribute 'get_text_config'``)."""
+    source = resolve("compat/checkpoints/black-forest-labs/FLUX.1-schnell")
+    roomy = plan_slice(source, budget=1 << 40)
+    assert roomy.fits and roomy.reductions == ()
+    tight = plan_slice(source, budget=roomy.bytes - 1)
+    assert not any(step.startswith("vocabulary") for step in tight.reductions)

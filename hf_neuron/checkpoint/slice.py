@@ -12,7 +12,10 @@ checkpoint is sliced dequantized.
 Before the slice is built its parameters are counted on the meta device and its peak memory estimated
 (:data:`BYTES_PER_PARAMETER`: float32 weights and gradients, on the device and on the CPU that the scenarios compare
 with). When that is over the budget, the slice is cut further, each step recorded: one layer; then a smaller
-vocabulary; then fewer experts (never fewer than a token is routed to). A slice still over the budget is not built:
+vocabulary; then fewer experts (never fewer than a token is routed to). A step is not taken when the slice it makes
+lacks a class of module the slice had (:func:`_kinds`): a hybrid model's first layer alone, a linear-attention or Mamba
+one, has no attention layer (transformers' caches refuse such a model: "get_seq_length can only be called on
+Attention layers"), and DeepSeek-V3's, dense, no router and no experts. A slice still over the budget is not built:
 its cases are untested (gap ``memory-budget``), never run out of memory.
 """
 
@@ -146,14 +149,19 @@ def _size(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in dict.fromkeys(module.parameters()))
 
 
+def _kinds(module: torch.nn.Module) -> set[str]:
+    """The kinds of module ``module`` is made of: the names of their classes (a cut to fit keeps them all)."""
+    return {type(part).__name__ for part in module.modules()}
+
+
 def _vocabulary(model: torch.nn.Module) -> int | None:
     """The tokens the model embeds: its input embedding's, else its text config's vocabulary (None for a model with
     neither: a diffusers backbone)."""
     try:
         count = getattr(model.get_input_embeddings(), "num_embeddings", None)  # type: ignore[operator]
     except (AttributeError, NotImplementedError):  # a composite of sub-models: its text config says
-        config = getattr(model, "config", None)
-        count = getattr(config.get_text_config(decoder=True), "vocab_size", None) if config is not None else None
+        text_config = getattr(getattr(model, "config", None), "get_text_config", None)  # a diffusers config has none
+        count = getattr(text_config(decoder=True), "vocab_size", None) if text_config is not None else None
     return count if isinstance(count, int) else None
 
 
@@ -164,6 +172,7 @@ def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_L
     kwargs = slice_config(source, **cut)
     model = _meta(source, kwargs)
     count = _size(model)
+    kinds = _kinds(model)
     full_vocab = _vocabulary(model)
     routed = max((experts for _, _, experts in routed_experts(model)), default=0)
     top_k = routed_top_k(build_config(source)) if routed and source.library == "transformers" else None
@@ -173,9 +182,11 @@ def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_L
     for dimension, value in steps:
         if count * BYTES_PER_PARAMETER <= budget:
             break
-        cut[dimension] = value
-        kwargs = slice_config(source, **cut)
-        count = _size(_meta(source, kwargs))
+        smaller = {**cut, dimension: value}
+        smaller_kwargs = slice_config(source, **smaller)
+        smaller_model = _meta(source, smaller_kwargs)
+        if _kinds(smaller_model) >= kinds:
+            cut, kwargs, count = smaller, smaller_kwargs, _size(smaller_model)
     reductions = [sentence for sentence in (
         f"{cut['layers']} layer{'s' if cut['layers'] > 1 else ''} (asked for {layers})" if cut["layers"] != layers
         else None,
