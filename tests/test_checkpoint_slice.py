@@ -79,7 +79,7 @@ def test_over_the_budget_a_slice_is_cut_step_by_step_and_says_so(tmp_path: Path)
     assert roomy.fits and roomy.reductions == () and roomy.layers == 2
     one_layer = plan_slice(source, budget=roomy.bytes - 1)  # sliding and full attention are one class of module
     assert one_layer.layers == 1 and one_layer.reductions[0] == "1 layer (asked for 2)"
-    small = plan_slice(source, budget=400 * (1 << 20))
+    small = plan_slice(source, budget=35_000_000 * BYTES_PER_PARAMETER)  # room for 35 M parameters
     assert small.fits and small.reductions == ("1 layer (asked for 2)", "vocabulary 262144 -> 2048")
     assert small.kwargs["vocab_size"] == 2048 and small.kwargs["hidden_size"] == 1152
     assert small.bytes == small.parameters * BYTES_PER_PARAMETER <= small.budget

@@ -10,8 +10,8 @@ every width, head, window, position limit, rope scaling, softcap, tying and rout
 checkpoint is sliced dequantized.
 
 Before the slice is built its parameters are counted on the meta device and its peak memory estimated
-(:data:`BYTES_PER_PARAMETER`: float32 weights and gradients, on the device and on the CPU that the scenarios compare
-with). When that is over the budget, the slice is cut further, each step recorded: one layer; then a smaller
+(:data:`BYTES_PER_PARAMETER`, measured: float32 weights and gradients on the device and on the CPU that the scenarios
+compare with, the checkpoint's weights as read, activations). When that is over the budget, the slice is cut further, each step recorded: one layer; then a smaller
 vocabulary; then fewer experts (never fewer than a token is routed to). A step is not taken when the slice it makes
 lacks a class of module the slice had (:func:`_kinds`): a hybrid model's first layer alone, a linear-attention or Mamba
 one, has no attention layer (transformers' caches refuse such a model: "get_seq_length can only be called on
@@ -53,9 +53,12 @@ __all__ = [
 
 #: Layers a slice keeps unless told otherwise (more where the config declares more kinds of layer: one of each).
 DEFAULT_LAYERS = 2
-#: Peak bytes of a slice's case per parameter: float32 weights on the device and on the CPU, and the gradients of both
-#: sides while they are compared (``backward`` drops the device's weights before the CPU's step).
-BYTES_PER_PARAMETER = 12
+#: Peak bytes of a slice's case per parameter, as measured (a worker's peak resident memory over a checkpoint's cases):
+#: float32 weights on the device and on the CPU and the gradients of both sides while they are compared are 16; the
+#: weights read from the checkpoint's files, the copies a placement makes, activations and the interpreter bring it to
+#: 27.9 for Qwen3-30B-A3B's slice (656.7 M parameters, 17.1 GiB over its five cases). At 12, the figure before that
+#: measurement, two workers of the nightly ran a 23 GiB machine out of memory (six cases killed in nightly-20261206).
+BYTES_PER_PARAMETER = 28
 #: The vocabularies a slice over its budget tries, largest first (each at least the tiny tokenizer's 1024 ids).
 SMALLER_VOCABULARIES = (32768, 8192, 2048)
 #: Experts a slice over its budget keeps, most first (never fewer than a token is routed to).
