@@ -23,7 +23,8 @@
 # HF_NEURON_TRL_SOURCE at HF_NEURON_TRL_REVISION, its tests against HF_NEURON_TRL_AGAINST installed beside the
 # project's TRL when set, a clone with HF_NEURON_UPSTREAM_FETCH=1); one without a source
 # is skipped, saying so (the command exits EXIT_SKIPPED, 4).
-# Environment: HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s),
+# Environment: HF_NEURON_MATRIX_RUN_ID (the run's id; default nightly-<UTC date>, a second run of a day needs its own),
+# HF_NEURON_MATRIX_WORKERS (default: the number of cores), HF_NEURON_MATRIX_TIMEOUT (per case, s),
 # HF_NEURON_MATRIX_MAX_GB (a checkpoint slice's memory budget, default 8 GiB: a worker needs that much free).
 # Every variable is declared, checked and documented in hf_neuron/settings.py; this script reads each through
 # `hf-neuron settings NAME`, which exits 2 with the reason for a bad value.
@@ -51,8 +52,10 @@ fi
 export HF_HUB_OFFLINE=1
 mkdir -p "$out" "$history"
 
-# A resumed nightly keeps its run's id (the day it started), so that sittings on other days make one run.
-run=(--run-id "nightly-$day")
+# The run's id: HF_NEURON_MATRIX_RUN_ID, else nightly-<UTC date>; a resumed nightly keeps the one it started with, so
+# that sittings on other days make one run.
+run_id=$(setting HF_NEURON_MATRIX_RUN_ID)
+run=(--run-id "${run_id:-nightly-$day}")
 [[ -f $out/results/run.json ]] && run=(--resume)
 status=0
 hfn matrix run --results "$out/results" --models tiny checkpoints "${run[@]}" \

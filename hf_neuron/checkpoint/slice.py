@@ -11,8 +11,9 @@ checkpoint is sliced dequantized.
 
 Before the slice is built its parameters are counted on the meta device and its peak memory estimated
 (:data:`BYTES_PER_PARAMETER`, measured: float32 weights and gradients on the device and on the CPU that the scenarios
-compare with, the checkpoint's weights as read, activations). When that is over the budget, the slice is cut further, each step recorded: one layer; then a smaller
-vocabulary; then fewer experts (never fewer than a token is routed to). A step is not taken when the slice it makes
+compare with, the checkpoint's weights as read, activations). When that is over the budget, the slice is cut further,
+each step recorded: one layer; then a smaller vocabulary; then fewer experts (never fewer than a token is routed to).
+A step is not taken when the slice it makes
 lacks a class of module the slice had (:func:`_kinds`): a hybrid model's first layer alone, a linear-attention or Mamba
 one, has no attention layer (transformers' caches refuse such a model: "get_seq_length can only be called on
 Attention layers"), and DeepSeek-V3's, dense, no router and no experts. A slice still over the budget is not built:
