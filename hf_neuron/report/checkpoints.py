@@ -25,7 +25,7 @@ from hf_neuron.report.status import FAILING, arch_verdict, scenario_order
 from hf_neuron.report.tables import case_frame, decoding_budgets, frame_rows, scenarios_of, variant_scenarios
 from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, NOT_RUN
 from hf_neuron.vocabulary.records import CheckpointFacts, Record
-from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, ModelSource
+from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, ModelSource, ScenarioFacts
 
 __all__ = ["COST_FAMILIES", "DTYPE_SCENARIO", "PASSING", "TABLE_FAMILY", "CheckpointFigures", "CheckpointView",
            "Disagreement", "checkpoint_figures", "checkpoint_scenarios", "checkpoint_table", "checkpoint_view"]
@@ -82,6 +82,17 @@ def _cause(verdict: str, statuses: Mapping[str, str], order: Sequence[str]) -> s
 def checkpoint_scenarios(cases: pd.DataFrame) -> list[str]:
     """The scenario columns of the checkpoints' table: the scenarios their cases ran, in table order."""
     return scenario_order(scenarios_of(cases))
+
+
+def tiny_verdicts_within(tiny_table: pd.DataFrame, scenarios: Mapping[str, ScenarioFacts]) -> dict[str, str]:
+    """Each architecture's verdict in ``tiny_table`` (an architecture table's rows) over the checkpoints' scenarios
+    only (``scenarios``: :func:`~hf_neuron.report.tables.scenarios_of` their cases): a checkpoint is compared with its
+    tiny model on what both lanes ran, not lowered or raised by a scenario the checkpoint lane never runs (TRL's,
+    ``ddp``, ``save``)."""
+    columns = [scenario for scenario in scenario_order(scenarios) if scenario in tiny_table.columns]
+    variants = variant_scenarios(scenarios)
+    return {str(model_type): arch_verdict(dict(row), variants)
+            for model_type, row in tiny_table[columns].iterrows()}
 
 
 def _facts(found: Sequence[CheckpointFacts]) -> CheckpointFacts:
@@ -274,14 +285,17 @@ def checkpoint_view(records: Sequence[Record], *, tiny_table: pd.DataFrame, tiny
                     ranking: Ranking | None = None, trainium: Sequence[Record] = ()) -> CheckpointView | None:
     """The :class:`CheckpointView` of a lane's checkpoint ``records`` (None without any), beside its architecture
     table (``tiny_table``: :func:`~hf_neuron.report.tables.matrix_table` of its tiny ``tiny_cases``, whose
-    ``tiny_statuses`` and scenario columns ``tiny_order`` explain a disagreement), and with each checkpoint's verdict in
-    the real backend's lane when it has checkpoint records (``trainium``)."""
+    ``tiny_statuses`` and scenario columns ``tiny_order`` explain a disagreement; each tiny verdict is taken over the
+    checkpoints' scenarios, :func:`tiny_verdicts_within`), and with each checkpoint's verdict in the real backend's
+    lane when it has checkpoint records (``trainium``)."""
     if not records:
         return None
     cases = case_frame(records)
+    scenarios = scenarios_of(cases)
     run = tiny_table[tiny_table["has_records"]]
     real = dict(checkpoint_table(case_frame(trainium))["verdict"]) if trainium else None
-    table = checkpoint_table(cases, tiny_verdicts=dict(run["verdict"]), ranking=ranking, trainium=real)
+    table = checkpoint_table(cases, tiny_verdicts=tiny_verdicts_within(run, scenarios), ranking=ranking,
+                             trainium=real)
     figures = checkpoint_figures(table, cases, tiny_statuses=tiny_statuses, tiny_cases=tiny_cases,
-                                 tiny_order=tiny_order)
+                                 tiny_order=[scenario for scenario in tiny_order if scenario in scenarios])
     return CheckpointView(cases, table, tuple(checkpoint_scenarios(cases)), figures)
