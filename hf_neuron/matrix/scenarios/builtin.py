@@ -44,7 +44,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "greedy decoding picks the CPU's tokens and each step's scores are within tolerance, one leg with the default "
         "cache and one with a static cache (which transformers compiles with the `neuron` backend; the leg says how "
         "many graphs that took, and does not apply to a model without static-cache decoding, nor to one whose class "
-        "declares none, `_can_compile_fullgraph` False, which transformers' own tests decode with no static cache); "
+        "declares none, `_can_compile_fullgraph` False, which transformers' own tests decode with no static cache: "
+        "`generate_compiled` compiles it); "
         "what a generation "
         "makes besides tokens (a waveform, codes, a spectrogram) within tolerance; diffusion: a two-step run of the "
         "backbone's diffusers pipeline (tiny VAE, text encoders, scheduler, built locally) makes the CPU's images, "
@@ -140,7 +141,8 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "scores are within tolerance, the record says how many graphs it compiled; its graph budget: decoded "
         "afresh with 10 new tokens instead of 6, it compiles no more graphs (once per shape, not once per token), "
         "else the case fails naming Dynamo's guard; not applicable where transformers compiles nothing for the "
-        "model", decodes=True),
+        "model; a class that declares no static-cache decoding (`_can_compile_fullgraph` False) is compiled too, as "
+        "`generate` compiles it for a user who asks for a static cache", decodes=True),
     ScenarioDeclaration(
         "train_aux_loss", "variant", True, {"transformers": training.train_aux_loss},
         "`train` with `output_router_logits=True`, the router's auxiliary loss included (mixture-of-experts models)",

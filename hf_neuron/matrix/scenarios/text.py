@@ -211,19 +211,12 @@ def _decoding(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedMod
               cache: str | None, **generate_kwargs: Any) -> ScenarioResult:
     """One leg of greedy decoding: with ``cache`` (None: the model's default), ``model`` (on ``ctx.device``) agrees
     with ``reference`` (CPU); its details name the cache it decoded with and the graphs the device compiled for it.
-    A static-cache leg does not apply to a model that decodes with another cache when asked for a static one, nor to
-    one whose class declares no static-cache decoding (``_can_compile_fullgraph`` False: transformers' own generation
-    tests skip the static cache for it, and ``generate`` never compiles its decoding).
+    A static-cache leg does not apply to a model that decodes with another cache when asked for a static one.
 
     transformers compiles static-cache decoding on neuron by itself (not on the CPU), so the device's compiled
     decoding is held to the CPU's eager one, what a user compares it with. On the CPU re-run of a neuron case, the
     "device" side compiles on the CPU with the device's settings (:func:`compile_backend`, in place of any
     ``compile_config`` the scenario passes): a failure of the compile stack itself then fails on the CPU too."""
-    if cache == "static" and not getattr(type(model), "_can_compile_fullgraph", True):
-        return ScenarioResult.skipped(
-            f"{type(model).__name__} declares no static-cache decoding (_can_compile_fullgraph is False): transformers "
-            "neither compiles its decoding nor tests it with a static cache (\"some old models cannot correctly use a "
-            "static cache because they don't create the causal masks correctly\")")
     dtype = str(reference.dtype).removeprefix("torch.")
     kwargs: dict[str, Any] = {} if cache is None else {"cache_implementation": cache}
     before = compile_mark()
@@ -312,15 +305,27 @@ def nothing_compiled(what: str) -> ScenarioResult:
                                    "eagerly, so comparing it with eager checks nothing", "checks")
 
 
+def _undeclared_static_cache(model: PreTrainedModel) -> ScenarioResult:
+    return ScenarioResult.skipped(
+        f"{type(model).__name__} declares no static-cache decoding (_can_compile_fullgraph is False): transformers' "
+        "own generation tests decode it with no static cache (\"some old models cannot correctly use a static cache "
+        "because they don't create the causal masks correctly\"); its compiled static-cache decoding is "
+        "generate_compiled's")
+
+
 def _greedy_agrees(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel,
                    caches: tuple[str | None, ...]) -> ScenarioResult:
     """Greedy decoding agrees between ``model`` and ``reference`` with each of ``caches``, one leg each; a static
     cache's has a second, compiled decoding, which applies only where the device compiled it, and for a checkpoint's
-    real-width slice its :func:`graph_budget` (a tiny model's is ``generate_compiled``'s)."""
+    real-width slice its :func:`graph_budget` (a tiny model's is ``generate_compiled``'s). The static leg does not
+    apply to a class that declares no static-cache decoding (``_can_compile_fullgraph`` False), which transformers'
+    own generation tests decode with no static cache; ``generate_compiled`` still compiles its decoding, as
+    ``generate`` does when a user asks for a static cache."""
     input_ids = sample_ids(ctx, reference)
     legs = []
     for cache in caches:
-        leg = _decoding(ctx, model, reference, input_ids, cache)
+        declared = cache != "static" or getattr(type(model), "_can_compile_fullgraph", True)
+        leg = _decoding(ctx, model, reference, input_ids, cache) if declared else _undeclared_static_cache(model)
         legs.append((f"{cache or 'default'} cache", leg))
         if cache == "static":  # the static leg's own decoding: its steps are counted once, in the static leg
             compiled = _compiled(leg, model)
