@@ -8,10 +8,18 @@ import sys
 import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import _helpers
 
-__all__ = ["SCRIPTS", "fake_distribution", "fake_library", "reinstalled", "run", "sliding_window_decoding", "without"]
+from hf_neuron.patches.transformers import PATCHES
+
+__all__ = ["SCRIPTS", "SLIDING_WINDOW_LENGTH_PATCHES", "fake_distribution", "fake_library", "placeholder_mask",
+           "reinstalled", "run", "sliding_window_decoding", "without"]
+
+#: The patches that keep a static sliding-window layer's length in a tensor (they apply together), from the registry.
+SLIDING_WINDOW_LENGTH_PATCHES = [patch.id for patch in PATCHES
+                                 if patch.attribute.startswith("StaticSlidingWindowLayer.")]
 
 #: The directory of the console scripts (accelerate, trl, hf-neuron) of this Python environment.
 SCRIPTS = Path(sys.executable).parent
@@ -97,11 +105,12 @@ def pre_release_flex_attention() -> Iterator[None]:
         torch_flex._validate_device = check
 
 
-def sliding_window_decoding(steps: int = 6) -> tuple[int, int, list[float]]:
-    """Compiled decoding of one static sliding-window cache layer on neuron (window 4, a 3-token prompt, ``steps``
-    decoding steps that fill and roll it): each step's mask sizes, padding mask, update and length in one function,
-    compiled as transformers compiles decoding on neuron. The graphs Dynamo compiled, its graph breaks, and what each
-    step computed (the same with the patches or without)."""
+def sliding_window_decoding(steps: int = 6, prompt: int = 3) -> tuple[int, int, list[float]]:
+    """Compiled decoding of one static sliding-window cache layer on neuron (window 4, a ``prompt``-token prompt,
+    ``steps`` decoding steps that fill and roll it): each step's mask sizes, padding mask, update and length in one
+    function, compiled as transformers compiles decoding on neuron. The graphs Dynamo compiled, its graph breaks, and
+    what each step computed with transformers' ``cumulative_length`` after it (the same with the patches or
+    without)."""
     import torch
     from transformers import masking_utils
     from transformers.cache_utils import StaticSlidingWindowLayer
@@ -110,10 +119,11 @@ def sliding_window_decoding(steps: int = 6) -> tuple[int, int, list[float]]:
     counters = torch._dynamo.utils.counters
     counters.clear()
     generator = torch.Generator().manual_seed(0)
-    states = torch.randn(steps + 3, 1, 2, 1, 8, generator=generator).to("neuron")
-    layer = StaticSlidingWindowLayer(max_cache_len=3 + steps, sliding_window=4)
-    layer.update(states[:3].squeeze(3).permute(1, 2, 0, 3), states[:3].squeeze(3).permute(1, 2, 0, 3))  # the prompt
-    mask = torch.ones(1, 3 + steps, dtype=torch.bool, device="neuron")
+    states = torch.randn(steps + prompt, 1, 2, 1, 8, generator=generator).to("neuron")
+    layer = StaticSlidingWindowLayer(max_cache_len=prompt + steps, sliding_window=4)
+    prefill = states[:prompt].squeeze(3).permute(1, 2, 0, 3)
+    layer.update(prefill, prefill)  # the prompt
+    mask = torch.ones(1, prompt + steps, dtype=torch.bool, device="neuron")
     mask[0, 0] = False  # a padded first token, which the window leaves behind
 
     @torch.compile(backend="neuron", dynamic=False)  # as transformers compiles decoding on neuron
@@ -124,5 +134,36 @@ def sliding_window_decoding(steps: int = 6) -> tuple[int, int, list[float]]:
         visible = padding[:, torch.arange(length, device=key.device) + offset]
         return (keys.sum(dim=(0, 1, 3)) * visible).sum() + values.sum() + layer.get_seq_length()
 
-    results = [float(step(states[3 + index])) for index in range(steps)]
+    results = [value for index in range(steps)
+               for value in (float(step(states[prompt + index])), float(layer.cumulative_length))]
     return int(counters["stats"]["unique_graphs"]), sum(counters["graph_break"].values()), results
+
+
+def placeholder_mask(module: str, name: str, *, features: int = 2, compiled: bool = True) -> tuple[int, Any]:
+    """``<name>.get_placeholder_mask`` of ``transformers.models.<module>`` on neuron, as its model calls it: two
+    placeholder tokens (id 3) among four, embeddings of width 8 and ``features`` feature rows (2 match them), with a
+    stand-in model whose config answers every ``*_token_id`` with 3. Compiled (``compiled``, Dynamo's graph breaks
+    counted, as transformers compiles on neuron) or eagerly; the graph breaks and the mask it returned."""
+    import importlib
+    import inspect
+    import types
+
+    import torch
+
+    owner = getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), name)
+    parameters = inspect.signature(owner.get_placeholder_mask).parameters
+    stand_in = types.SimpleNamespace(config=types.SimpleNamespace(audio_token_id=3, image_token_id=3,
+                                                                  video_token_id=3))
+    extra = {"token_id": 3} if "token_id" in parameters else {}
+    input_ids = torch.tensor([[1, 3, 3, 2]], device="neuron")
+    inputs_embeds = torch.randn(1, 4, 8).to("neuron")
+    rows = torch.randn(features, 8).to("neuron")
+
+    def call(ids: torch.Tensor, embeds: torch.Tensor, found: torch.Tensor) -> Any:
+        return owner.get_placeholder_mask(stand_in, ids, embeds, found, **extra)
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    run = torch.compile(call, backend="neuron", dynamic=False) if compiled else call
+    mask = run(input_ids, inputs_embeds, rows)
+    return sum(torch._dynamo.utils.counters["graph_break"].values()), mask

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import torch
-from _helpers_patches import reinstalled, sliding_window_decoding, without
+from _helpers_patches import SLIDING_WINDOW_LENGTH_PATCHES, reinstalled, sliding_window_decoding, without
 
 NEW_TOKENS = 4
 
@@ -98,24 +98,66 @@ def test_the_unchosen_backend_is_inductor_everywhere_but_on_neuron(tiny_llama: P
 
 #: The patches that keep a static sliding-window layer's length in a tensor (they apply together), and the one that
 #: takes the tensor offset it gives the mask.
-SLIDING_WINDOW_PATCHES = [*(f"transformers.sliding-window-cache-length-in-tensor-{name}"
-                            for name in ("update", "get-mask-sizes", "get-seq-length")),
-                          "transformers.padding-mask-takes-a-tensor-offset"]
+SLIDING_WINDOW_PATCHES = [*SLIDING_WINDOW_LENGTH_PATCHES, "transformers.padding-mask-takes-a-tensor-offset"]
 
 
-def test_a_sliding_window_decodes_in_one_graph_and_computes_what_transformers_does() -> None:
-    graphs, breaks, patched = sliding_window_decoding()
+@pytest.mark.parametrize("prompt", [3, 6], ids=["prompt-within-window", "prompt-past-window"])
+def test_a_sliding_window_decodes_in_one_graph_and_computes_what_transformers_does(prompt: int) -> None:
+    """The same results and the same ``cumulative_length`` as transformers' layer, which stops advancing it once the
+    window is full (after a prompt longer than the window it stays 0; a model that writes there, DiffusionGemma,
+    would write out of bounds were it the true length)."""
+    graphs, breaks, patched = sliding_window_decoding(prompt=prompt)
     assert (graphs, breaks) == (1, 0), "one graph for six steps that fill the window and roll it"
     with reinstalled():
-        graphs, breaks, original = sliding_window_decoding()
+        graphs, breaks, original = sliding_window_decoding(prompt=prompt)
     assert (graphs, breaks) == (6, 0), "transformers' own layer: a graph a step (Dynamo guards on its int length)"
+    assert patched == original
+
+
+def _reset_and_cropped(layer_class: type) -> list[list[float]]:
+    """A static sliding-window layer on neuron (window 4): decoded past its window, reset and decoded again; then a
+    croppable one (cache 4) cropped by two tokens and decoded again. Its length, mask offset and transformers'
+    ``cumulative_length`` after each step, eagerly."""
+    import torch
+
+    def state(layer: object) -> list[float]:
+        _, offset = layer.get_mask_sizes(1)  # type: ignore[attr-defined]
+        return [float(layer.get_seq_length()), float(offset), float(layer.cumulative_length),  # type: ignore[attr-defined]
+                float(layer.keys.sum())]  # type: ignore[attr-defined]
+
+    token = torch.ones(1, 2, 1, 8, device="neuron")
+    trace: list[list[float]] = []
+    for max_cache_len, prompt, cut in ((8, 2, 0), (4, 2, -2)):
+        layer = layer_class(max_cache_len=max_cache_len, sliding_window=4)
+        for _ in range(2):
+            layer.update(token.expand(1, 2, prompt, 8), token.expand(1, 2, prompt, 8))
+            for index in range(max_cache_len - prompt):
+                layer.update(token * index, token * index)
+                trace.append(state(layer))
+            if cut:
+                layer.crop(cut)
+            else:
+                layer.reset()
+            trace.append(state(layer))
+    return trace
+
+
+def test_a_sliding_window_reset_or_cropped_starts_again_where_transformers_does() -> None:
+    """``reset()`` and ``crop()`` move the layer's tensor length with its Python one: with either reverted, the layer
+    falls back to transformers' (all five apply together), so the trace is transformers' too; the check that fails
+    is the tensor length read after a reset (the next prompt would otherwise start past the window)."""
+    from transformers.cache_utils import StaticSlidingWindowLayer
+
+    patched = _reset_and_cropped(StaticSlidingWindowLayer)
+    with reinstalled():
+        original = _reset_and_cropped(StaticSlidingWindowLayer)
     assert patched == original
 
 
 @pytest.mark.parametrize("patch_id", SLIDING_WINDOW_PATCHES)
 def test_each_sliding_window_patch_turned_off_brings_the_recompiles_back(patch_id: str) -> None:
-    """One of the length patches reverted, the others fall back with it (a layer keeps its length in the tensor only
-    where all three apply): a graph a step again. The mask patch reverted, the tensor offset breaks the graph."""
+    """One of the length patches reverted, the others fall back with it (a layer keeps its length in a tensor only
+    where all five apply): a graph a step again. The mask patch reverted, the tensor offset breaks the graph."""
     with without(patch_id):
         graphs, breaks, _ = sliding_window_decoding()
     if patch_id.startswith("transformers.padding-mask"):

@@ -13,11 +13,20 @@ from typing import Any
 
 import pytest
 import torch
-from _helpers_patches import fake_distribution, pre_release_flex_attention, reinstalled, run, sliding_window_decoding
+from _helpers_patches import (
+    SLIDING_WINDOW_LENGTH_PATCHES,
+    fake_distribution,
+    placeholder_mask,
+    pre_release_flex_attention,
+    reinstalled,
+    run,
+    sliding_window_decoding,
+)
 
 from hf_neuron.patches import default_registry, installation
 from hf_neuron.patches.bindings import modules_in
 from hf_neuron.patches.libraries import LIBRARIES
+from hf_neuron.patches.transformers import PLACEHOLDER_COUNT_CLASSES
 
 Probe = Callable[[Path, Path], Any]
 
@@ -265,6 +274,14 @@ def _tensor_check_in_a_graph(model: Path, tmp: Path) -> Any:
     return sum(torch._dynamo.utils.counters["graph_break"].values()) > 0
 
 
+def _placeholder_count(module: str, name: str) -> Probe:
+    def probe(model: Path, tmp: Path) -> Any:
+        """Whether ``<name>.get_placeholder_mask`` compiled on neuron breaks its graph (its boolean-index count)."""
+        return placeholder_mask(module, name)[0] > 0
+
+    return probe
+
+
 def _advice_in_a_graph(method: str) -> Probe:
     def probe(model: Path, tmp: Path) -> Any:
         """Whether a compiled function that gives transformers' once-only advice (``logger.<method>(...)``, as LED's
@@ -393,11 +410,11 @@ EFFECTS: dict[str, tuple[Probe, Any, Any]] = {
     "transformers.vibevoice-negative-branch-uses-device-backend": (_vibevoice_negative_branch, "neuron", "inductor"),
     "transformers.glm5-next-topk-mask-compiles-on-neuron": (_glm5_topk_mask, [[[[True, False, True, False]]]],
                                                             "BackendCompilerFailed"),
-    **dict.fromkeys([f"transformers.sliding-window-cache-length-in-tensor-{name}"
-                     for name in ("update", "get-mask-sizes", "get-seq-length")]
-                    + ["transformers.padding-mask-takes-a-tensor-offset"],
+    **dict.fromkeys([*SLIDING_WINDOW_LENGTH_PATCHES, "transformers.padding-mask-takes-a-tensor-offset"],
                     (_sliding_window, (1, 0), (6, 0))),  # graphs and breaks of 6 decoding steps: one, or one a step
     "transformers.tensor-checks-stay-out-of-neuron-graphs": (_tensor_check_in_a_graph, False, True),
+    **{f"transformers.placeholder-count-without-boolean-index-{module.replace('_', '-')}":
+       (_placeholder_count(module, name), False, True) for module, name in PLACEHOLDER_COUNT_CLASSES},
     "transformers.warning-once-skipped-in-compiled-graphs": (_advice_in_a_graph("warning_once"), False, True),
     "transformers.info-once-skipped-in-compiled-graphs": (_advice_in_a_graph("info_once"), False, True),
     "transformers.git-text-only-training-loss": (_git_text_only_loss, True, "ValueError"),

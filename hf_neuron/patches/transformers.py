@@ -7,10 +7,12 @@ weights in bfloat16). Bugs without one are recorded in ``compat/library_bugs.tom
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import inspect
 import os
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -214,14 +216,80 @@ def _counts_topk_in_float(original: Callable[..., Any]) -> Callable[..., Any]:
     return build_attention_mask_from_topk
 
 
-#: The methods of transformers' ``StaticSlidingWindowLayer`` that keep its length in its ``cumulative_length`` tensor
-#: once patched (``transformers.sliding-window-cache-length-*``): a layer keeps it there only when all three are,
+#: The multimodal models of transformers 5.24 whose ``get_placeholder_mask`` counts their placeholder tokens for
+#: ``torch_compilable_check`` by indexing the embeddings with the boolean mask (``inputs_embeds[mask].numel()``):
+#: (module under ``transformers.models``, class). HunYuan-VL's, which branches on the count in Python (``if ... !=
+#: ...: raise``), would break its graph on the branch instead: not patched.
+#: ``tests/test_graph_break_patches.py`` scans the installed transformers and checks this list is every one of them.
+PLACEHOLDER_COUNT_CLASSES = (
+    ("audioflamingo3", "AudioFlamingo3Model"), ("diffusion_gemma", "DiffusionGemmaEncoderModel"),
+    ("dots3_note", "Dots3NoteModel"), ("fun_asr_nano", "FunAsrNanoModel"), ("glmasr", "GlmAsrModel"),
+    ("granite_speech", "GraniteSpeechModel"), ("granite_speech_plus", "GraniteSpeechPlusModel"),
+    ("inkling", "InklingModel"), ("inkling2", "Inkling2Model"),
+    ("inkling2_loop", "Inkling2LoopModel"), ("minicpm_ocr", "MiniCPMOcrModel"), ("minicpmv4_6", "MiniCPMV4_6Model"),
+    ("minicpmv4_7", "MiniCPMV4_7Model"), ("minimax_m3_vl", "MiniMaxM3VLModel"),
+    ("moss_transcribe_diarize", "MossTranscribeDiarizeModel"), ("musicflamingo", "MusicFlamingoModel"),
+    ("nemotron3_5_transcribe", "Nemotron3_5TranscribeModel"), ("omniasr", "OmniASRModel"),
+    ("qwen3_asr", "Qwen3ASRModel"), ("vibevoice", "VibeVoiceModel"), ("voxtral", "VoxtralModel"),
+)
+
+
+class _CountByMask(ast.NodeTransformer):
+    """Rewrites ``values[mask].numel()`` (a boolean index: ``nonzero``, a shape that depends on the data, a graph break)
+    into the count it is, ``mask.sum() * (values.numel() // max(mask.numel(), 1))``: a boolean mask indexes the leading
+    dimensions it matches, so each selected position keeps ``values.numel() // mask.numel()`` elements (1 for the
+    mask expanded to the embeddings, as these models expand it), and an empty mask selects none. A tensor, which
+    ``torch_compilable_check`` takes as it takes the comparison it replaces."""
+
+    found = 0
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "numel" and not node.args and not node.keywords
+                and isinstance(func.value, ast.Subscript) and isinstance(func.value.slice, ast.Name)):
+            return node
+        self.found += 1
+        values, mask = func.value.value, func.value.slice
+        count = ast.parse(f"({ast.unparse(mask)}.sum() * ({ast.unparse(values)}.numel() // "
+                          f"max({ast.unparse(mask)}.numel(), 1)))", mode="eval").body
+        return ast.copy_location(count, node)
+
+
+def _counts_placeholders_by_sum(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``original`` (a ``get_placeholder_mask``) compiled again from its source with :class:`_CountByMask`'s rewrite,
+    in its own module's globals (so that the module's other patched bindings are the ones it calls), at its own lines
+    (a traceback shows transformers' file)."""
+    if original.__code__.co_freevars:
+        raise TypeError(f"{original.__qualname__} closes over {original.__code__.co_freevars}: not recompiled")
+    tree = ast.parse(textwrap.dedent(inspect.getsource(original)))
+    function = tree.body[0]
+    assert isinstance(function, ast.FunctionDef)
+    function.decorator_list = []
+    rewrite = _CountByMask()
+    tree = ast.fix_missing_locations(rewrite.visit(tree))
+    if not rewrite.found:
+        raise LookupError(f"{original.__qualname__} no longer counts with a boolean index: the patch is not needed")
+    ast.increment_lineno(tree, original.__code__.co_firstlineno - 1)
+    namespace: dict[str, Any] = {}
+    exec(compile(tree, inspect.getsourcefile(original) or "<transformers>", "exec"), original.__globals__, namespace)
+    replacement = namespace[original.__name__]
+    return functools.wraps(original)(replacement)
+
+
+#: The methods of transformers' ``StaticSlidingWindowLayer`` that keep its true length in a tensor of the layer's own
+#: once patched (``transformers.sliding-window-cache-length-*``): a layer keeps it there only when all of them are,
 #: and otherwise decodes as transformers does (one patch reverted, a subclass overriding one of them).
-_TENSOR_LENGTH_METHODS = ("update", "get_mask_sizes", "get_seq_length")
+_TENSOR_LENGTH_METHODS = ("update", "get_mask_sizes", "get_seq_length", "reset", "crop")
+
+#: The attribute that holds a patched layer's true length, a tensor beside transformers' ``cumulative_length``, which
+#: keeps transformers' meaning (the next free slot, no longer advanced once the window is full): models read it to
+#: write their own states (DiffusionGemma's canvas), and past the window it would index out of bounds.
+_LENGTH = "_hf_neuron_length"
 
 
 def _length_in_tensor(layer: Any) -> bool:
-    """Whether ``layer`` (a ``StaticSlidingWindowLayer`` on neuron) keeps its length in its tensor: every method of
+    """Whether ``layer`` (a ``StaticSlidingWindowLayer`` on neuron) keeps its length in a tensor: every method of
     :data:`_TENSOR_LENGTH_METHODS` its class resolves is a replacement of ours."""
     if not layer.is_initialized or layer.device.type != neuron_device.DEVICE:
         return False
@@ -234,9 +302,23 @@ def _tensor_length(replacement: Callable[..., Any]) -> Callable[..., Any]:
     return replacement
 
 
+def _true_length(layer: Any) -> Any:
+    """The layer's true length as a tensor, made from its Python length the first time (eager code: a layer's first
+    update, a prompt or a first token, runs before its decoding is compiled)."""
+    length = getattr(layer, _LENGTH, None)
+    if length is None:
+        import torch
+
+        length = torch.full_like(layer.cumulative_length, layer.cumulative_length_int)
+        if not torch.compiler.is_compiling():
+            torch._dynamo.mark_static_address(length)
+        setattr(layer, _LENGTH, length)
+    return length
+
+
 def _sync_length_int(layer: Any) -> None:
     """The layer's Python length as its tensor says (eager code; read in a compiled region it is a graph break)."""
-    layer.cumulative_length_int = int(layer.cumulative_length)
+    layer.cumulative_length_int = int(_true_length(layer))
 
 
 def _sliding_update_in_tensor(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -246,22 +328,25 @@ def _sliding_update_in_tensor(original: Callable[..., Any]) -> Callable[..., Any
             self.lazy_initialization(key_states, value_states)
         if not _length_in_tensor(self):
             return original(self, key_states, value_states, *args, **kwargs)
+        length = _true_length(self)
         if key_states.shape[-2] != 1:  # a prompt or a chunk: transformers' own update, its length kept in the tensor
             _sync_length_int(self)
             keys, values = original(self, key_states, value_states, *args, **kwargs)
-            self.cumulative_length.fill_(self.cumulative_length_int)
+            length.fill_(self.cumulative_length_int)
             return keys, values
         import torch
 
         # One decoding step, transformers' two branches as tensor operations: the window rolls by one once it is full
-        # (cumulative length >= window), and the new states go in its last slot, else in the next free one.
-        full = self.cumulative_length >= self.max_cache_len
-        position = self.cumulative_length.clamp(max=self.max_cache_len - 1).reshape(1)
+        # (length >= window), and the new states go in its last slot, else in the next free one, where transformers'
+        # `cumulative_length` advances too.
+        full = length >= self.max_cache_len
+        position = length.clamp(max=self.max_cache_len - 1).reshape(1)
         for cached, new in ((self.keys, key_states), (self.values, value_states)):
             states = torch.where(full, cached.roll(-1, dims=-2), cached)
             states.index_copy_(2, position, new)
             cached.copy_(states)  # in place: the cache keeps its static address
-        self.cumulative_length.add_(1)
+        self.cumulative_length.add_(full.logical_not().to(self.cumulative_length.dtype))
+        length.add_(1)
         return self.keys, self.values
 
     return _tensor_length(update)
@@ -277,7 +362,7 @@ def _sliding_mask_sizes_in_tensor(original: Callable[..., Any]) -> Callable[...,
             return original(self, query_length)
         # transformers' sizes for one query: the window's length whether full or not, and the position of its first
         # slot (0 until it is full), as a tensor
-        return self.max_cache_len, (self.cumulative_length - self.max_cache_len + 1).clamp(min=0)
+        return self.max_cache_len, (_true_length(self) - self.max_cache_len + 1).clamp(min=0)
 
     return _tensor_length(get_mask_sizes)
 
@@ -285,10 +370,31 @@ def _sliding_mask_sizes_in_tensor(original: Callable[..., Any]) -> Callable[...,
 def _sliding_seq_length_in_tensor(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def get_seq_length(self: Any) -> Any:
-        # as StaticLayer.get_seq_length answers: the tensor, which a compiled region reads without a guard
-        return self.cumulative_length if _length_in_tensor(self) else original(self)
+        # as StaticLayer.get_seq_length answers: a tensor, which a compiled region reads without a guard
+        return _true_length(self) if _length_in_tensor(self) else original(self)
 
     return _tensor_length(get_seq_length)
+
+
+def _sliding_reset_in_tensor(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def reset(self: Any) -> None:
+        original(self)
+        if _length_in_tensor(self):
+            _true_length(self).zero_()
+
+    return _tensor_length(reset)
+
+
+def _sliding_crop_in_tensor(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def crop(self: Any, tokens_to_remove: int) -> None:
+        if _length_in_tensor(self):
+            _sync_length_int(self)  # transformers' crop takes the tokens from the Python length
+            _true_length(self).sub_(abs(tokens_to_remove))
+        original(self, tokens_to_remove)
+
+    return _tensor_length(crop)
 
 
 def _pads_for_a_tensor_offset(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -533,17 +639,20 @@ PATCHES: list[Patch] = [
         "`cumulative_length_int`, that `update()` and `get_mask_sizes()` branch on and `get_seq_length()` returns. "
         "Dynamo guards on its value, so compiled decoding compiles a new graph at every token (on Trainium, a Neuron "
         "compiler run a token, until Dynamo's recompile limit sends the rest of the decoding to eager). On neuron the "
-        "three replacements keep the length in the layer's `cumulative_length` tensor: one decoding step writes its "
-        "states with tensor operations (the window rolls once full, as `update()` does), the mask's offset is a "
-        "tensor and `get_seq_length()` returns the tensor, as `StaticLayer`'s does; a step of more than one token "
-        "(the prompt) is transformers' own. Each applies only where all three do (`_length_in_tensor`), so reverting "
-        "one reverts the behaviour: the same tokens and scores, exactly.",
+        "five replacements keep the true length in a tensor of the layer's own beside `cumulative_length`, which keeps "
+        "transformers' meaning (the next free slot, no longer advanced once the window is full; DiffusionGemma writes "
+        "its canvas there): one decoding step writes its states with tensor operations (the window rolls once full, "
+        "as `update()` does), the mask's offset is a tensor, `get_seq_length()` returns the tensor, as `StaticLayer`'s "
+        "does, and `reset()` and `crop()` move it with the Python length; a step of more than one token (the prompt) "
+        "is transformers' own. Each applies only where all five do (`_length_in_tensor`), so reverting one reverts "
+        "the behaviour: the same tokens, scores and cache, exactly.",
         replace=replace,
         upstream_fix="`StaticSlidingWindowLayer` keeping its length in its `cumulative_length` tensor and deciding "
         "the window's roll with tensor operations (asked in huggingface/transformers#44609; tenstorrent/tt-xla#3688 "
         "patches the same layer for its compiled decoding).",
     ) for name, replace in (("update", _sliding_update_in_tensor), ("get_mask_sizes", _sliding_mask_sizes_in_tensor),
-                            ("get_seq_length", _sliding_seq_length_in_tensor))),
+                            ("get_seq_length", _sliding_seq_length_in_tensor), ("reset", _sliding_reset_in_tensor),
+                            ("crop", _sliding_crop_in_tensor))),
     Patch(
         id="transformers.padding-mask-takes-a-tensor-offset",
         library="transformers",
@@ -576,6 +685,24 @@ PATCHES: list[Patch] = [
         upstream_fix="`torch_compilable_check()` skipping tensor conditions while tracing for a backend that cannot "
         "capture scalar outputs (or a switch for it beside `TRANSFORMERS_DISABLE_TORCH_CHECK`).",
     ),
+    *(Patch(
+        id=f"transformers.placeholder-count-without-boolean-index-{module.replace('_', '-')}",
+        library="transformers",
+        module=f"transformers.models.{module}.modeling_{module}",
+        attribute=f"{name}.get_placeholder_mask",
+        versions=VERSIONS,
+        reason=f"transformers/models/{module}/modeling_{module}.py `{name}.get_placeholder_mask()` checks that its "
+        "placeholder tokens match its image or audio features with `inputs_embeds[mask].numel() == "
+        "features.numel()`: the boolean index is a `nonzero`, whose shape depends on the data, computed before "
+        "`torch_compilable_check()` is called, so under `torch.compile` every forward breaks its graph there (two "
+        "device programs and a round trip to the host), though the check itself stays out of neuron's graphs "
+        "(`transformers.tensor-checks-stay-out-of-neuron-graphs`). The replacement is the same function with that "
+        "count taken as `mask.sum()` times the elements a position keeps: the same number, the same check and "
+        "message, no data-dependent shape (LLaVA and most of transformers' multimodal models count this way).",
+        replace=_counts_placeholders_by_sum,
+        upstream_fix=f"`{name}.get_placeholder_mask()` counting with `n_tokens * inputs_embeds.shape[-1] == "
+        "features.numel()`, as LLaVA's does.",
+    ) for module, name in PLACEHOLDER_COUNT_CLASSES),
     *(Patch(
         id=f"transformers.{name.replace('_', '-')}-skipped-in-compiled-graphs",
         library="transformers",
