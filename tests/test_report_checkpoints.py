@@ -271,6 +271,22 @@ def test_a_checkpoint_is_compared_with_its_tiny_model_over_the_scenarios_both_ra
     assert (figures.agree, figures.worse, figures.better) == (4, 1, 0)
 
 
+def test_a_checkpoint_only_scenario_is_compared_with_its_tiny_counterpart(tmp_path: Path) -> None:
+    """Llama-3.2-1B fails its ``dtype`` case (bfloat16) where the tiny llama fully passes: worse. With the tiny
+    llama's ``bf16`` case failing as well, the two agree (``dtype`` is ``bf16``'s question of a checkpoint); a
+    comparison over the scenario names alone would still call the checkpoint worse."""
+    tiny = [json.loads(line) for shard in sorted((RECORDS / "run-2").glob("*.jsonl"))
+            for line in shard.read_text().splitlines()]
+    dtype = next(r for r in _lines() if r["case_id"] == "meta-llama/Llama-3.2-1B::dtype")
+    failing = {key: dtype[key] for key in ("outcome", "failure", "reason", "cpu_outcome", "cpu_verdict", "parity")}
+    assert any(r["case_id"] == "llama::bf16" for r in tiny)
+    tiny = [{**r, **failing} if r["case_id"] == "llama::bf16" else r for r in tiny]
+    tables = _tables(_write(tmp_path, tiny, "tiny"), RECORDS / "checkpoints")
+    assert tables.checkpoints is not None
+    row = tables.checkpoints.table.loc["meta-llama/Llama-3.2-1B"]
+    assert (row["verdict"], row["tiny_verdict"], row["agreement"]) == ("fails-on-neuron", "fails-on-neuron", "agree")
+
+
 # -- pages, downloads, history, the Markdown pages --------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ to compare, and neither does an architecture the run has no tiny case of. Pure: 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ from hf_neuron.report.status import FAILING, arch_verdict, scenario_order
 from hf_neuron.report.tables import case_frame, decoding_budgets, frame_rows, scenarios_of, variant_scenarios
 from hf_neuron.vocabulary.outcomes import ARCH_VERDICTS, FAILS_ON_CPU_TOO, NOT_RUN
 from hf_neuron.vocabulary.records import CheckpointFacts, Record
-from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, ModelSource, ScenarioFacts
+from hf_neuron.vocabulary.scenarios import COMPILE_SCENARIO, TINY_COUNTERPARTS, ModelSource, ScenarioFacts
 
 __all__ = ["COST_FAMILIES", "DTYPE_SCENARIO", "PASSING", "TABLE_FAMILY", "CheckpointFigures", "CheckpointView",
            "Disagreement", "checkpoint_figures", "checkpoint_scenarios", "checkpoint_table", "checkpoint_view"]
@@ -84,13 +84,20 @@ def checkpoint_scenarios(cases: pd.DataFrame) -> list[str]:
     return scenario_order(scenarios_of(cases))
 
 
+def tiny_scope(scenarios: Collection[str]) -> set[str]:
+    """The tiny-model scenarios that ask what the checkpoint ``scenarios`` ask."""
+    return {TINY_COUNTERPARTS.get(scenario, scenario) for scenario in scenarios}
+
+
 def tiny_verdicts_within(tiny_table: pd.DataFrame, scenarios: Mapping[str, ScenarioFacts]) -> dict[str, str]:
     """Each architecture's verdict in ``tiny_table`` (an architecture table's rows) over the checkpoints' scenarios
-    only (``scenarios``: :func:`~hf_neuron.report.tables.scenarios_of` their cases): a checkpoint is compared with its
-    tiny model on what both lanes ran, not lowered or raised by a scenario the checkpoint lane never runs (TRL's,
-    ``ddp``, ``save``)."""
-    columns = [scenario for scenario in scenario_order(scenarios) if scenario in tiny_table.columns]
-    variants = variant_scenarios(scenarios)
+    only (``scenarios``: :func:`~hf_neuron.report.tables.scenarios_of` their cases), a checkpoint-only one by its
+    tiny counterpart (:data:`~hf_neuron.vocabulary.scenarios.TINY_COUNTERPARTS`: ``dtype`` by ``bf16``): a checkpoint
+    is compared with its tiny model on what both lanes ran, not lowered or raised by a scenario the checkpoint lane
+    never runs (TRL's, ``ddp``, ``save``)."""
+    scope = tiny_scope(scenarios)
+    columns = [scenario for scenario in tiny_table.columns if scenario in scope]
+    variants = [TINY_COUNTERPARTS.get(scenario, scenario) for scenario in variant_scenarios(scenarios)]
     return {str(model_type): arch_verdict(dict(row), variants)
             for model_type, row in tiny_table[columns].iterrows()}
 
@@ -296,6 +303,7 @@ def checkpoint_view(records: Sequence[Record], *, tiny_table: pd.DataFrame, tiny
     real = dict(checkpoint_table(case_frame(trainium))["verdict"]) if trainium else None
     table = checkpoint_table(cases, tiny_verdicts=tiny_verdicts_within(run, scenarios), ranking=ranking,
                              trainium=real)
+    scope = tiny_scope(scenarios)
     figures = checkpoint_figures(table, cases, tiny_statuses=tiny_statuses, tiny_cases=tiny_cases,
-                                 tiny_order=[scenario for scenario in tiny_order if scenario in scenarios])
+                                 tiny_order=[scenario for scenario in tiny_order if scenario in scope])
     return CheckpointView(cases, table, tuple(checkpoint_scenarios(cases)), figures)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict, get_args
 
-__all__ = ["COMPILE_SCENARIO", "MODEL_SOURCES", "SCENARIO_KINDS", "SCHEMA_2_SCENARIOS", "ModelSource", "ScenarioFacts",
-           "ScenarioKind", "decodes"]
+__all__ = ["COMPILE_SCENARIO", "MODEL_SOURCES", "SCENARIO_KINDS", "SCHEMA_2_SCENARIOS", "TINY_COUNTERPARTS",
+           "ModelSource", "ScenarioFacts", "ScenarioKind", "decodes"]
 
 ScenarioKind = Literal["core", "extra", "variant"]
 #: ``core``: an architecture must pass it (or it must not apply) to count as running unmodified; ``extra``: any other
@@ -29,6 +29,12 @@ ModelSource = Literal["tiny", "checkpoints"]
 #: cut to a few layers at real width (``hf-neuron check``, the per-checkpoint table). A scenario says which it runs
 #: on.
 MODEL_SOURCES: tuple[ModelSource, ...] = get_args(ModelSource)
+
+#: The tiny-model scenario that asks of a tiny model what a checkpoint-only scenario asks of a checkpoint's slice:
+#: ``backward`` (a training step's loss and gradients) is ``train``'s question, ``dtype`` (the 16-bit dtype the config
+#: states) is ``bf16``'s. The report compares a checkpoint with its tiny model over the scenarios both ran, each pair
+#: counted as one.
+TINY_COUNTERPARTS: dict[str, str] = {"backward": "train", "dtype": "bf16"}
 
 
 class ScenarioFacts(TypedDict):
