@@ -595,3 +595,17 @@ def test_lora_targets_leave_out_the_linear_layers_peft_refuses_on_a_mamba(model_
     assert any("lora_A" in name for name, _ in adapted.named_parameters())
     llama = AutoModelForCausalLM.from_pretrained(materialize("llama", tmp_path / "llama"))
     assert lora_targets(llama) == "all-linear"
+
+
+def test_a_flex_attention_case_compiles_afresh(tiny_llama: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dynamo is reset before the model compiles its FlexAttention, so that a case compiles its own sizes, not the
+    dynamic ones earlier cases' recompiles left (their Inductor CPU kernels crashed workers in a nightly)."""
+    from hf_neuron.matrix.scenarios import text
+
+    calls: list[str] = []
+    reset, load = text.fresh_dynamo, text.load_model
+    monkeypatch.setattr(text, "fresh_dynamo", lambda: (calls.append("reset"), reset())[1])
+    monkeypatch.setattr(text, "load_model", lambda *args, **kwargs: (calls.append("load"), load(*args, **kwargs))[1])
+    result = SCENARIOS["flex_attention"](CaseContext("llama", "decoder", "flex_attention", "neuron", tiny_llama))
+    assert result.outcome == "passed", result.message
+    assert calls[:2] == ["reset", "load"], calls

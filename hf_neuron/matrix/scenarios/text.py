@@ -149,7 +149,12 @@ def sdpa(ctx: CaseContext) -> ScenarioResult:
 
 def flex_attention(ctx: CaseContext) -> ScenarioResult:
     """``forward`` with ``attn_implementation="flex_attention"``: transformers compiles the attention and its block mask
-    with torch.compile's default backend, which the device replaces with its own on a graph on the device."""
+    with torch.compile's default backend, which the device replaces with its own on a graph on the device. Dynamo
+    starts afresh: transformers compiles FlexAttention once a process, so without the reset a case would compile the
+    sizes earlier cases left dynamic (Dynamo's automatic dynamic shapes), and its CPU reference would run an Inductor
+    kernel with symbolic sizes no user's single model compiles (nightly-20261206-2: four such kernels crashed their
+    worker, doge's, lighton_ocr's, mistral3's and seamless_m4t_v2's, each passing alone)."""
+    fresh_dynamo()
     return _forward_with(ctx, attn_implementation="flex_attention")
 
 
