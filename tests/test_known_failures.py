@@ -10,7 +10,7 @@ import pytest
 from hf_neuron.compat.catalog import load_catalog
 from hf_neuron.compat.expected_failures import EVERY, ExpectedFailure
 from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH as KNOWN_FAILURES_FILE
-from hf_neuron.compat.known_failures import KnownFailures, load_known_failures
+from hf_neuron.compat.known_failures import KnownFailures, holding_for, load_known_failures
 from hf_neuron.errors import InputError
 from hf_neuron.matrix.case.verdict import Attempt, to_record
 from hf_neuron.matrix.results.summary import summarize
@@ -133,9 +133,10 @@ def test_matching_prefers_the_scenario_and_honours_the_message(tmp_path: Path) -
     assert _matched(known, "llama", "compile", "graph break") is None
 
 
-def _record(tmp_path: Path, attempt: Attempt) -> dict[str, object]:
-    entry = ENTRY.format(scenario="forward", extra='message = "aten::conv"')
-    known = load_known_failures(_write(tmp_path, entry), SCENARIO_NAMES)
+def _record(tmp_path: Path, attempt: Attempt, known: KnownFailures | None = None) -> dict[str, object]:
+    if known is None:
+        entry = ENTRY.format(scenario="forward", extra='message = "aten::conv"')
+        known = load_known_failures(_write(tmp_path, entry), SCENARIO_NAMES)
     return to_record(  # type: ignore[return-value]
         Case("mamba", "decoder", "forward", {"kind": "core", "trains": False}), attempt, cpu=Attempt("passed"),
         known=known, run_id="r", env={"backend": "reference"},
@@ -222,3 +223,29 @@ def test_a_case_whose_facts_hold_a_nan_loss_is_recorded(tmp_path: Path) -> None:
     assert written["details"] == {"losses": ["nan", "inf", 1.5]}
     with pytest.raises(ValueError, match="not JSON compliant"):
         RecordWriter(tmp_path / "raw", "test").write({**record, "details": {"losses": [nan]}})  # what it refuses
+
+
+@pytest.mark.parametrize(("release", "held"), [("2.34", True), ("pre-release", False), (None, True)])
+def test_an_entry_holds_only_for_its_releases(tmp_path: Path, release: str | None, held: bool) -> None:
+    """An entry for 2.33 and 2.34 excuses the failure in a run that predicts 2.34, not in one that predicts the
+    pre-release tree (there the failure is the device's, and a pass is no reason to take the entry off); a run that
+    predicts no release (the real backend) keeps every entry."""
+    known = holding_for(load_known_failures(_write(tmp_path, ENTRY.format(scenario="forward", extra="")),
+                                            SCENARIO_NAMES), release)
+    found = failure("NotImplementedError", "Could not run 'aten::convolution'", "conv.py:forward", outcome="error")
+    record = _record(tmp_path, Attempt("error", failure=found), known=known)
+    assert (record["outcome"] == "known-failure") is held
+    assert (_record(tmp_path, Attempt("passed"), known=known)["known_failure"] is not None) is held
+
+
+def test_a_run_predicting_a_release_reads_the_entries_that_hold_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_neuron import backends
+    from hf_neuron.matrix.options import MatrixConfig
+    from hf_neuron.matrix.profiles import PROFILES
+
+    monkeypatch.setattr(backends, "real_backend_installed", lambda: False)
+    config = MatrixConfig.from_values({"matrix_profile": "trainium"})
+    release = PROFILES["trainium"].predicts
+    entries = config.known().entries
+    assert entries and all(release in entry.lists["releases"] for entry in entries)
+    assert len(entries) < len(load_known_failures(KNOWN_FAILURES_FILE, SCENARIO_NAMES).entries)

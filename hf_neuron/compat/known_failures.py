@@ -22,6 +22,7 @@ removed from the list. Scenario names are checked against the run's scenario set
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 from pathlib import Path
 
@@ -37,8 +38,8 @@ from hf_neuron.compat.files import COMPAT_DIR
 from hf_neuron.vocabulary import trainium_sources
 from hf_neuron.vocabulary.trainium_sources import Citation
 
-__all__ = ["KNOWN_FAILURES_PATH", "KnownFailures", "citation", "known_failures_schema", "load_known_failures",
-           "names_every_type"]
+__all__ = ["KNOWN_FAILURES_PATH", "KnownFailures", "citation", "holding_for", "known_failures_schema",
+           "load_known_failures", "names_every_type"]
 
 KNOWN_FAILURES_PATH = COMPAT_DIR / "known_failures.toml"
 KnownFailures = ExpectedFailures
@@ -74,6 +75,17 @@ def load_known_failures(path: Path, scenario_names: Collection[str], *, required
     """Read and check ``path`` (whose scenarios must be among ``scenario_names``); a missing file is an empty list
     unless ``required``."""
     return load_expected(path, known_failures_schema(scenario_names), required=required)
+
+
+def holding_for(known: KnownFailures, release: str | None) -> KnownFailures:
+    """The entries of ``known`` that hold for ``release`` (an id of ``trainium_sources.toml``'s releases): a run that
+    predicts 2.34 is not excused by a failure listed for the pre-release tree only, nor told to take off an entry
+    that still holds there. Every entry where the run predicts no release (the real backend, which measures what it
+    is; a plain CPU-parity profile)."""
+    if release is None:
+        return known
+    return dataclasses.replace(known, entries=tuple(entry for entry in known.entries
+                                                    if release in entry.lists["releases"]))
 
 
 def names_every_type(entry: dict[str, object] | None) -> bool:

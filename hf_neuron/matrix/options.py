@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from hf_neuron import settings
+from hf_neuron import backends, settings
 from hf_neuron.checkpoint.instances import GIB
 from hf_neuron.checkpoint.slice import DEFAULT_LAYERS, default_budget
-from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH, KnownFailures, load_known_failures
+from hf_neuron.compat.known_failures import KNOWN_FAILURES_PATH, KnownFailures, holding_for, load_known_failures
 from hf_neuron.compat.preflight import check_reviewed_data
 from hf_neuron.compat.slices import SLICES_PATH
 from hf_neuron.errors import InputError
@@ -216,8 +216,11 @@ class MatrixConfig:
         return {*load_scenarios().names, *load_scenarios(self.scenario_module).names}
 
     def known(self) -> KnownFailures:
-        """The known failures of the run."""
-        return load_known_failures(self.known_failures, self.scenario_names(), required=self.known_failures_required)
+        """The known failures of the run: those that hold for the release its verdicts predict (the profile's, on the
+        reference device; every entry on the real backend)."""
+        release = None if backends.real_backend_installed() else PROFILES[self.profile].predicts
+        return holding_for(load_known_failures(self.known_failures, self.scenario_names(),
+                                               required=self.known_failures_required), release)
 
     def read_data_files(self) -> KnownFailures:
         """Read and check every reviewed data file (before the first case runs: a malformed one stops the run);
