@@ -597,15 +597,21 @@ def test_lora_targets_leave_out_the_linear_layers_peft_refuses_on_a_mamba(model_
     assert lora_targets(llama) == "all-linear"
 
 
-def test_a_flex_attention_case_compiles_afresh(tiny_llama: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Dynamo is reset before the model compiles its FlexAttention, so that a case compiles its own sizes, not the
-    dynamic ones earlier cases' recompiles left (their Inductor CPU kernels crashed workers in a nightly)."""
+def test_a_flex_attention_case_is_held_to_the_cpus_eager_attention(tiny_llama: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dynamo is reset before the device compiles its FlexAttention; the CPU's reference is the model's eager
+    attention, never torch's FlexAttention on the CPU (whose Inductor template corrupts memory for some shapes)."""
     from hf_neuron.matrix.scenarios import text
 
     calls: list[str] = []
     reset, load = text.fresh_dynamo, text.load_model
+
+    def loading(ctx: CaseContext, device: str, **config: object) -> object:
+        calls.append(f"{device}:{config.get('attn_implementation', 'own')}")
+        return load(ctx, device, **config)  # type: ignore[arg-type]
+
     monkeypatch.setattr(text, "fresh_dynamo", lambda: (calls.append("reset"), reset())[1])
-    monkeypatch.setattr(text, "load_model", lambda *args, **kwargs: (calls.append("load"), load(*args, **kwargs))[1])
+    monkeypatch.setattr(text, "load_model", loading)
     result = SCENARIOS["flex_attention"](CaseContext("llama", "decoder", "flex_attention", "neuron", tiny_llama))
     assert result.outcome == "passed", result.message
-    assert calls[:2] == ["reset", "load"], calls
+    assert calls == ["reset", "neuron:flex_attention", "cpu:own"], calls

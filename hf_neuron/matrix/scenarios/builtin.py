@@ -130,8 +130,9 @@ SCENARIOS: tuple[ScenarioDeclaration, ...] = (
         "flex_attention", "variant", False, {"transformers": text.flex_attention},
         '`forward` with `attn_implementation="flex_attention"`: transformers compiles the attention and its block '
         "mask with torch.compile's default backend, which TorchNeuron 2.33 and later replace with `neuron` on the "
-        "device; under the pre-release tree it fails with class `flex-attention` and a message saying to use "
-        "`sdpa` or `eager`",
+        "device; its outputs equal the CPU's `forward` with the model's eager attention (torch's FlexAttention on "
+        "the CPU corrupts memory for some shapes, pytorch/pytorch#153145); under the pre-release tree it fails with "
+        "class `flex-attention` and a message saying to use `sdpa` or `eager`",
         requires="flex-attention"),
     ScenarioDeclaration(
         "generate_compiled", "variant", False, {"transformers": text.generate_compiled},

@@ -148,14 +148,18 @@ def sdpa(ctx: CaseContext) -> ScenarioResult:
 
 
 def flex_attention(ctx: CaseContext) -> ScenarioResult:
-    """``forward`` with ``attn_implementation="flex_attention"``: transformers compiles the attention and its block mask
-    with torch.compile's default backend, which the device replaces with its own on a graph on the device. Dynamo
-    starts afresh: transformers compiles FlexAttention once a process, so without the reset a case would compile the
-    sizes earlier cases left dynamic (Dynamo's automatic dynamic shapes), and its CPU reference would run an Inductor
-    kernel with symbolic sizes no user's single model compiles (nightly-20261206-2: four such kernels crashed their
-    worker, doge's, lighton_ocr's, mistral3's and seamless_m4t_v2's, each passing alone)."""
+    """``forward`` with ``attn_implementation="flex_attention"`` on the device: transformers compiles the attention and
+    its block mask with torch.compile's default backend, which the device replaces with its own on a graph on the
+    device. Its outputs are held to the CPU's ``forward`` with the tiny config's own (eager) attention, the same
+    attention computed without FlexAttention: torch's FlexAttention on the CPU compiles an Inductor C++ template that
+    corrupts memory for some shapes (pytorch/pytorch#153145: nightly-20261206-2's doge, lighton_ocr, mistral3 and
+    seamless_m4t_v2 cases crashed their worker inside it), and costs a cold compile a worker. Dynamo starts afresh, as
+    in the other compiling scenarios."""
     fresh_dynamo()
-    return _forward_with(ctx, attn_implementation="flex_attention")
+    model = load_model(ctx, ctx.device, attn_implementation="flex_attention")
+    input_ids = sample_ids(ctx, model)
+    actual = forward_outputs(model, input_ids, seed=ctx.seed)
+    return _outputs_agree(ctx, actual, load_model(ctx, "cpu"), input_ids, "{} (FlexAttention)")
 
 
 def _diverging_step(actual: torch.Tensor, expected: torch.Tensor, expected_scores: torch.Tensor,
