@@ -45,12 +45,22 @@ def test_the_scenario_passes_on_the_device(name: str, scenario: str, workdir: Pa
     assert result.parity["compared"] > 0
 
 
-@pytest.mark.parametrize(("scenario", "eps"), [("bf16", 1e-2), ("save", 1e-3), ("lora", 1e-3)])
-def test_a_perturbed_device_fails_the_scenario(scenario: str, eps: float, workdir: Path) -> None:
+@pytest.mark.parametrize(("scenario", "eps", "name"), [("bf16", 1e-2, "SanaTransformer2DModel"),
+                                                     ("save", 1e-3, "FluxTransformer2DModel"),
+                                                     ("lora", 1e-3, "FluxTransformer2DModel")])
+def test_a_perturbed_device_fails_the_scenario(scenario: str, eps: float, name: str, workdir: Path) -> None:
     with linear_off_by(eps):
-        perturbed = SCENARIOS[scenario](_ctx("FluxTransformer2DModel", scenario, workdir))
+        perturbed = SCENARIOS[scenario](_ctx(name, scenario, workdir))
     assert perturbed.outcome == "failed", f"a {eps:.1%} error of every linear layer on neuron passed {scenario}"
     assert "differ from the CPU's" in (perturbed.message or ""), perturbed.message
+
+
+def test_a_perturbed_device_is_not_passed_where_bfloat16_cannot_see_it(workdir: Path) -> None:
+    """The random tiny Flux backbone's own bfloat16 prediction is 7.4% from its float32 one: a 1% error of every
+    linear layer on neuron cannot be told from rounding there, so its bf16 case is untested, never passed."""
+    with linear_off_by(1e-2):
+        perturbed = diffusion.bf16(_ctx("FluxTransformer2DModel", "bf16", workdir))
+    assert perturbed.outcome == "untested" and perturbed.gap == "checks", perturbed.message
 
 
 def test_bf16_predicts_in_the_cpus_dtype(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
