@@ -43,8 +43,11 @@ def test_trainer_trains_on_neuron_like_the_cpu(tiny_llama: Path, tmp_path: Path,
 
 
 def test_trainer_compiles_with_the_neuron_backend(tiny_llama: Path, tmp_path: Path) -> None:
+    """The Trainer's compiled model compiles graphs of its own (Dynamo reset first: a graph another test of the same
+    worker compiled for the same code would otherwise be reused, and none counted)."""
     from torch._dynamo.utils import counters
 
+    torch._dynamo.reset()
     eager = _losses(_trainer(tiny_llama, tmp_path / "eager"))
     graphs = counters["stats"]["unique_graphs"]
     trainer = _trainer(tiny_llama, tmp_path / "compiled", torch_compile=True)
