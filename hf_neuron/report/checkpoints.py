@@ -97,7 +97,7 @@ def tiny_verdicts_within(tiny_table: pd.DataFrame, scenarios: Mapping[str, Scena
     never runs (TRL's, ``ddp``, ``save``)."""
     scope = tiny_scope(scenarios)
     columns = [scenario for scenario in tiny_table.columns if scenario in scope]
-    variants = [TINY_COUNTERPARTS.get(scenario, scenario) for scenario in variant_scenarios(scenarios)]
+    variants = tiny_scope(variant_scenarios(scenarios))
     return {str(model_type): arch_verdict(dict(row), variants)
             for model_type, row in tiny_table[columns].iterrows()}
 

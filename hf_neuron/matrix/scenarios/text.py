@@ -16,6 +16,7 @@ the model draws random numbers there, and the device draws other numbers than th
 
 from __future__ import annotations
 
+import functools
 import itertools
 import tempfile
 from typing import TYPE_CHECKING, Any
@@ -114,11 +115,13 @@ def compare_outputs(actual: Mapping[str, torch.Tensor], expected: Mapping[str, t
 
 
 def _outputs_agree(ctx: CaseContext, actual: Mapping[str, torch.Tensor], reference: PreTrainedModel,
-                  input_ids: torch.Tensor, what: str) -> ScenarioResult:
+                  input_ids: torch.Tensor, what: str,
+                  expected: Mapping[str, torch.Tensor] | None = None) -> ScenarioResult:
     """:func:`compare_outputs` of the device's forward ``actual`` with ``reference``'s (on the CPU) behind
-    ``input_ids``, both from the case's seed, untested where the CPU's outputs move with the seed alone
-    (:func:`~hf_neuron.matrix.scenarios.contract.unless_random`)."""
-    expected = forward_outputs(reference, input_ids, seed=ctx.seed)
+    ``input_ids`` (``expected``, when the caller has them already), both from the case's seed, untested where the
+    CPU's outputs move with the seed alone (:func:`~hf_neuron.matrix.scenarios.contract.unless_random`)."""
+    if expected is None:
+        expected = forward_outputs(reference, input_ids, seed=ctx.seed)
 
     def reseeded(seed: int) -> ScenarioResult:
         return compare_outputs(forward_outputs(reference, input_ids, seed=seed), expected,
@@ -401,15 +404,16 @@ def in_dtype(ctx: CaseContext, dtype: str) -> list[tuple[str, ScenarioResult]]:
     model = load_model(ctx, ctx.device, dtype=dtype)
     input_ids = sample_ids(ctx, reference)
     actual = forward_outputs(model, input_ids, seed=ctx.seed)
-    logits = _outputs_agree(ctx, actual, reference, input_ids, f"{dtype} {{}}")
+    expected = forward_outputs(reference, input_ids, seed=ctx.seed)
+    logits = _outputs_agree(ctx, actual, reference, input_ids, f"{dtype} {{}}", expected)
+    float32 = functools.cache(lambda: load_model(ctx, "cpu"))  # loaded once, for the legs beyond the tolerance
     if beyond_tolerance(logits):
-        expected = forward_outputs(reference, input_ids, seed=ctx.seed)
-        exact = forward_outputs(load_model(ctx, "cpu"), input_ids, seed=ctx.seed)
+        exact = forward_outputs(float32(), input_ids, seed=ctx.seed)
         logits = worst_of([_as_accurate_where_beyond(actual[name], expected[name], exact[name], f"{dtype} {name}")
                            for name in expected])
     decoding = _no_generate(model) or _decoding(ctx, model, reference, input_ids, None)
     if beyond_tolerance(decoding):
-        decoding = _decoding_as_accurate(ctx, model, reference, input_ids, dtype) or decoding
+        decoding = _decoding_as_accurate(ctx, model, reference, float32(), input_ids, dtype) or decoding
     return [("logits", logits), ("default cache", decoding)]
 
 
@@ -421,15 +425,15 @@ def _as_accurate_where_beyond(actual: torch.Tensor, expected: torch.Tensor, exac
 
 
 def _decoding_as_accurate(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel,
-                          input_ids: torch.Tensor, dtype: str) -> ScenarioResult | None:
-    """Greedy decoding's scores held to the CPU's float32 decoding (:func:`as_accurate`) where the device, the CPU in
-    ``dtype`` and the CPU in float32 all chose the same tokens and the generation made nothing else; None otherwise
-    (the failure stands)."""
+                          float32: PreTrainedModel, input_ids: torch.Tensor, dtype: str) -> ScenarioResult | None:
+    """Greedy decoding's scores held to the CPU's float32 decoding (``float32``'s, :func:`as_accurate`) where the
+    device, the CPU in ``dtype`` and the CPU in float32 all chose the same tokens and the generation made nothing
+    else; None otherwise (the failure stands)."""
     import torch
 
     actual = greedy(model, input_ids, seed=ctx.seed, **_device_kwargs(ctx, None, {}))
     expected = greedy(reference, input_ids, seed=ctx.seed)
-    exact = greedy(load_model(ctx, "cpu"), input_ids, seed=ctx.seed)
+    exact = greedy(float32, input_ids, seed=ctx.seed)
     decodings = (actual, expected, exact)
     if any(d.tokens is None or d.scores is None or d.outputs for d in decodings):
         return None
