@@ -214,6 +214,15 @@ def test_the_trl_scenarios_pass_on_a_tiny_llama_and_fail_a_perturbed_device(scen
 
 
 @pytest.mark.slow
+def test_the_case_on_the_cpu_computes_what_trl_chooses_on_neuron(workdir: Path) -> None:
+    """The rerun that tells whether a device failure fails on the CPU too trains in bf16 with neuron's padding, as
+    the device did (big_bird's GRPO failed under bf16 on neuron and passed in TRL's float32 on the CPU)."""
+    result = trl_trainers.dpo(CaseContext("llama", "decoder", "dpo", "cpu", workdir))
+    assert result.outcome == "passed", result.message
+    assert result.details["bf16"] is True and result.details["pad_to_multiple_of"] == NEURON_PAD_MULTIPLE
+
+
+@pytest.mark.slow
 def test_image_text_sft_trains_llava_like_the_cpu(workdir: Path) -> None:
     result = trl_trainers.sft_image_text(CaseContext("llava", "image-text", "sft", "neuron", workdir))
     assert result.outcome == "passed", result.message

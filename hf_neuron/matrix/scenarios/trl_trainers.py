@@ -11,7 +11,8 @@ its device, as ``trl sft`` does on neuron.
 The device run takes what TRL and transformers choose there by themselves (on neuron: bf16 mixed precision and batches
 padded to a multiple of 128, TRL's neuron branch of ``pad_to_multiple_of="auto"``; gradient checkpointing and fused
 AdamW, their defaults); the CPU run (``use_cpu``) takes the device run's bf16 and padding, so that both compute the
-same thing. A case passes when:
+same thing. The case run on the CPU as its device (the rerun that tells whether a device failure fails on the CPU too)
+takes TRL's choices on neuron, so that it computes what the device did. A case passes when:
 
 - TRL trained on the device, and on neuron chose bf16 and the padding of its neuron branch;
 - the loss of every step is within tolerance of the CPU's (under bf16 autocast: the bfloat16 row, as the gradients:
@@ -184,8 +185,12 @@ def _train(ctx: CaseContext, device: str, recipe: _Recipe, out: Path, like: Trai
     from transformers import AutoProcessor, AutoTokenizer
 
     run = TrainerRun()
-    choices = {} if like is None else {"bf16": like.args.bf16 and not float32,
-                                       "pad_to_multiple_of": like.args.pad_to_multiple_of}
+    if like is not None:
+        choices = {"bf16": like.args.bf16 and not float32, "pad_to_multiple_of": like.args.pad_to_multiple_of}
+    elif torch.device(device).type == "cpu":  # the case run on the CPU (the rerun of a device failure): neuron's
+        choices = {"bf16": True, "pad_to_multiple_of": NEURON_PAD_MULTIPLE}
+    else:
+        choices = {}
     model = load_model(ctx, "cpu", train=True)
     if not model.supports_gradient_checkpointing:  # TRL turns it on by default; such a model's users turn it off
         choices["gradient_checkpointing"] = False
