@@ -615,3 +615,22 @@ def test_a_flex_attention_case_is_held_to_the_cpus_eager_attention(tiny_llama: P
     result = SCENARIOS["flex_attention"](CaseContext("llama", "decoder", "flex_attention", "neuron", tiny_llama))
     assert result.outcome == "passed", result.message
     assert calls == ["reset", "neuron:flex_attention", "cpu:own"], calls
+
+
+def test_a_flex_attention_case_on_the_cpu_computes_it_as_the_device_does(tiny_llama: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The re-run on the CPU (whether a device failure fails there too) computes FlexAttention densely, as the device
+    does, never through Inductor (whose C++ template crashed doge's re-run, and gave T5's batch-broadcast bias another
+    error than the device's); outside the case, torch.compile's default backend is Inductor again."""
+    import torch
+
+    inductor = torch._TorchCompileInductorWrapper.__call__
+
+    def refused(*args: object, **kwargs: object) -> object:
+        raise AssertionError("Inductor compiled a graph of the CPU's FlexAttention")
+
+    monkeypatch.setattr(torch._TorchCompileInductorWrapper, "__call__", refused)
+    result = SCENARIOS["flex_attention"](CaseContext("llama", "decoder", "flex_attention", "cpu", tiny_llama))
+    assert result.outcome == "passed", result.message
+    assert torch._TorchCompileInductorWrapper.__call__ is refused
+    monkeypatch.setattr(torch._TorchCompileInductorWrapper, "__call__", inductor)

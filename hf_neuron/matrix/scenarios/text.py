@@ -16,6 +16,7 @@ the model draws random numbers there, and the device draws other numbers than th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import tempfile
@@ -45,7 +46,7 @@ from hf_neuron.tiny.groups import Decoding
 from hf_neuron.vocabulary.records import DEVICE_STEPS, GRAPH_BUDGET, GRAPHS_PER_GENERATION, Parity
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
 
     import torch
     from transformers import PreTrainedModel
@@ -152,18 +153,42 @@ def sdpa(ctx: CaseContext) -> ScenarioResult:
     return _forward_with(ctx, attn_implementation="sdpa")
 
 
+@contextlib.contextmanager
+def _compiled_densely() -> Iterator[None]:
+    """While inside, what ``torch.compile`` hands to Inductor (its default backend) is compiled by ``aot_eager``:
+    AOTAutograd's graphs run eagerly, FlexAttention computed densely (its scores matrix, the masks as -inf, softmax),
+    as the device computes it, instead of through Inductor's C++ template."""
+    import torch
+    from torch._dynamo.backends.registry import lookup_backend
+
+    wrapper = torch._TorchCompileInductorWrapper
+    inductor_call = wrapper.__call__
+
+    def __call__(self: Any, model_: torch.fx.GraphModule, inputs_: Any, **kwargs: Any) -> Any:  # noqa: N807
+        return lookup_backend("aot_eager")(model_, inputs_)
+
+    wrapper.__call__ = __call__  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        wrapper.__call__ = inductor_call  # type: ignore[method-assign]
+
+
 def flex_attention(ctx: CaseContext) -> ScenarioResult:
     """``forward`` with ``attn_implementation="flex_attention"`` on the device: transformers compiles the attention and
     its block mask with torch.compile's default backend, which the device replaces with its own on a graph on the
     device. Its outputs are held to the CPU's ``forward`` with the tiny config's own (eager) attention, the same
     attention computed without FlexAttention: torch's FlexAttention on the CPU compiles an Inductor C++ template that
     corrupts memory for some shapes (pytorch/pytorch#153145: nightly-20261206-2's doge, lighton_ocr, mistral3 and
-    seamless_m4t_v2 cases crashed their worker inside it), and costs a cold compile a worker. Dynamo starts afresh, as
-    in the other compiling scenarios."""
+    seamless_m4t_v2 cases crashed their worker inside it), and costs a cold compile a worker. The case run on the CPU
+    (the re-run that tells whether a device failure fails there too) computes FlexAttention as the device does,
+    densely (:func:`_compiled_densely`), so that it meets what the device met and not that template. Dynamo starts
+    afresh, as in the other compiling scenarios."""
     fresh_dynamo()
-    model = load_model(ctx, ctx.device, attn_implementation="flex_attention")
-    input_ids = sample_ids(ctx, model)
-    actual = forward_outputs(model, input_ids, seed=ctx.seed)
+    with _compiled_densely() if ctx.device == "cpu" else contextlib.nullcontext():
+        model = load_model(ctx, ctx.device, attn_implementation="flex_attention")
+        input_ids = sample_ids(ctx, model)
+        actual = forward_outputs(model, input_ids, seed=ctx.seed)
     return _outputs_agree(ctx, actual, load_model(ctx, "cpu"), input_ids, "{} (FlexAttention)")
 
 
