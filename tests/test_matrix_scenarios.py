@@ -624,8 +624,6 @@ def test_a_flex_attention_case_on_the_cpu_computes_it_as_the_device_does(tiny_ll
     error than the device's); outside the case, torch.compile's default backend is Inductor again."""
     import torch
 
-    inductor = torch._TorchCompileInductorWrapper.__call__
-
     def refused(*args: object, **kwargs: object) -> object:
         raise AssertionError("Inductor compiled a graph of the CPU's FlexAttention")
 
@@ -633,4 +631,3 @@ def test_a_flex_attention_case_on_the_cpu_computes_it_as_the_device_does(tiny_ll
     result = SCENARIOS["flex_attention"](CaseContext("llama", "decoder", "flex_attention", "cpu", tiny_llama))
     assert result.outcome == "passed", result.message
     assert torch._TorchCompileInductorWrapper.__call__ is refused
-    monkeypatch.setattr(torch._TorchCompileInductorWrapper, "__call__", inductor)

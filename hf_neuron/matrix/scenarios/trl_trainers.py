@@ -60,8 +60,8 @@ from hf_neuron.vocabulary.records import DEVICE_STEPS
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BATCH", "NEURON_PAD_MULTIPLE", "STEPS", "TrainerRun", "dpo", "even_token_share", "grpo", "held_to_the_cpu",
-           "sft", "sft_image_text", "trl_chose"]
+__all__ = ["BATCH", "NEURON_CHOICES", "NEURON_PAD_MULTIPLE", "STEPS", "TrainerRun", "dpo", "even_token_share", "grpo",
+           "held_to_the_cpu", "sft", "sft_image_text", "trl_chose"]
 
 #: Optimizer steps of every TRL run.
 STEPS = 3
@@ -74,6 +74,9 @@ GENERATIONS, COMPLETION_TOKENS = 2, 6
 #: The multiple TRL pads batches to on neuron (``pad_to_multiple_of="auto"`` in its configs: "Neuron compiles once per
 #: input shape, so padding bounds the number of compilations").
 NEURON_PAD_MULTIPLE = 128
+#: What TRL chooses by itself on neuron (its training arguments): bf16 mixed precision, batches padded to
+#: :data:`NEURON_PAD_MULTIPLE`.
+NEURON_CHOICES: dict[str, Any] = {"bf16": True, "pad_to_multiple_of": NEURON_PAD_MULTIPLE}
 
 
 @dataclasses.dataclass
@@ -185,20 +188,21 @@ def _train(ctx: CaseContext, device: str, recipe: _Recipe, out: Path, like: Trai
     from transformers import AutoProcessor, AutoTokenizer
 
     run = TrainerRun()
+    device_type = torch.device(device).type
     if like is not None:
         choices = {"bf16": like.args.bf16 and not float32, "pad_to_multiple_of": like.args.pad_to_multiple_of}
-    elif torch.device(device).type == "cpu":  # the case run on the CPU (the rerun of a device failure): neuron's
-        choices = {"bf16": True, "pad_to_multiple_of": NEURON_PAD_MULTIPLE}
+    elif device_type == "cpu":  # the case run on the CPU (the rerun of a device failure): neuron's
+        choices = dict(NEURON_CHOICES)
     else:
         choices = {}
     model = load_model(ctx, "cpu", train=True)
     if not model.supports_gradient_checkpointing:  # TRL turns it on by default; such a model's users turn it off
         choices["gradient_checkpointing"] = False
-    kind = torch.device(device).type + ("-float32" if float32 else "")
+    kind = device_type + ("-float32" if float32 else "")
     args = getattr(trl, f"{recipe.trainer}Config")(
         output_dir=str(out / f"{recipe.trainer.lower()}-{kind}"), max_steps=STEPS,
         per_device_train_batch_size=BATCH, learning_rate=LEARNING_RATE, seed=ctx.seed, logging_steps=1,
-        save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=torch.device(device).type == "cpu",
+        save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=device_type == "cpu",
         **choices, **recipe.settings)
     peft_config = lora_config(model) if recipe.lora else None
     processing = (AutoProcessor if recipe.processor else AutoTokenizer).from_pretrained(ctx.checkpoint)
@@ -220,7 +224,7 @@ def trl_chose(args: Any, device: str) -> ScenarioResult | None:
     wanted = torch.device(device).type
     if args.device.type != wanted:
         return ScenarioResult.failed(f"TRL trained on {args.device}, not on {wanted}")
-    if wanted == "neuron" and (args.bf16 is not True or args.pad_to_multiple_of != NEURON_PAD_MULTIPLE):
+    if wanted == "neuron" and any(getattr(args, name) != value for name, value in NEURON_CHOICES.items()):
         return ScenarioResult.failed(
             f"on neuron TRL chose bf16={args.bf16} and pad_to_multiple_of={args.pad_to_multiple_of}, not bf16 and "
             f"{NEURON_PAD_MULTIPLE} (its neuron branch of pad_to_multiple_of='auto')")
