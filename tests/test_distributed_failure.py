@@ -169,3 +169,22 @@ def test_the_root_cause_is_the_same_whichever_rank_failed_first() -> None:
         assert root_cause(stderr) == "ValueError: no input_ids"
     assert root_cause("noise\nKeyError: 'input_ids'\n") == "KeyError: 'input_ids'"
     assert root_cause("only noise\n") == "only noise"
+
+
+def test_a_failed_run_raises_its_root_cause_as_the_error_it_is() -> None:
+    """A rank's NotImplementedError is classified as one (op-missing), as the same error met in the process is: a
+    RuntimeError wrapping it would be "other", and the CPU re-run of a case whose ranks fail would not be the device's
+    failure ("different-failure")."""
+    from hf_neuron.device.distributed.launch import failed_run
+    from hf_neuron.matrix.case.capture import describe_exception
+
+    stderr = "[rank1]: Traceback (most recent call last):\n[rank1]: NotImplementedError: no backward on CPU\n"
+    error = failed_run("the 2-process DDP run", 1, stderr)
+    assert type(error) is NotImplementedError
+    assert str(error) == "no backward on CPU (in the 2-process DDP run, exit 1)"
+    in_process = describe_exception(NotImplementedError("no backward on CPU"))
+    assert describe_exception(error)["failure_class"] == in_process["failure_class"] == "op-missing"
+    wrapped = failed_run("the 2-process DDP run", 1, "hf_neuron.Mine: broke\n")
+    assert type(wrapped) is RuntimeError
+    assert str(wrapped) == "the 2-process DDP run failed (exit 1): hf_neuron.Mine: broke"
+    assert type(failed_run("`trl sft`", 2, "no exception line\n")) is RuntimeError

@@ -33,6 +33,10 @@ from hf_neuron.vocabulary.failures import failure_text, fingerprint, normalise
          "'addmm' not implemented for 'BFloat16' (float16, int64 kept)"),
         ("see https://github.com/pytorch/pytorch/issues/1234", "see https://github.com/pytorch/pytorch/issues/<n>"),
         ("  two\n lines  ", "two lines"),
+        ("<path>/save does not appear to have a file named spk_dict.pt. Checkout "
+         "'https://huggingface.co//tmp/hf-neuron-matrix-7-ab/cases/save/qwen/cpu/tree/main' for available files.",
+         "<path>/save does not appear to have a file named spk_dict.pt. Checkout 'https://huggingface.co/<path>/main' "
+         "for available files."),
     ],
 )
 def test_normalise(message: str, expected: str) -> None:

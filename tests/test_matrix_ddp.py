@@ -15,12 +15,13 @@ from hf_neuron.matrix.scenarios.ddp import ddp
 
 @pytest.mark.distributed
 def test_ddp_passes_on_a_tiny_llama_with_each_ranks_facts_and_keeps_its_ranks(tmp_path: Path) -> None:
-    result = ddp(CaseContext("llama", "decoder", "ddp", "neuron", tmp_path))
+    ctx = CaseContext("llama", "decoder", "ddp", "neuron", tmp_path)
+    result = ddp(ctx)
     assert result.outcome == "passed", result.message
     assert result.parity is not None and result.parity["metric"] == "max_abs_diff_over_bound"
     assert result.parity["value"] <= 1e-6  # the same kernels; only the order of a 2-term sum differs
     assert result.parity["tolerance"] > 1e-5 and result.parity["compared"] > 0
-    assert sorted(path.name for path in (tmp_path / "ddp" / "llama-neuron").iterdir()) == ["rank0.pt", "rank1.pt"]
+    assert sorted(path.name for path in ctx.scratch_path.iterdir()) == ["rank0.pt", "rank1.pt"]
     ranks = result.details["ranks"]  # type: ignore[index]
     assert [(rank["rank"], rank["device"]) for rank in ranks] == [(0, "neuron:0"), (1, "neuron:1")]
     assert all(rank["peak_memory_bytes"] > 0 for rank in ranks)
@@ -53,9 +54,10 @@ def test_a_failing_rank_raises_with_its_error_and_the_next_case_gets_new_ranks(t
 
     broken = tmp_path / "broken"
     materialize("t5", broken / "checkpoints" / "llama")  # a seq2seq checkpoint where the causal LM's should be
-    with pytest.raises(RuntimeError) as failure:
+    with pytest.raises(ValueError, match=r"^Unrecognized configuration class") as failure:
         ddp(CaseContext("llama", "decoder", "ddp", "neuron", broken))
-    assert str(failure.value).startswith("the 2-process DDP run failed (exit 1): ValueError: Unrecognized "
-                                         "configuration class <class 'transformers.models.t5.configuration_t5.")
+    assert str(failure.value).startswith("Unrecognized configuration class <class "
+                                         "'transformers.models.t5.configuration_t5."), failure.value
+    assert str(failure.value).endswith("(in the 2-process DDP run, exit 1)"), failure.value
     assert not ddp_module._ranks["neuron"].alive()
     assert ddp(CaseContext("llama", "decoder", "ddp", "neuron", tmp_path)).outcome == "passed"

@@ -631,3 +631,22 @@ def test_a_flex_attention_case_on_the_cpu_computes_it_as_the_device_does(tiny_ll
     result = SCENARIOS["flex_attention"](CaseContext("llama", "decoder", "flex_attention", "cpu", tiny_llama))
     assert result.outcome == "passed", result.message
     assert torch._TorchCompileInductorWrapper.__call__ is refused
+
+
+def test_a_case_writes_where_its_cpu_rerun_does_but_for_the_device_type(tmp_path: Path) -> None:
+    """An error naming a file a case wrote fingerprints the same on the device and in the CPU re-run (qwen2_5_omni's
+    save: "<dir> does not appear to have a file named spk_dict.pt"); at random names the two would differ."""
+    from hf_neuron.vocabulary.failures import fingerprint
+
+    on_device = CaseContext("qwen2_5_omni", "audio", "save", "neuron", tmp_path)
+    with on_device.scratch() as directory:
+        (directory / "config.json").touch()
+    assert not directory.exists(), "removed when the case is done"
+    with on_device.scratch() as again:
+        assert again == directory and not any(again.iterdir()), "the same directory, empty"
+    message = "{} does not appear to have a file named spk_dict.pt. Checkout 'https://huggingface.co/{}/tree/main'"
+    cpu = on_device.on("cpu").scratch_path
+    assert cpu != directory
+    assert (fingerprint("OSError", message.format(directory, directory), "hub.py:cached_files")
+            == fingerprint("OSError", message.format(cpu, cpu), "hub.py:cached_files"))
+    assert CaseContext("llama", "decoder", "save", "neuron", tmp_path).scratch_path != directory

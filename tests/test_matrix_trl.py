@@ -271,21 +271,22 @@ def test_a_cli_leg_holds_its_losses_and_trls_choices(tmp_path: Path, losses: lis
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_trl_cli_trains_on_two_devices_with_the_cpus_losses(workdir: Path) -> None:
-    result = trl_cli.trl_cli(CaseContext("llama", "decoder", "trl_cli", "neuron", workdir))
+    ctx = CaseContext("llama", "decoder", "trl_cli", "neuron", workdir)
+    result = trl_cli.trl_cli(ctx)
     assert result.outcome == "passed", result.message
     assert [leg["name"] for leg in result.legs] == list(trl_cli.LEGS)
     for leg in result.legs:
         assert leg["details"]["losses"] == pytest.approx(leg["details"]["cpu_losses"], rel=1e-5)
         assert leg["details"]["bf16"] is True and leg["details"]["pad_to_multiple_of"] == NEURON_PAD_MULTIPLE
-    assert not list(workdir.glob("trl-cli-*")), "each case's runs are removed"
+    assert not ctx.scratch_path.exists(), "each case's runs are removed"
 
 
 def test_a_failing_cli_run_raises_with_its_error(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
-    with pytest.raises(RuntimeError) as failure:
+    with pytest.raises(ValueError, match=r"\(in `trl sft`, exit 1\)$") as failure:  # the script's own error type
         trl_cli._train([trl_cli._script("trl"), "sft"], tmp_path / "missing-model", tmp_path, tmp_path / "out", 1,
                        {"HF_HUB_OFFLINE": "1", "HF_NEURON_EMULATOR": "0", "PATH": "/usr/bin:/bin"})
-    assert str(failure.value).startswith("`trl sft` failed (exit 1): "), failure.value
+    assert str(failure.value).endswith("(in `trl sft`, exit 1)"), failure.value
     assert "CalledProcessError" not in str(failure.value), "the script's error, not the launcher's report of it"
 
 

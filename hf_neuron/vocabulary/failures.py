@@ -37,6 +37,7 @@ __all__ = [
     "Rule",
     "classify",
     "cpu_verdict",
+    "cut_paths",
     "failure",
     "failure_text",
     "fingerprint",
@@ -175,7 +176,9 @@ def classify(outcome: str, text: str, *, parity_missed: bool = False) -> Failure
 
 
 # Order matters: paths and addresses contain digits, shapes contain numbers.
-_PATH = re.compile(r"(?<![\w.:/])(?:/[^\s/'\"`:,;()\[\]{}<>]+)+/")
+#: An absolute path's directories: not a URL's path (after ``scheme://host``), but a path a URL embeds after a second
+#: slash (huggingface_hub's "Checkout 'https://huggingface.co//tmp/x/tree/main'" for a local directory).
+_PATH = re.compile(r"(?:(?<![\w.:/])|(?<=[^:/]/))(?:/[^\s/'\"`:,;()\[\]{}<>]+)+/")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
 _DEVICE = re.compile(r"\b(?:neuron|cpu|cuda|xpu|mps|xla|hpu|npu|privateuseone)(?::\d+)?\b")
 _SHAPE_LIST = re.compile(r"[\[(]\s*-?\d+(?:\s*,\s*-?\d+)*\s*,?\s*[\])]")
@@ -184,10 +187,15 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.]*\w)
 _SPACE = re.compile(r"\s+")
 
 
+def cut_paths(text: str) -> str:
+    """``text`` with every absolute path's directories cut to ``<path>/`` (``<path>/config.json``)."""
+    return _PATH.sub("<path>/", text)
+
+
 def normalise(message: str) -> str:
     """The message with paths, addresses, device names, shapes and numbers replaced by placeholders, whitespace
     collapsed."""
-    text = _PATH.sub("<path>/", message)
+    text = cut_paths(message)
     text = _ADDRESS.sub("0x<addr>", text)
     text = _DEVICE.sub("<device>", text)
     text = _SHAPE_LIST.sub("<shape>", text)

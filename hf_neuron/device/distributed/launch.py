@@ -6,6 +6,8 @@ Used by the matrix ``ddp`` scenario, the distributed benchmark and the tests: a 
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import os
 import re
 import signal
@@ -14,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["root_cause", "run", "torchrun"]
+__all__ = ["failed_run", "root_cause", "run", "torchrun"]
 
 #: An exception line a rank (or a launched script) printed: not the launcher's own report that a child failed
 #: (torchrun's ``ChildFailedError``, ``accelerate launch``'s ``CalledProcessError`` of a single process).
@@ -62,3 +64,17 @@ def root_cause(stderr: str) -> str:
         if found:
             return found[-1]
     return stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
+
+
+def failed_run(what: str, returncode: int, stderr: str) -> Exception:
+    """The error to raise for the launched run ``what`` that exited with ``returncode``: its :func:`root_cause`, as
+    an exception of the root cause's own type when that is a built-in one (a rank's ``NotImplementedError`` stays
+    one, and is classified as the same error met in-process), naming the run after the message; else a
+    ``RuntimeError`` saying both."""
+    cause = root_cause(stderr)
+    name, _, message = cause.partition(": ")
+    kind = getattr(builtins, name.removeprefix("builtins."), None)
+    if isinstance(kind, type) and issubclass(kind, Exception) and message:
+        with contextlib.suppress(TypeError):  # a type whose constructor wants more than a message
+            return kind(f"{message} (in {what}, exit {returncode})")
+    return RuntimeError(f"{what} failed (exit {returncode}): {cause}")

@@ -21,14 +21,13 @@ from pathlib import PurePath
 from types import CodeType, FrameType, TracebackType
 
 from hf_neuron.compat.files import REPO_ROOT
-from hf_neuron.vocabulary.failures import Failure, failure
+from hf_neuron.vocabulary.failures import Failure, cut_paths, failure
 
 __all__ = ["MESSAGE_CHARS", "describe_exception", "describe_stack", "frame_name", "relative_paths"]
 
 #: Longest message kept in a record; the traceback keeps its last :data:`_TRACEBACK_CHARS` characters.
 MESSAGE_CHARS = 2000
 _TRACEBACK_CHARS = 8000
-_PATH = re.compile(r"(?<![\w.:/])(?:/[^\s/'\"`:,;()\[\]{}<>]+)+/")
 
 
 def _library_roots() -> tuple[str, ...]:
@@ -61,7 +60,7 @@ def relative_paths(text: str, roots: Iterable[str] | None = None) -> str:
     chosen = _library_roots() if roots is None else tuple(root.rstrip("/") for root in roots)
     if chosen:
         text = _roots_pattern(chosen).sub("", text)
-    return _PATH.sub("<path>/", text)
+    return cut_paths(text)
 
 
 def frame_name(filename: str, function: str) -> str:

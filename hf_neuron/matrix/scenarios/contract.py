@@ -20,9 +20,11 @@ Which groups run a scenario, and with which function, is its declaration's
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+import shutil
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +129,30 @@ class CaseContext:
             return prepare(self.slice_request).materialize(self.workdir / SLICES, self.seed)
         final = self.workdir / "checkpoints" / self.model_type
         return final if final.is_dir() else tiny.materialize(self.group, self.model_type, final, seed=self.seed)
+
+    @property
+    def scratch_path(self) -> Path:
+        """This case's own directory for what it writes on its device (a saved model, a trainer's output, its ranks'
+        reports), under the run's scratch directory: named by scenario, model (or checkpoint) and device type, never
+        at random, so that an error naming a file there reads the same on the device and in the CPU re-run (the two
+        fingerprint the same, the device name being normalised). No two workers run one case at once."""
+        import torch
+
+        from hf_neuron.checkpoint.facts import slice_directory
+
+        model = self.model_type if self.slice_request is None else slice_directory(Path(), self.slice_request.id).name
+        return self.workdir / "cases" / self.scenario / model / torch.device(self.device).type
+
+    @contextlib.contextmanager
+    def scratch(self) -> Iterator[Path]:
+        """:attr:`scratch_path`, empty, removed when the block ends."""
+        path = self.scratch_path
+        shutil.rmtree(path, ignore_errors=True)  # what a case killed on its time limit left
+        path.mkdir(parents=True)
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
 
     def tolerance(self, dtype: str) -> Tolerance:
         """The tolerance for ``dtype`` (``"float32"``, ``"bfloat16"``, ...)."""

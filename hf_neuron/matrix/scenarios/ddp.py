@@ -117,13 +117,12 @@ class Ranks:
     def alive(self) -> bool:
         return self._process.poll() is None
 
-    def _failure(self, what: str) -> RuntimeError:
-        from hf_neuron.device.distributed.launch import root_cause
+    def _failure(self, what: str) -> Exception:
+        from hf_neuron.device.distributed.launch import failed_run
 
         self.close()
         stderr = (self.control / "ranks.log").read_text(errors="replace")
-        return RuntimeError(f"the {WORLD}-process {what} run failed (exit {self._process.returncode}): "
-                            f"{root_cause(stderr)}")
+        return failed_run(f"the {WORLD}-process {what} run", self._process.returncode, stderr)
 
     def run(self, request: dict[str, Any], timeout: float) -> list[dict[str, Any]]:
         """Run ``request`` (its ``step`` names the rank step) on every rank; their reports, by rank. Raises with the
@@ -203,7 +202,7 @@ def on_ranks(ctx: CaseContext, step: str, what: str, **fields: Any) -> tuple[Pat
 
     device_type = torch.device(ctx.device).type
     ctx.checkpoint  # noqa: B018 - build it once here, before the ranks read it
-    out = ctx.workdir / ctx.scenario / f"{ctx.model_type}-{device_type}"
+    out = ctx.scratch_path
     out.mkdir(parents=True, exist_ok=True)
     request = {"step": step, "what": what, "model_type": ctx.model_type, "group": ctx.group, "scenario": ctx.scenario,
                "workdir": str(ctx.workdir), "seed": ctx.seed, "out": str(out), **fields}

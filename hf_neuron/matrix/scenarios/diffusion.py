@@ -12,7 +12,6 @@ CPU from the case's seed, so the device and the CPU compute the same thing.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -375,7 +374,7 @@ def save(ctx: CaseContext) -> ScenarioResult:
     model = _load(ctx, ctx.device)
     on_device = {name: _on(value, ctx.device) for name, value in inputs.items()}
     expected = denoise(model, on_device)
-    with tempfile.TemporaryDirectory(dir=ctx.workdir, prefix="save-") as directory:
+    with ctx.scratch() as directory:
         model.save_pretrained(directory)  # type: ignore[operator]
         reloaded = type(model).from_pretrained(directory, device_map=ctx.device)  # type: ignore[attr-defined]
         actual = denoise(reloaded.eval(), on_device)

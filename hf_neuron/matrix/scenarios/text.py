@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import tempfile
 from typing import TYPE_CHECKING, Any
 
 from hf_neuron.matrix.case.observe import compile_mark, compiled_since, device_graphs, fresh_dynamo, not_the_device
@@ -506,7 +505,7 @@ def save(ctx: CaseContext) -> ScenarioResult:
     model = load_model(ctx, ctx.device)
     input_ids = sample_ids(ctx, model)
     expected = forward_outputs(model, input_ids, seed=ctx.seed)
-    with tempfile.TemporaryDirectory(dir=ctx.workdir, prefix="save-") as directory:
+    with ctx.scratch() as directory:
         model.save_pretrained(directory)
         reloaded = forward_outputs(type(model).from_pretrained(directory, device_map=ctx.device,
                                                                dtype=model.dtype).eval(), input_ids,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +91,7 @@ def _train(command: list[str], model: Path, dataset: Path, out: Path, batch: int
            *options: str) -> Path:
     """Run ``command`` (a leg's) on ``model`` and ``dataset`` with ``batch`` rows a process; the run's directory.
     Raises with the run's error when it fails."""
-    from hf_neuron.device.distributed.launch import root_cause, run
+    from hf_neuron.device.distributed.launch import failed_run, run
 
     done = run([*command, "--model_name_or_path", str(model), "--dataset_name", str(dataset), "--output_dir",
                 str(out), "--max_steps", str(STEPS), "--per_device_train_batch_size", str(batch), "--learning_rate",
@@ -100,8 +99,7 @@ def _train(command: list[str], model: Path, dataset: Path, out: Path, batch: int
                 "steps", "--save_steps", str(STEPS), "--report_to", "none", "--seed", "0", *options],
                timeout=LAUNCH_TIMEOUT_S, env=env, cwd=out.parent)
     if done.returncode != 0:
-        raise RuntimeError(f"`{Path(command[0]).name} {command[1]}` failed (exit {done.returncode}): "
-                           f"{root_cause(done.stderr)}")
+        raise failed_run(f"`{Path(command[0]).name} {command[1]}`", done.returncode, done.stderr)
     return out
 
 
@@ -148,8 +146,7 @@ def trl_cli(ctx: CaseContext) -> ScenarioResult:
     environ = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     on_cpu = {**environ, **hidden_device_environment(backend().kind)}
     processes = WORLD if device_type != "cpu" else 1
-    with tempfile.TemporaryDirectory(prefix="trl-cli-", dir=ctx.workdir) as scratch:
-        out = Path(scratch)
+    with ctx.scratch() as out:
         model, chats = _checkpoint(ctx, out), materialize(out / "chats")
         reference = losses_of(_train(leg_command("trl sft", "cpu", 1), model, chats, out / "cpu", BATCH, on_cpu,
                                      "--bf16", "true", "--pad_to_multiple_of", str(NEURON_PAD_MULTIPLE)))

@@ -32,7 +32,6 @@ same tokens; the device run's generation must have run on the device.
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -282,11 +281,11 @@ def _case(ctx: CaseContext, recipe: _Recipe) -> ScenarioResult:
         return skipped
     if recipe.lora and (refused := lora_refused(model)) is not None:
         return refused
-    with tempfile.TemporaryDirectory(prefix=f"{ctx.scenario}-", dir=ctx.workdir) as out:
-        run = _train(ctx, ctx.device, recipe, Path(out))
-        reference = _train(ctx, "cpu", recipe, Path(out), like=run)
+    with ctx.scratch() as out:
+        run = _train(ctx, ctx.device, recipe, out)
+        reference = _train(ctx, "cpu", recipe, out, like=run)
         result = held_to_the_cpu(run, reference, ctx.device,
-                                 lambda: _train(ctx, "cpu", recipe, Path(out), like=run, float32=True))
+                                 lambda: _train(ctx, "cpu", recipe, out, like=run, float32=True))
     if recipe.trainer == "GRPO":
         wanted = torch.device(ctx.device).type
         elsewhere = sorted(where for where in run.generated_on if torch.device(where).type != wanted)
