@@ -127,3 +127,23 @@ def test_the_batch_is_a_parameter_of_the_input_rules_and_of_reviewed_shapes() ->
     video = build_backbone("UNetSpatioTemporalConditionModel")  # a reviewed shape ["batch", 3] and video latents
     rows = forward_inputs(video, batch=3)
     assert rows["added_time_ids"].shape == (3, 3) and rows["sample"].shape[0] == 3
+
+
+def test_an_sdxl_unet_gets_its_added_conditions_from_its_config() -> None:
+    """SDXL's UNet (``addition_embed_type`` "text_time") reads a pooled text embedding and micro-conditioning time ids
+    from ``added_cond_kwargs``: without them its forward raises on every device, and the checkpoint lane's SDXL slices
+    "failed on the CPU too"."""
+    from diffusers import UNet2DConditionModel
+
+    from hf_neuron.tiny.diffusion.inputs import forward_inputs
+
+    unet = UNet2DConditionModel(
+        sample_size=8, block_out_channels=(32, 64), layers_per_block=1, cross_attention_dim=32,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        attention_head_dim=8, addition_embed_type="text_time", addition_time_embed_dim=8,
+        projection_class_embeddings_input_dim=80, norm_num_groups=8).eval()
+    inputs = forward_inputs(unet)
+    added = inputs["added_cond_kwargs"]
+    assert added["text_embeds"].shape[1] + 6 * 8 == 80 and added["time_ids"].shape[1] == 6
+    with torch.no_grad():
+        assert unet(**inputs).sample.shape == inputs["sample"].shape

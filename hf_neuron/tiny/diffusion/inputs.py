@@ -186,6 +186,24 @@ def _pooled(shape: _Shape, generator: torch.Generator) -> torch.Tensor:
     return torch.randn(shape.batch, shape.get("pooled_projection_dim", default=TEXT_WIDTH), generator=generator)
 
 
+#: SDXL's micro-conditioning, the time ids its UNet embeds beside the pooled text: original size, crop corner, target
+#: size.
+_TIME_IDS = 6
+
+
+def _added_conditions(shape: _Shape, generator: torch.Generator) -> dict[str, Any]:
+    """What a backbone reads from ``added_cond_kwargs``: for a UNet whose ``addition_embed_type`` is ``text_time``
+    (SDXL's, the refiner's), the pooled text embedding and the time ids, their widths adding up to its
+    ``projection_class_embeddings_input_dim``; PixArt's resolution and aspect ratio, unset, otherwise."""
+    import torch
+
+    if shape.config.get("addition_embed_type") != "text_time":
+        return {"resolution": None, "aspect_ratio": None}
+    pooled = shape.config["projection_class_embeddings_input_dim"] - _TIME_IDS * shape.config["addition_time_embed_dim"]
+    return {"text_embeds": torch.randn(shape.batch, pooled, generator=generator),
+            "time_ids": torch.full((shape.batch, _TIME_IDS), float(shape.size))}
+
+
 def _full(value: float, *, dtype: str = "float32", width: int | None = None) -> _Input:
     """An input of ``shape.batch`` rows (of ``width`` columns) filled with ``value``."""
 
@@ -251,7 +269,7 @@ INPUTS: dict[str, tuple[_Input, Callable[[_Shape], bool]]] = {
     "txt_ids": (lambda s, g: _ids(TEXT_LENGTH, grid=False, axes=s.position_axes), _always),
     "guidance": (_full(3.5), _enabled("guidance_embeds")),
     "class_labels": (_full(0, dtype="long"), _sets("num_embeds_ada_norm", "num_class_embeds")),
-    "added_cond_kwargs": (lambda s, g: {"resolution": None, "aspect_ratio": None}, _always),
+    "added_cond_kwargs": (_added_conditions, _always),
     "original_size": (_image_sizes, _always),
     "target_size": (_image_sizes, _always),
     "crop_coords": (_full(0, width=2), _always),
