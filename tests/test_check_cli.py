@@ -97,7 +97,27 @@ def test_a_slice_over_the_memory_budget_is_untested(tmp_path: Path) -> None:
     assert result.returncode == EXIT_OK, result.stderr[-3000:]
     found = json.loads(result.stdout)
     assert found["verdicts"] == {"forward": "untested"} and found["cases"][0]["gap"] == "memory-budget"
-    assert "does NOT fit the budget of 0.0 GiB" in result.stderr
+    assert "to train (does NOT fit)" in result.stderr and "not training (does NOT fit); budget 0.0 GiB" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_slice_too_big_to_train_still_runs_what_does_not_train(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from hf_neuron.checkpoint.instances import GIB
+    from hf_neuron.checkpoint.slice import BYTES_PER_PARAMETER, BYTES_PER_PARAMETER_INFERENCE, plan_slice
+    from hf_neuron.checkpoint.source import resolve
+
+    folder = _folder(tmp_path, SMALL)
+    smallest = plan_slice(resolve(str(folder)), budget=1)
+    between = smallest.parameters * (BYTES_PER_PARAMETER + BYTES_PER_PARAMETER_INFERENCE) / 2 / GIB
+    assert check(str(folder), seq=512, batch=1, lora_rank=8, layers=2, max_gb=between, plan_only=False,
+                 as_json=True, scenarios=["forward", "backward"], profile="trainium", timeout=600,
+                 results=None) == EXIT_OK
+    said = capsys.readouterr()
+    found = json.loads(said.out)
+    assert found["verdicts"] == {"forward": "passed", "backward": "untested"}
+    assert [case["gap"] for case in found["cases"] if case["scenario"] == "backward"] == ["memory-budget"]
+    assert "to train (does NOT fit)" in said.err and "not training (fits)" in said.err
 
 
 @pytest.mark.parametrize(("method", "status", "said"), [

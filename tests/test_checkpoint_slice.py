@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from hf_neuron.checkpoint.facts import Prepared, prepare
-from hf_neuron.checkpoint.slice import BYTES_PER_PARAMETER, SliceRequest, materialize, plan_slice, slice_config
+from hf_neuron.checkpoint.slice import (
+    BYTES_PER_PARAMETER,
+    BYTES_PER_PARAMETER_INFERENCE,
+    SliceRequest,
+    materialize,
+    plan_slice,
+    slice_config,
+)
 from hf_neuron.checkpoint.source import resolve
 from hf_neuron.tiny import UnbuildableInputError
 from hf_neuron.tiny.diffusion.backbones import slice_kwargs
@@ -85,6 +92,21 @@ def test_over_the_budget_a_slice_is_cut_step_by_step_and_says_so(tmp_path: Path)
     assert small.bytes == small.parameters * BYTES_PER_PARAMETER <= small.budget
     hopeless = plan_slice(source, budget=1 << 20)
     assert not hopeless.fits and hopeless.reductions == small.reductions
+
+
+def test_a_case_that_does_not_train_runs_on_the_slice_the_training_cases_cut(tmp_path: Path) -> None:
+    """One slice a checkpoint: the training cases' estimate cuts it; a case that does not train, which needs less
+    memory, runs on it where a training case is over the budget (before, every case of it was untested)."""
+    source = _source(tmp_path, GEMMA3_TEXT)
+    smallest = plan_slice(source, budget=1)
+    budget = smallest.parameters * (BYTES_PER_PARAMETER + BYTES_PER_PARAMETER_INFERENCE) // 2
+    training, inferring = (plan_slice(source, budget=budget, trains=trains) for trains in (True, False))
+    assert not training.fits and inferring.fits
+    assert (inferring.kwargs, inferring.reductions) == (training.kwargs, training.reductions) == \
+        (smallest.kwargs, smallest.reductions)
+    assert inferring.bytes == inferring.parameters * BYTES_PER_PARAMETER_INFERENCE < training.bytes
+    roomy = plan_slice(source, budget=1 << 40, trains=False)
+    assert roomy.reductions == () and roomy.kwargs == plan_slice(source, budget=1 << 40).kwargs
 
 
 def test_a_cut_to_fit_keeps_every_class_of_module(tmp_path: Path) -> None:

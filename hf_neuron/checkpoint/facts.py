@@ -61,7 +61,7 @@ def prepare(request: SliceRequest) -> Prepared:
         if source.name != request.id:
             source = dataclasses.replace(source, name=request.id)
         remember(Prepared(request, source, plan(source), plan_slice(source, budget=request.budget,
-                                                                     layers=request.layers),
+                                                                     layers=request.layers, trains=request.trains),
                           quantization(source.quantization)))
     return _PREPARED[request]
 

@@ -11,8 +11,11 @@ checkpoint is sliced dequantized.
 
 Before the slice is built its parameters are counted on the meta device and its peak memory estimated
 (:data:`BYTES_PER_PARAMETER`, measured: float32 weights and gradients on the device and on the CPU that the scenarios
-compare with, the checkpoint's weights as read, activations). When that is over the budget, the slice is cut further,
+compare with, the checkpoint's weights as read, activations; :data:`BYTES_PER_PARAMETER_INFERENCE` for a case that
+does not train: no gradients). When a training case's estimate is over the budget, the slice is cut further,
 each step recorded: one layer; then a smaller vocabulary; then fewer experts (never fewer than a token is routed to).
+The cuts are the same for every case of a checkpoint (one slice a checkpoint): a case that does not train runs on the
+slice the training cases' estimate cut, whenever its own estimate fits.
 A step is not taken when the slice it makes
 lacks a class of module the slice had (:func:`_kinds`): a hybrid model's first layer alone, a linear-attention or Mamba
 one, has no attention layer (transformers' caches refuse such a model: "get_seq_length can only be called on
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BYTES_PER_PARAMETER",
+    "BYTES_PER_PARAMETER_INFERENCE",
     "DEFAULT_LAYERS",
     "SMALLER_VOCABULARIES",
     "CheckpointSlice",
@@ -60,6 +64,11 @@ DEFAULT_LAYERS = 2
 #: 27.9 for Qwen3-30B-A3B's slice (656.7 M parameters, 17.1 GiB over its five cases). At 12, the figure before that
 #: measurement, two workers of the nightly ran a 23 GiB machine out of memory (six cases killed in nightly-20261206).
 BYTES_PER_PARAMETER = 28
+#: The same for a case that does not train (``forward``, ``generate``, ``compile``): float32 weights on the device and
+#: on the CPU, no gradients. Measured as the figure above, a worker's peak over those three cases of a slice: 15.7 for
+#: Mixtral-8x7B's (763.4 M parameters, 11.2 GiB; its compiled forward keeps a second copy on the device), 12.8 for
+#: GPT-NeoX-20B's (553.7 M), 9.3 for SDXL's UNet (436.1 M).
+BYTES_PER_PARAMETER_INFERENCE = 16
 #: The vocabularies a slice over its budget tries, largest first (each at least the tiny tokenizer's 1024 ids).
 SMALLER_VOCABULARIES = (32768, 8192, 2048)
 #: Experts a slice over its budget keeps, most first (never fewer than a token is routed to).
@@ -71,9 +80,9 @@ _BUDGET_SHARE = 0.75
 @dataclasses.dataclass(frozen=True)
 class CheckpointSlice:
     """A checkpoint's slice: the config keyword arguments that build it (``kwargs``; a diffusers backbone's
-    arguments), its ``parameters``, its estimated peak ``bytes`` against the ``budget`` (bytes), whether it ``fits``,
-    the ``layers`` it keeps, what was cut to fit (``reductions``, in order, each a sentence), and the shrinker's
-    ``dims`` its group builds it with."""
+    arguments), its ``parameters``, its estimated peak ``bytes`` for the cases it was planned for (training or not)
+    against the ``budget`` (bytes), whether it ``fits``, the ``layers`` it keeps, what was cut to fit (``reductions``,
+    in order, each a sentence), and the shrinker's ``dims`` its group builds it with."""
 
     kwargs: Mapping[str, Any]
     parameters: int
@@ -88,13 +97,15 @@ class CheckpointSlice:
 @dataclasses.dataclass(frozen=True)
 class SliceRequest:
     """A case's checkpoint, as the run asks for it: its ``id`` (Hub id, or a local checkpoint's name), the ``config``
-    file it is read from (:func:`hf_neuron.checkpoint.source.resolve` takes it), the ``layers`` to keep and the memory
-    ``budget`` (bytes) of its slice."""
+    file it is read from (:func:`hf_neuron.checkpoint.source.resolve` takes it), the ``layers`` to keep, the memory
+    ``budget`` (bytes) of its slice, and whether the case ``trains`` (its scenario's fact; a case that does not needs
+    less memory)."""
 
     id: str
     config: Path
     layers: int
     budget: int
+    trains: bool = True
 
 
 def available_memory() -> int:
@@ -169,9 +180,11 @@ def _vocabulary(model: torch.nn.Module) -> int | None:
     return count if isinstance(count, int) else None
 
 
-def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_LAYERS) -> CheckpointSlice:
-    """The slice of ``source`` that fits ``budget`` bytes: ``layers`` layers, else cut further step by step (see the
-    module docstring); ``fits`` is False when even the smallest step does not."""
+def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_LAYERS,
+               trains: bool = True) -> CheckpointSlice:
+    """The slice of ``source`` whose training cases fit ``budget`` bytes: ``layers`` layers, else cut further step by
+    step (see the module docstring); its ``bytes`` and ``fits`` for a case that ``trains`` or not. ``fits`` is False
+    when even the smallest step does not fit that case."""
     cut: dict[str, Any] = {"layers": layers, "vocab": None, "experts": None}
     kwargs = slice_config(source, **cut)
     model = _meta(source, kwargs)
@@ -197,7 +210,7 @@ def plan_slice(source: CheckpointSource, *, budget: int, layers: int = DEFAULT_L
         f"vocabulary {full_vocab} -> {cut['vocab']}" if cut["vocab"] is not None else None,
         f"experts {routed} -> {cut['experts']}" if cut["experts"] is not None else None,
     ) if sentence is not None]
-    needed = count * BYTES_PER_PARAMETER
+    needed = count * (BYTES_PER_PARAMETER if trains else BYTES_PER_PARAMETER_INFERENCE)
     return CheckpointSlice(kwargs, count, needed, budget, needed <= budget, cut["layers"], tuple(reductions),
                            slice_dims(source, **cut))
 

@@ -13,6 +13,7 @@ does not run on neuron), 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ from hf_neuron.vocabulary.outcomes import label
 
 if TYPE_CHECKING:
     from hf_neuron.checkpoint.facts import Prepared
+    from hf_neuron.checkpoint.slice import CheckpointSlice
     from hf_neuron.vocabulary.records import Record
 
 __all__ = ["check", "register", "summary"]
@@ -104,7 +106,9 @@ def summary(prepared: Prepared, records: list[Record]) -> dict[str, Any]:
     }
 
 
-def _plan_lines(prepared: Prepared) -> list[str]:
+def _plan_lines(prepared: Prepared, inference: CheckpointSlice) -> list[str]:
+    """What ``check`` says of ``prepared`` (planned for training cases) and of its slice for the cases that do not
+    train (``inference``: the same slice, its own estimate)."""
     found, source = prepared.plan, prepared.source
     memory = found.memory
     active = "" if found.active_parameters is None else f", {_count(found.active_parameters)} active per token"
@@ -127,8 +131,9 @@ def _plan_lines(prepared: Prepared) -> list[str]:
     cut = prepared.slice
     cuts = ", ".join(cut.reductions) or f"{cut.layers} layer{'s' * (cut.layers > 1)}"
     fits = "fits" if cut.fits else "does NOT fit"
-    lines.append(f"  slice        {cuts}: {_count(cut.parameters)} parameters, about {_gib(cut.bytes)}; {fits} the "
-                 f"budget of {_gib(cut.budget)}")
+    inferring = "fits" if inference.fits else "does NOT fit"
+    lines.append(f"  slice        {cuts}: {_count(cut.parameters)} parameters; needs about {_gib(cut.bytes)} to "
+                 f"train ({fits}), {_gib(inference.bytes)} not training ({inferring}); budget {_gib(cut.budget)}")
     return lines
 
 
@@ -194,11 +199,15 @@ def check(model: str, *, seq: int, batch: int, lora_rank: int, layers: int, max_
     source = resolve(model)
     budget = int(max_gb * GIB) if max_gb is not None else default_budget()
     request = SliceRequest(source.name, source.path, layers, budget)
-    prepared = Prepared(request, source, plan(source, seq=seq, batch=batch, lora_rank=lora_rank),
-                        plan_slice(source, budget=budget, layers=layers), quantization(source.quantization))
+    planned = plan(source, seq=seq, batch=batch, lora_rank=lora_rank)
+    inference, prepared = (  # one slice; a case that does not train needs less of the budget
+        Prepared(dataclasses.replace(request, trains=trains), source, planned,
+                 plan_slice(source, budget=budget, layers=layers, trains=trains), quantization(source.quantization))
+        for trains in (False, True))
+    remember(inference)
     remember(prepared)
     out = sys.stderr if as_json else sys.stdout
-    for line in _plan_lines(prepared) + (_cost_lines(prepared) if cost else []):
+    for line in _plan_lines(prepared, inference.slice) + (_cost_lines(prepared) if cost else []):
         print(line, file=out, flush=True)
     records: list[Record] = []
     if not plan_only:

@@ -8,6 +8,7 @@ not installed and applies the profile, as a matrix run does for its workers.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import tempfile
@@ -45,7 +46,8 @@ def checkpoint_cases(request: SliceRequest, scenarios: Sequence[str] = ()) -> li
     declared = load_scenarios()
     source = prepare(request).source
     features = frozenset(group_models(source.group).features(source.architecture))
-    return [Case(source.architecture, source.group, found.name, found.facts, checkpoint=request)
+    return [Case(source.architecture, source.group, found.name, found.facts,
+                 checkpoint=dataclasses.replace(request, trains=found.trains))
             for found in declared.on("checkpoints")
             if (not scenarios or found.name in scenarios) and found.implementation(source.group, features)]
 

@@ -249,7 +249,8 @@ def _checkpoint_cases(catalog: Sequence[Architecture], architectures: Sequence[A
         named = set(selection.checkpoints) if named is None else named & set(selection.checkpoints)
     return [
         Case(entry.model_type, entry.group, scenario.name, scenario.facts, entry.untested, entry.reviewed_gap,
-             SliceRequest(checkpoint.id, checkpoint.config_path, slicing.layers, slicing.budget))
+             SliceRequest(checkpoint.id, checkpoint.config_path, slicing.layers, slicing.budget,
+                          scenario.trains))
         for checkpoint in found
         if (entry := by_type.get(checkpoint.architecture)) is not None and (named is None or checkpoint.id in named)
         for scenario in scenarios

@@ -172,8 +172,8 @@ def _checkpoint_figures(figures: CheckpointFigures, backend: str) -> list[str]:
         f"agree, {figures.worse:,} checkpoint worse, {figures.better:,} checkpoint better; {figures.not_compared:,} "
         "not compared (untested on either side, or no tiny case of the architecture in this run).",
         f"{figures.quantized:,} quantized ({figures.not_runnable:,} of them not runnable on neuron as published; "
-        f"their slices run dequantized); {figures.over_budget:,} over the run's memory budget (untested, gap "
-        "`memory-budget`).",
+        f"their slices run dequantized); {figures.over_budget:,} with cases over the run's memory budget (untested, "
+        "gap `memory-budget`: a slice too big to train here still runs the cases that do not train when they fit).",
     ]
     if figures.disagreements:
         rows = [(f"`{d.checkpoint}`", f"`{d.model_type}`", label(d.tiny_verdict), label(d.verdict),
