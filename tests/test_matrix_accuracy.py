@@ -2,7 +2,7 @@
 as the CPU's own 16-bit result passes (two computations that round their intermediate values differently, which
 cancellation turns into differences far beyond a small output's bound), less accurate fails (the perturbation the
 mutation tests put on every linear layer), a CPU result equal to float32 leaves nothing to compare, and one too far
-from it to see a device's error is untested."""
+from it to see a device's error is untested. Masks measure no accuracy."""
 
 from __future__ import annotations
 
@@ -58,3 +58,40 @@ def test_a_model_whose_own_16_bit_result_is_far_from_float32_is_untested() -> No
     actual, expected, exact = (tensor[4096:] for tensor in _cancelling(0))
     result = as_accurate(actual, expected, exact, "outputs")
     assert result.outcome == "untested" and result.gap == "checks", result.message
+
+
+def _with_masks(tensors: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """The three results with a model's masks beside them (Chameleon's logits of image tokens are ``finfo.min`` of
+    the model's dtype): 16-bit masks on the device and the CPU, float32's in the float32 computation. The CPU's
+    results in their dtypes (whose largest value tells a mask), the device's in float64 as :func:`_cancelling` made
+    it (its values are not bfloat16's)."""
+    masks = torch.ones(4096, dtype=torch.float64)
+    limits = (torch.bfloat16, torch.bfloat16, torch.float32)
+    dtypes = (torch.float64, torch.bfloat16, torch.float32)
+    return tuple(torch.cat([tensor, masks * torch.finfo(limit).min]).to(dtype)
+                 for tensor, limit, dtype in zip(tensors, limits, dtypes, strict=True))
+
+
+@pytest.mark.parametrize("error", [0.0, 0.01])
+def test_masks_measure_no_accuracy(error: float) -> None:
+    """A 16-bit mask is 1.3e36 from float32's: counted, it made every ratio 1, and chameleon's bf16 logits passed with
+    every linear layer 1% off. Left out, the values beside the masks are judged alone."""
+    actual, expected, exact = _cancelling(0)
+    actual, expected, exact = _with_masks((actual + error * exact, expected, exact))
+    result = as_accurate(actual, expected, exact, "outputs")
+    assert result.outcome == ("passed" if not error else "failed"), result.message
+    assert result.parity is not None and result.parity["compared"] == 8192
+
+
+def test_a_mask_that_differs_on_the_device_fails() -> None:
+    actual, expected, exact = _with_masks(_cancelling(0))
+    actual[-1] = 0.0
+    result = as_accurate(actual, expected, exact, "outputs")
+    assert result.outcome == "failed" and "1 of the 4096 masked" in (result.message or ""), result.message
+
+
+def test_a_value_not_finite_on_the_device_fails() -> None:
+    actual, expected, exact = _cancelling(0)
+    actual[3] = float("nan")
+    result = as_accurate(actual, expected, exact, "outputs")
+    assert result.outcome == "failed" and "infinite or NaN on the device" in (result.message or ""), result.message
