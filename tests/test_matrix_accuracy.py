@@ -2,7 +2,8 @@
 as the CPU's own 16-bit result passes (two computations that round their intermediate values differently, which
 cancellation turns into differences far beyond a small output's bound), less accurate fails (the perturbation the
 mutation tests put on every linear layer), a CPU result equal to float32 leaves nothing to compare, and one too far
-from it to see a device's error is untested. Masks measure no accuracy."""
+from it to see a device's error is untested. Masks measure no accuracy. Greedy decoding is held so over the steps
+all three decodings decoded from the same tokens, where the device chose the CPU's 16-bit token or float32's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 import torch
 
 from hf_neuron.matrix.scenarios.contract import TOLERANCES, as_accurate, compare
+from hf_neuron.matrix.scenarios.text import decoding_held_to_float32
+from hf_neuron.tiny.groups import Decoding
 
 
 def _cancelling(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -95,3 +98,46 @@ def test_a_value_not_finite_on_the_device_fails() -> None:
     actual[3] = float("nan")
     result = as_accurate(actual, expected, exact, "outputs")
     assert result.outcome == "failed" and "infinite or NaN on the device" in (result.message or ""), result.message
+
+
+STEPS, ROWS, VOCAB = 4, 2, 1024
+
+
+def _decodings(device: list[list[int]], cpu: list[list[int]], float32: list[list[int]],
+               error: float = 0.0) -> tuple[Decoding, Decoding, Decoding]:
+    """Greedy decodings with these tokens ``(rows, steps)``; their scores ``(steps, rows, vocab)`` the float64
+    computation, the CPU's bfloat16 and an equally accurate other rounding (:func:`_cancelling`), the device's
+    ``error`` of a value near 1 off."""
+    other, expected, exact = (t[:STEPS * ROWS * VOCAB // 2].repeat(2).reshape(STEPS, ROWS, VOCAB)
+                              for t in _cancelling(1))
+    return (Decoding("neuron", torch.tensor(device), other + error * exact),
+            Decoding("cpu", torch.tensor(cpu), expected), Decoding("cpu", torch.tensor(float32), exact))
+
+
+def test_a_decoding_as_accurate_passes_where_float32_chose_other_tokens_later() -> None:
+    """speecht5: the device chose the CPU's bfloat16 tokens, float32 others from step 2 of row 0 and step 3 of row 1
+    (a near tie moved by bfloat16 rounding); the steps up to those are held, the later ones are not."""
+    cpus = [[5, 6, 7, 8], [9, 10, 11, 12]]
+    result = decoding_held_to_float32(*_decodings(cpus, cpus, [[5, 6, 1, 1], [9, 10, 11, 1]]), "scores")
+    assert result is not None and result.outcome == "passed", result
+    assert result.parity is not None and result.parity["positions"] == (3 + 4) * VOCAB
+
+
+def test_a_decoding_that_chose_float32s_token_where_the_cpus_bfloat16_did_not_passes() -> None:
+    """chameleon: the device's row 1 is float32's from step 0, the CPU's bfloat16 chose another token there."""
+    device = [[5, 6, 7, 8], [1, 2, 3, 4]]
+    result = decoding_held_to_float32(*_decodings(device, [[5, 6, 7, 8], [9, 10, 11, 12]], device), "scores")
+    assert result is not None and result.outcome == "passed", result
+    assert result.parity is not None and result.parity["positions"] == (4 + 1) * VOCAB
+
+
+def test_a_decoding_less_accurate_than_the_cpus_fails() -> None:
+    device = [[5, 6, 7, 8], [1, 2, 3, 4]]
+    result = decoding_held_to_float32(*_decodings(device, [[5, 6, 7, 8], [9, 10, 11, 12]], device, 0.01), "scores")
+    assert result is not None and result.outcome == "failed", result
+    assert "less accurate" in (result.message or ""), result.message
+
+
+def test_a_token_neither_cpu_computation_chose_keeps_the_failure() -> None:
+    cpus = [[5, 6, 7, 8], [9, 10, 11, 12]]
+    assert decoding_held_to_float32(*_decodings([[5, 6, 7, 8], [9, 3, 11, 12]], cpus, cpus), "scores") is None
