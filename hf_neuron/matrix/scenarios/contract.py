@@ -50,6 +50,7 @@ __all__ = [
     "beyond_tolerance",
     "compare",
     "compare_named",
+    "mask_limit",
     "measure",
     "tolerance_for",
     "unless_random",
@@ -274,6 +275,14 @@ class Measured:
                       compared=self.compared, positions=self.positions)
 
 
+def mask_limit(tensor: torch.Tensor) -> float:
+    """Half the largest value of ``tensor``'s dtype (infinity for integers): a value at or beyond it is a mask (a
+    model's ``finfo.min`` in place of a score it rules out), never held to a tolerance or an accuracy."""
+    import torch
+
+    return torch.finfo(tensor.dtype).max / 2 if tensor.is_floating_point() else float("inf")
+
+
 def measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Measured:
     """Compare ``actual`` with ``expected`` element by element under ``tolerance`` (the same shape; complex values
     as their real and imaginary parts), in float64.
@@ -286,7 +295,7 @@ def measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) 
 
     if expected.is_complex():
         actual, expected = torch.view_as_real(actual.resolve_conj()), torch.view_as_real(expected.resolve_conj())
-    limit = torch.finfo(expected.dtype).max / 2 if expected.is_floating_point() else float("inf")
+    limit = mask_limit(expected)
     if (same := _equal(actual, expected, tolerance, limit)) is not None:
         return same
     reference = expected.detach().to("cpu", torch.float64, copy=True).reshape(-1)
@@ -454,15 +463,26 @@ def beyond_tolerance(result: ScenarioResult) -> bool:
 def as_accurate(actual: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, what: str) -> ScenarioResult:
     """A 16-bit ``actual`` that differs from the CPU's 16-bit ``expected`` beyond :data:`TOLERANCES` held to what
     its dtype can do instead: passed when it is as close to ``exact`` (the CPU's float32 computation of the same
-    inputs) as ``expected`` is, within :data:`ACCURACY_RATIOS`, over the elements finite in all three; failed
-    otherwise, or where the CPU's own error is nothing (then any difference is the device's); untested (gap
-    ``checks``) where the CPU's own error is more than :data:`VISIBLE_CPU_ERROR` (no device error could be seen).
-    Two kernels of equal accuracy differ by a unit in the last place of their intermediate values, which cancellation
-    turns into differences far beyond an element's own bound at small outputs."""
+    inputs) as ``expected`` is, within :data:`ACCURACY_RATIOS`, over the elements :func:`compare` holds to a
+    tolerance in both CPU results (finite, below :func:`mask_limit`); failed where a mask, infinity or NaN of
+    ``expected`` differs on the device, where the device is not finite but ``expected`` is, where it is less
+    accurate, or where the CPU's own error is nothing (then any difference is the device's); untested (gap
+    ``checks``) where the CPU's own error is more than :data:`VISIBLE_CPU_ERROR` (no device error could be seen). Two
+    kernels of equal accuracy differ by a unit in the last place of their intermediate values, which cancellation
+    turns into differences far beyond an element's own bound at small outputs. A mask measures no accuracy: the
+    16-bit ``finfo.min`` is 1.3e36 from float32's, which would make every ratio 1."""
     a, e, r = (tensor.detach().cpu().double() for tensor in (actual, expected, exact))
     if not (a.shape == e.shape == r.shape):
         return ScenarioResult.failed(f"{what}: shapes {tuple(a.shape)}, {tuple(e.shape)}, float32 {tuple(r.shape)}")
-    held = a.isfinite() & e.isfinite() & r.isfinite()
+    masked = ~(e.isfinite() & (e.abs() < mask_limit(expected)))
+    unequal = int((masked & (a != e) & ~(a.isnan() & e.isnan())).sum())
+    if unequal:
+        return ScenarioResult.failed(f"{what}: {unequal} of the {int(masked.sum())} masked, infinite or NaN values of "
+                                     "the CPU's differ on the device")
+    if not_finite := int((~masked & ~a.isfinite()).sum()):
+        return ScenarioResult.failed(f"{what}: {not_finite} values are infinite or NaN on the device where the CPU's "
+                                     "are finite")
+    held = ~masked & r.isfinite() & (r.abs() < mask_limit(exact))
     mine, cpus = (a - r).abs()[held], (e - r).abs()[held]
     if not cpus.numel() or float(cpus.max()) == 0.0:
         return ScenarioResult.failed(f"{what} differ from the CPU's, which equal its float32 computation: no "

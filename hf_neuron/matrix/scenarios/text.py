@@ -53,10 +53,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BUDGET_TOKENS",
     "CACHES",
+    "TOKEN_MISMATCHES",
     "bf16",
     "compare_outputs",
     "compile_backend",
     "compile_forward",
+    "decoding_held_to_float32",
     "flex_attention",
     "forward",
     "generate",
@@ -191,6 +193,10 @@ def flex_attention(ctx: CaseContext) -> ScenarioResult:
     return _outputs_agree(ctx, actual, load_model(ctx, "cpu"), input_ids, "{} (FlexAttention)")
 
 
+#: The parity metric of greedy decoding whose tokens differ from the CPU's where its scores did not tie.
+TOKEN_MISMATCHES = "token_mismatches"
+
+
 def _diverging_step(actual: torch.Tensor, expected: torch.Tensor, expected_scores: torch.Tensor,
                     tolerance: Tolerance) -> tuple[int, list[str]]:
     """The first step whose token differs in some row between the ``actual`` and ``expected`` tokens (``NEW_TOKENS``
@@ -239,7 +245,7 @@ def _tokens_agree(actual: Decoding, expected: Decoding, tolerance: Tolerance, wh
                                      f"{tuple(expected.tokens.shape)}")
     steps, mismatches = _diverging_step(actual.tokens, expected.tokens, expected.scores, tolerance)
     if mismatches:
-        parity = Parity(metric="token_mismatches", value=float(len(mismatches)), tolerance=0.0)
+        parity = Parity(metric=TOKEN_MISMATCHES, value=float(len(mismatches)), tolerance=0.0)
         return ScenarioResult.failed(f"{what} differ from {reference}: {'; '.join(mismatches)}", parity)
     upto = steps + 1  # the first differing step's scores too: both sides decoded it from the same tokens
     return compare(actual.scores[:upto], expected.scores[:upto], f"{what} scores", tolerance, reference)
@@ -421,9 +427,10 @@ def generate_compiled(ctx: CaseContext) -> ScenarioResult:
 
 def in_dtype(ctx: CaseContext, dtype: str) -> list[tuple[str, ScenarioResult]]:
     """The legs of inference in ``dtype``: the forward outputs (logits) within that dtype's tolerance of the CPU's,
-    and greedy decoding with the default cache agreeing; a leg beyond the tolerance is held to the CPU's float32
-    computation of the same inputs instead, as accurate as the CPU's own ``dtype`` result
-    (:func:`~hf_neuron.matrix.scenarios.contract.as_accurate`)."""
+    and greedy decoding with the default cache agreeing; a leg beyond the tolerance, or a decoding whose tokens differ
+    where the CPU's scores did not tie, is held to the CPU's float32 computation of the same inputs instead, as
+    accurate as the CPU's own ``dtype`` result (:func:`~hf_neuron.matrix.scenarios.contract.as_accurate`,
+    :func:`decoding_held_to_float32`)."""
     reference = load_model(ctx, "cpu", dtype=dtype)
     model = load_model(ctx, ctx.device, dtype=dtype)
     input_ids = sample_ids(ctx, reference)
@@ -436,7 +443,7 @@ def in_dtype(ctx: CaseContext, dtype: str) -> list[tuple[str, ScenarioResult]]:
         logits = worst_of([_as_accurate_where_beyond(actual[name], expected[name], exact[name], f"{dtype} {name}")
                            for name in expected])
     decoding = _no_generate(model) or _decoding(ctx, model, reference, input_ids, None)
-    if beyond_tolerance(decoding):
+    if beyond_tolerance(decoding) or _tokens_differ(decoding):
         decoding = _decoding_as_accurate(ctx, model, reference, float32(), input_ids, dtype) or decoding
     return [("logits", logits), ("default cache", decoding)]
 
@@ -448,24 +455,45 @@ def _as_accurate_where_beyond(actual: torch.Tensor, expected: torch.Tensor, exac
     return as_accurate(actual, expected, exact, what) if beyond_tolerance(result) else result
 
 
+def _tokens_differ(result: ScenarioResult) -> bool:
+    """Whether ``result`` failed on greedy tokens that differ from the CPU's where its scores did not tie."""
+    return result.outcome == "failed" and result.parity is not None and result.parity["metric"] == TOKEN_MISMATCHES
+
+
 def _decoding_as_accurate(ctx: CaseContext, model: PreTrainedModel, reference: PreTrainedModel,
                           float32: PreTrainedModel, input_ids: torch.Tensor, dtype: str) -> ScenarioResult | None:
-    """Greedy decoding's scores held to the CPU's float32 decoding (``float32``'s, :func:`as_accurate`) where the
-    device, the CPU in ``dtype`` and the CPU in float32 all chose the same tokens and the generation made nothing
-    else; None otherwise (the failure stands)."""
-    import torch
-
+    """Greedy decoding held to the CPU's float32 decoding (:func:`decoding_held_to_float32`); None where it cannot
+    be (the failure stands)."""
     actual = greedy(model, input_ids, seed=ctx.seed, **_device_kwargs(ctx, None, {}))
     expected = greedy(reference, input_ids, seed=ctx.seed)
     exact = greedy(float32, input_ids, seed=ctx.seed)
+    return decoding_held_to_float32(actual, expected, exact, f"greedy decoding (default cache, {dtype}) scores")
+
+
+def decoding_held_to_float32(actual: Decoding, expected: Decoding, exact: Decoding, what: str) -> ScenarioResult | None:
+    """A 16-bit greedy decoding (``actual``, the device's) held to the CPU's float32 decoding (``exact``) as the CPU's
+    own 16-bit one (``expected``) is: in each row, the scores of every step up to and including the first where any
+    of the three chose another token (all three decoded those from the same tokens) are :func:`as_accurate`, and at
+    that step the device's token is the CPU's 16-bit one or the float32 one (16-bit rounding moved a near tie, on the
+    device or on the CPU). None, and the failure stands, where the device chose a token neither CPU computation chose,
+    or where a decoding made no tokens and scores or made something else."""
+    import torch
+
     decodings = (actual, expected, exact)
     if any(d.tokens is None or d.scores is None or d.outputs for d in decodings):
         return None
-    tokens = [d.tokens.cpu() for d in decodings]  # type: ignore[union-attr]
-    if not (torch.equal(tokens[0], tokens[1]) and torch.equal(tokens[1], tokens[2])):
+    a, e, r = (d.tokens.cpu() for d in decodings)  # type: ignore[union-attr]
+    if not (a.shape == e.shape == r.shape):
         return None
-    return as_accurate(actual.scores, expected.scores, exact.scores,  # type: ignore[arg-type]
-                       f"greedy decoding (default cache, {dtype}) scores")
+    held = torch.zeros(a.shape[1], a.shape[0], dtype=torch.bool)  # (steps, rows), as the scores are laid out
+    for row in range(a.shape[0]):
+        differing = ((a[row] != e[row]) | (e[row] != r[row])).nonzero()
+        step = int(differing[0]) if len(differing) else a.shape[1] - 1
+        if len(differing) and int(a[row, step]) not in (int(e[row, step]), int(r[row, step])):
+            return None
+        held[: step + 1, row] = True
+    mine, cpus, float32s = (d.scores.cpu()[held] for d in decodings)  # type: ignore[union-attr]
+    return as_accurate(mine, cpus, float32s, what)
 
 
 def bf16(ctx: CaseContext) -> ScenarioResult:
