@@ -4,6 +4,7 @@ offline (with the architecture's own processor where it builds here)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -306,6 +307,8 @@ def test_a_processor_without_image_tokens_is_refused_for_a_model_that_reads_them
     "hunyuan_vl",  # 'image placeholders must be formatted as <|image_start_token|>...' before
     "instructblip",  # "missing 1 required positional argument: 'qformer_tokenizer'" before
     "janus",  # 576 image tokens for 2048 features before
+    "kosmos-2",  # 'transformers 5.24.0 maps kosmos-2 to no processor' before
+    "kosmos-2.5",  # 'maps kosmos-2.5 to no processor' before; then 2046 image tokens for 0 features
     "pix2struct",  # "KeyError: 'input_ids'" before
     "qianfan_ocr",  # 'Found total 0 <image> tokens' before
     "step3p7",  # "'DeepseekOcr2ImageProcessorPil' object has no attribute 'vision_patch_size'" before
@@ -383,7 +386,6 @@ def test_a_processor_field_takes_the_config_field_of_another_name() -> None:
 
 
 @pytest.mark.parametrize(("model_type", "why"), [
-    ("kosmos-2", "Kosmos2Processor has no image_token"),  # its module's: the processor mapping names none
     ("qwen2_5_omni_thinker", "Qwen2_5OmniProcessor needs a video processor"),  # the omni model's, in its module
     ("glm_ocr", "maps glm_ocr to no processor, and its model's module defines none"),
 ])
@@ -391,6 +393,23 @@ def test_a_processor_the_mapping_leaves_out_is_its_model_module_s(model_type: st
     config, _, image_processor = _tiny(model_type)
     with pytest.raises(ProcessorUnavailableError, match=why):
         build_processor(model_type, config, image_processor)
+    config, _, image_processor = _tiny("kosmos-2")  # 'maps kosmos-2 to no processor' before
+    assert type(build_processor("kosmos-2", config, image_processor)).__name__ == "Kosmos2Processor"
+
+
+def test_a_processor_that_marks_the_image_positions_is_counted_by_its_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_neuron.tiny.image_text import processor as module
+
+    config, model, image_processor = _tiny("kosmos-2.5")
+    assert image_tokens(config).image is None  # the model reads image_embeds_position_mask, not an image token
+    processor = verified_processor("kosmos-2.5", config, model, image_processor)
+    assert processor.num_image_tokens == 2048  # the model's latent queries
+    reviewed = image_text_recipe("kosmos-2.5")
+    monkeypatch.setattr(module, "image_text_recipe", lambda t: dataclasses.replace(
+        reviewed, processor_config={"num_image_tokens": 2047}))
+    with pytest.raises(ProcessorUnavailableError,
+                       match="Kosmos2_5Processor writes 2047 image tokens for a 32x48 image, the model has 2048"):
+        verified_processor("kosmos-2.5", config, model, image_processor)
 
 
 def test_the_tokenizer_saves_the_attributes_it_declares(tmp_path: Path) -> None:

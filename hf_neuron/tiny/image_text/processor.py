@@ -21,7 +21,8 @@ asked for, at reserved ids. Its chat template is the tiny ChatML one, with each 
 :func:`image_renderings` with which the processor writes as many image tokens as the model has features for the
 images it makes (:func:`as_processor_calls`): its placeholder, that placeholder between its image start and end
 tokens, or nothing (a processor that writes an image's tokens itself, or one with no image token for a model whose
-config names none: the image reaches the model by its pixels alone).
+config names none: the image reaches the model by its pixels alone). A processor that marks an image's positions
+with :data:`POSITION_MASK` is counted by that mask, and needs no image token.
 
 A processor that cannot be built here (a class that needs torchvision, or a video processor) raises
 :class:`ProcessorUnavailableError` with the reason.
@@ -51,13 +52,17 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["IMAGE_TOKEN_COUNTS", "ProcessorUnavailableError", "as_processor_calls", "build_processor", "chat_template",
-           "image_renderings", "image_token_text", "own_processor", "verified_processor"]
+__all__ = ["IMAGE_TOKEN_COUNTS", "POSITION_MASK", "ProcessorUnavailableError", "as_processor_calls", "build_processor",
+           "chat_template", "image_renderings", "image_token_text", "own_processor", "verified_processor"]
 
 #: Processor arguments that are not configuration (the parts and the template).
 _PARTS = {"self", "image_processor", "tokenizer", "video_processor", "feature_extractor", "audio_processor",
           "chat_template", "args", "kwargs"}
 
+
+#: The processor output marking the prompt's image positions, where the model reads that instead of the ids there
+#: (Kosmos-2 writes different ids at each image's positions).
+POSITION_MASK = "image_embeds_position_mask"
 
 #: Processor arguments that give the number of image tokens every image is written as (one image, one count).
 IMAGE_TOKEN_COUNTS = ("image_seq_length", "image_seq_len", "num_image_tokens")
@@ -286,7 +291,7 @@ def build_processor(model_type: str, config: PreTrainedConfig, image_processor: 
         raise ProcessorUnavailableError(f"{cls.__name__}(...) failed: {type(error).__name__}: {error}") from error
     expected = image_tokens(config).image
     placeholder, image_token = _text(getattr(processor, "image_token", None)), image_token_text(processor)
-    if expected is not None:
+    if expected is not None and POSITION_MASK not in processor.model_input_names:
         if placeholder is None or image_token is None:
             raise ProcessorUnavailableError(f"{cls.__name__} has no image_token")
         got = tokenizer.convert_tokens_to_ids(image_token)
@@ -326,10 +331,13 @@ def _written(processor: ProcessorMixin, image_processor: BaseImageProcessor, ima
         {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
     text = processor.apply_chat_template(messages, add_generation_prompt=True)
     try:
-        ids = processor(images=[image], text=[text], return_tensors="pt").get("input_ids")
+        output = processor(images=[image], text=[text], return_tensors="pt")
+        ids = output.get("input_ids")
     except (KeyError, TypeError, ValueError) as why:  # a substitute image processor lacks an output it reads
         raise ProcessorUnavailableError(f"{type(processor).__name__} cannot read {type(image_processor).__name__}'s "
                                         f"output: {type(why).__name__}: {why}") from why
+    if (positions := output.get(POSITION_MASK)) is not None:
+        return int((positions[0] == 1).sum())  # Kosmos-2.5 marks the start and end tokens -1
     image_token = image_token_text(processor)
     if ids is None or image_token is None:  # no prompt for the model's input (an encoder-decoder's text is the
         return 0                            # decoder's: Pix2Struct), or no image token in it
@@ -360,13 +368,14 @@ def as_processor_calls(processor: ProcessorMixin) -> BaseImageProcessor:
 def verified_processor(model_type: str, config: PreTrainedConfig, model: PreTrainedModel,
                        image_processor: BaseImageProcessor) -> ProcessorMixin:
     """The architecture's own processor, checked to write as many image tokens for an image as the model has
-    features for it (none where the config names no image token, as the matrix's inputs write: the image reaches the
-    model by its pixels alone), its chat template rendering an image item as the first of :func:`image_renderings`
-    that does; else :class:`ProcessorUnavailableError`, saying both numbers, or what it could not read, for the
-    first rendering."""
+    features for it (none where the config names no image token and the model reads no :data:`POSITION_MASK`, as the
+    matrix's inputs write: the image reaches the model by its pixels alone), its chat template rendering an image
+    item as the first of :func:`image_renderings` that does; else :class:`ProcessorUnavailableError`, saying both
+    numbers, or what it could not read, for the first rendering."""
     side = processor_side(image_processor)
     image = synthetic_image(side, side * 3 // 2)
-    expected = features_per_image(model, image_processor, image) if image_tokens(config).image is not None else 0
+    reads = image_tokens(config).image is not None or POSITION_MASK in inspect.signature(model.forward).parameters
+    expected = features_per_image(model, image_processor, image) if reads else 0
     processor = build_processor(model_type, config, image_processor, image_features=expected or None)
     if expected and (overridden := as_processor_calls(processor)) is not image_processor:
         expected = features_per_image(model, overridden, image)
