@@ -4,6 +4,7 @@ offline (with the architecture's own processor where it builds here)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -17,7 +18,9 @@ from hf_neuron.tiny.image_text.images import synthetic_image, synthetic_images
 from hf_neuron.tiny.image_text.inputs import batch_inputs, features_per_image, image_tokens, sample_rows
 from hf_neuron.tiny.image_text.processor import (
     ProcessorUnavailableError,
+    as_processor_calls,
     build_processor,
+    image_renderings,
     image_token_text,
     verified_processor,
 )
@@ -292,6 +295,121 @@ def test_a_processor_without_image_tokens_is_refused_for_a_model_that_reads_them
     monkeypatch.setattr(module, "image_token_text", lambda processor: None)
     with pytest.raises(ProcessorUnavailableError, match="Blip2Processor has no image_token"):
         build_processor("blip-2", config, image_processor)
+
+
+@pytest.mark.parametrize("model_type", [
+    "apertus1p5",  # 'Received a NoneType for argument feature_extractor' before; then 6 image tokens for 1 feature
+    "aria",  # 256 image tokens for 128 features before
+    "aya_vision",  # 14175 image tokens for 16 features before
+    "blip-2",  # 33 image tokens for 32 features before
+    "cohere2_vision",  # "'GotOcr2ImageProcessorPil' object has no attribute 'patch_size'" before
+    "florence2",  # 'Found total 2 <|image_token|> tokens and 1 images' before
+    "hunyuan_vl",  # 'image placeholders must be formatted as <|image_start_token|>...' before
+    "instructblip",  # "missing 1 required positional argument: 'qformer_tokenizer'" before
+    "janus",  # 576 image tokens for 2048 features before
+    "kosmos-2",  # 'transformers 5.24.0 maps kosmos-2 to no processor' before
+    "kosmos-2.5",  # 'maps kosmos-2.5 to no processor' before; then 2046 image tokens for 0 features
+    "pix2struct",  # "KeyError: 'input_ids'" before
+    "qianfan_ocr",  # 'Found total 0 <image> tokens' before
+    "step3p7",  # "'DeepseekOcr2ImageProcessorPil' object has no attribute 'vision_patch_size'" before
+])
+def test_the_architectures_own_processor_builds_and_agrees_with_the_model(model_type: str) -> None:
+    config, model, image_processor = _tiny(model_type)
+    processor = verified_processor(model_type, config, model, image_processor)
+    assert processor.chat_template is not None
+
+
+def test_a_processor_gets_the_other_parts_it_takes() -> None:
+    config, _, image_processor = _tiny("instructblip")
+    processor = build_processor("instructblip", config, image_processor)
+    assert len(processor.qformer_tokenizer) == len(processor.tokenizer) == 1024  # a second tiny tokenizer
+    config, _, image_processor = _tiny("apertus1p5")
+    extractor = build_processor("apertus1p5", config, image_processor).feature_extractor
+    assert type(extractor).__name__ == "WavTokenizerFeatureExtractor"
+
+
+@pytest.mark.parametrize(("model_type", "rendering"), [
+    ("llava", "<image>"),  # the placeholder
+    ("qianfan_ocr", "<image>"),  # its image_placeholder_token, not the <|context_image_token|> it expands it to
+    ("hunyuan_vl", "<|image_start_token|><|image_token|><|image_end_token|>"),  # between its start and end tokens
+    ("blip-2", ""),  # nothing: it prepends its query tokens itself
+])
+def test_the_template_renders_an_image_as_the_processor_reads_it(model_type: str, rendering: str) -> None:
+    config, model, image_processor = _tiny(model_type)
+    processor = verified_processor(model_type, config, model, image_processor)
+    text = processor.apply_chat_template([{"role": "user", "content": [{"type": "image"}, {"type": "text",
+                                                                                           "text": "Hi"}]}])
+    assert text == f"<|im_start|>user\n{rendering}Hi<|im_end|>\n"
+    assert rendering in image_renderings(processor) and image_renderings(processor)[-1] == ""
+
+
+def test_a_processor_that_writes_an_image_s_tokens_itself_is_refused_when_they_disagree(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    config, model, image_processor = _tiny("blip-2")
+    monkeypatch.setattr(config, "num_query_tokens", 30)  # the processor's count; the model still has 32 features
+    with pytest.raises(ProcessorUnavailableError,  # the first rendering's count: 30 prepended and the placeholder
+                       match="Blip2Processor writes 31 image tokens for a 32x48 image, the model has 32 features"):
+        verified_processor("blip-2", config, model, image_processor)
+
+
+def test_an_image_token_count_the_processor_reads_of_its_image_processor_is_the_model_s() -> None:
+    config, model, image_processor = _tiny("florence2")
+    assert image_processor.image_seq_length is None  # CLIPImageProcessor stands in for Florence-2's own
+    verified_processor("florence2", config, model, image_processor)
+    assert image_processor.image_seq_length == features_per_image(model, image_processor, synthetic_image(32, 48)) == 5
+
+
+def test_the_checkpoint_s_image_processor_keeps_the_count_its_processor_reads(tmp_path: Path) -> None:
+    from transformers import AutoProcessor
+
+    checkpoint = materialize("florence2", tmp_path / "florence2")
+    assert load_image_processor("florence2", checkpoint).image_seq_length == 5
+    assert json.loads((checkpoint / "preprocessor_config.json").read_text())["image_seq_length"] == 5  # its own file
+    assert AutoProcessor.from_pretrained(checkpoint).num_image_tokens == 5
+
+
+def test_the_model_s_features_are_counted_for_the_images_the_processor_makes() -> None:
+    config, model, image_processor = _tiny("aria")
+    processor = build_processor("aria", config, image_processor)
+    called = as_processor_calls(processor)  # AriaProcessor asks for 980-pixel images, whatever its image processor's
+    assert (image_processor.max_image_size, called.max_image_size) == (490, 980)
+    image = synthetic_image(32, 48)
+    assert (features_per_image(model, image_processor, image), features_per_image(model, called, image)) == (128, 256)
+    _, _, llava_processor = _tiny("llava")
+    llava = build_processor("llava", tiny_image_text_config("llava"), llava_processor)
+    assert as_processor_calls(llava) is llava_processor  # no setting of its own: the image processor as it is
+
+
+def test_a_processor_field_takes_the_config_field_of_another_name() -> None:
+    config, _, image_processor = _tiny("aya_vision")
+    assert build_processor("aya_vision", config, image_processor).img_size == config.vision_config.image_size == 32
+
+
+@pytest.mark.parametrize(("model_type", "why"), [
+    ("qwen2_5_omni_thinker", "Qwen2_5OmniProcessor needs a video processor"),  # the omni model's, in its module
+    ("glm_ocr", "maps glm_ocr to no processor, and its model's module defines none"),
+])
+def test_a_processor_the_mapping_leaves_out_is_its_model_module_s(model_type: str, why: str) -> None:
+    config, _, image_processor = _tiny(model_type)
+    with pytest.raises(ProcessorUnavailableError, match=why):
+        build_processor(model_type, config, image_processor)
+    config, _, image_processor = _tiny("kosmos-2")  # 'maps kosmos-2 to no processor' before
+    assert type(build_processor("kosmos-2", config, image_processor)).__name__ == "Kosmos2Processor"
+
+
+def test_a_processor_that_marks_the_image_positions_is_counted_by_its_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hf_neuron.tiny.image_text import processor as module
+
+    config, model, image_processor = _tiny("kosmos-2.5")
+    assert image_tokens(config).image is None  # the model reads image_embeds_position_mask, not an image token
+    processor = verified_processor("kosmos-2.5", config, model, image_processor)
+    assert processor.num_image_tokens == 2048  # the model's latent queries
+    reviewed = image_text_recipe("kosmos-2.5")
+    monkeypatch.setattr(module, "image_text_recipe", lambda t: dataclasses.replace(
+        reviewed, processor_config={"num_image_tokens": 2047}))
+    with pytest.raises(ProcessorUnavailableError,
+                       match="Kosmos2_5Processor writes 2047 image tokens for a 32x48 image, the model has 2048"):
+        verified_processor("kosmos-2.5", config, model, image_processor)
 
 
 def test_the_tokenizer_saves_the_attributes_it_declares(tmp_path: Path) -> None:

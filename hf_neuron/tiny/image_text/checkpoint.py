@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["content_key", "load_image_processor", "materialize", "saved_processor"]
 
-_FORMAT = 2
+_FORMAT = 3
 
 
 def content_key(model_type: str, *, seed: int = 0, base: Mapping[str, Any] | None = None,
@@ -93,8 +93,10 @@ def materialize(model_type: str, out_dir: Path, *, seed: int = 0, base: Mapping[
             if not takes_images(model):
                 raise ProcessorUnavailableError(f"{type(model).__name__} takes no images")
             image_processor = tiny_image_processor(model_type, config)
-            image_processor.save_pretrained(staging)
-            processor = verified_processor(model_type, config, model, image_processor)
+            try:
+                processor = verified_processor(model_type, config, model, image_processor)
+            finally:  # with the image-token count the processor reads of it, where it had none (Florence-2's)
+                image_processor.save_pretrained(staging)
         except ProcessorUnavailableError as why:
             tiny_tokenizer().save_pretrained(staging)
             saved = f"none: {why}"

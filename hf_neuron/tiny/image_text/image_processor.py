@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel
     from transformers.image_processing_utils import BaseImageProcessor
 
-__all__ = ["VisionSizes", "find_field", "image_processor_class", "processor_side", "takes_images",
+__all__ = ["CONFIG_ALIASES", "VisionSizes", "find_field", "image_processor_class", "processor_side", "takes_images",
            "tiny_image_processor",
            "tiny_image_processor_kwargs", "vision_sizes"]
 
@@ -41,8 +41,8 @@ _AREA = 8192
 _PATCHES = 64
 #: Integer fields that hold one side length.
 _SIDE = re.compile(r"image_size$|resolution$|^max_size$")
-#: Image-processor fields named differently from the config field that holds the same value.
-_ALIASES = {"merge_size": "spatial_merge_size"}
+#: Image-processor and processor fields named differently from the config field that holds the same value.
+CONFIG_ALIASES = {"merge_size": "spatial_merge_size", "img_size": "image_size"}
 _MIN_KEYS = ("shortest_edge", "min_pixels", "min")
 #: Names of forward parameters that hold an image.
 _IMAGE_INPUT = re.compile(r"pixel|^flattened_patches$")
@@ -148,7 +148,7 @@ def _sides(defaults: Mapping[str, Any]) -> list[int]:
 
 def _shrunk(key: str, value: Any, config: PreTrainedConfig, sizes: VisionSizes, reference: int) -> Any:
     """The tiny value of one image-processor field (unchanged when no rule applies)."""
-    from_config = find_field(config, _ALIASES.get(key, key))
+    from_config = find_field(config, CONFIG_ALIASES.get(key, key))
     if from_config is not None and not isinstance(value, dict):
         return from_config
     if key == "patch_size" and isinstance(value, dict):
