@@ -365,3 +365,21 @@ def test_packed_rows_a_model_keeps_apart_only_with_a_cuda_kernel_train_padded(
     assert [(leg["name"], leg["outcome"]) for leg in result.legs] == [
         ("packed", "skipped"), ("padded", "passed"), ("lora", "passed")]
     assert "causal_conv1d" in result.legs[0]["reason"]
+
+
+def test_a_processor_that_drops_its_chat_template_trains_on_rows_the_tokenizer_rendered(workdir: Path) -> None:
+    """Chameleon's processor takes no chat template (a library bug): TRL's conversational rows fail at
+    apply_chat_template on every device, so the case trains on TRL's standard format, as its users do; a processor
+    that keeps its template (LLaVA's) trains on the conversations."""
+    from hf_neuron.tiny.image_text.dataset import image_chats
+
+    chats = image_chats()[:2]
+    kept, settings, dataset = trl_trainers._image_rows(
+        CaseContext("llava", "image-text", "sft", "neuron", workdir).checkpoint, chats)
+    assert (kept, settings, dataset) == (chats, {}, "conversational")
+    rows, settings, dataset = trl_trainers._image_rows(
+        CaseContext("chameleon", "image-text", "sft", "neuron", workdir).checkpoint, chats)
+    assert dataset.startswith("standard") and settings == {"remove_unused_columns": False}
+    assert [row["images"] for row in rows] == [chat["images"] for chat in chats]
+    answer = chats[0]["messages"][1]["content"][-1]["text"]
+    assert rows[0]["text"].startswith("<|im_start|>user") and answer in rows[0]["text"]

@@ -349,11 +349,32 @@ def sft_image_text(ctx: CaseContext) -> ScenarioResult:
     if processor.startswith("none"):
         return ScenarioResult.untested(f"TRL's vision collator needs the architecture's processor, and the tiny "
                                        f"checkpoint has {processor}", "inputs")
-    rows = image_chats()[: 2 * BATCH]
+    rows, settings, dataset = _image_rows(ctx.checkpoint, image_chats()[: 2 * BATCH])
     return _legs(ctx, {
-        "full": _Recipe("SFT", rows, processor=True),
-        "lora": _Recipe("SFT", rows, lora=True, processor=True),
-    })
+        "full": _Recipe("SFT", rows, settings, processor=True),
+        "lora": _Recipe("SFT", rows, settings, lora=True, processor=True),
+    }).adding_details({"dataset": dataset})
+
+
+def _image_rows(checkpoint: Path, chats: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
+    """The image chats as the checkpoint's processor takes them, the trainer settings they need, and which of TRL's
+    formats that is: conversational where the processor loads with a chat template; else TRL's standard format, each
+    chat rendered with the checkpoint's chat template by its tokenizer (what a user of a processor that drops its
+    template does: the library bug "processor drops its chat template" of ``compat/library_bugs.toml``), its images
+    beside the text. That format needs ``remove_unused_columns=False``: TRL 1.16 keeps only a vision dataset's
+    ``messages``, ``prompt``, ``completion`` and image columns (``SFTTrainer._set_signature_columns_if_needed``), and
+    its vision collator, which reads the ``text`` column, finds none."""
+    from transformers import AutoProcessor, AutoTokenizer
+    from transformers.utils import CHAT_TEMPLATE_FILE
+
+    if AutoProcessor.from_pretrained(checkpoint).chat_template is not None:
+        return chats, {}, "conversational"
+    tokenizer, template = AutoTokenizer.from_pretrained(checkpoint), (checkpoint / CHAT_TEMPLATE_FILE).read_text()
+    rows = [{"images": chat["images"],
+             "text": tokenizer.apply_chat_template(chat["messages"], chat_template=template, tokenize=False)}
+            for chat in chats]
+    return rows, {"remove_unused_columns": False}, \
+        "standard (the processor drops its chat template: rows rendered by the tokenizer)"
 
 
 def dpo(ctx: CaseContext) -> ScenarioResult:
