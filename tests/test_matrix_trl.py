@@ -383,3 +383,10 @@ def test_a_processor_that_drops_its_chat_template_trains_on_rows_the_tokenizer_r
     assert [row["images"] for row in rows] == [chat["images"] for chat in chats]
     answer = chats[0]["messages"][1]["content"][-1]["text"]
     assert rows[0]["text"].startswith("<|im_start|>user") and answer in rows[0]["text"]
+
+
+def test_an_encoder_decoder_vision_model_is_not_one_sfttrainer_trains(workdir: Path) -> None:
+    """TRL's SFTTrainer trains causal language models only: Pix2Struct's text is its decoder's, and its case is
+    skipped (not applicable), never counted among the image-text models TRL supports."""
+    result = trl_trainers.sft_image_text(CaseContext("pix2struct", "image-text", "sft", "neuron", workdir))
+    assert result.outcome == "skipped" and "encoder-decoder model" in (result.message or ""), result
