@@ -390,3 +390,10 @@ def test_an_encoder_decoder_vision_model_is_not_one_sfttrainer_trains(workdir: P
     skipped (not applicable), never counted among the image-text models TRL supports."""
     result = trl_trainers.sft_image_text(CaseContext("pix2struct", "image-text", "sft", "neuron", workdir))
     assert result.outcome == "skipped" and "encoder-decoder model" in (result.message or ""), result
+
+
+def test_an_image_text_class_that_takes_no_images_is_not_trained_as_one(workdir: Path) -> None:
+    """Mistral 4's class in the image-text mapping is a text model: TRL's vision SFT does not apply (skipped), where
+    it was untested as if the harness lacked its processor."""
+    result = trl_trainers.sft_image_text(CaseContext("mistral4", "image-text", "sft", "neuron", workdir))
+    assert result.outcome == "skipped" and "takes no images" in (result.message or ""), result

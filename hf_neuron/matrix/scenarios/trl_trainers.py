@@ -334,20 +334,24 @@ def sft_image_text(ctx: CaseContext) -> ScenarioResult:
     template), two legs: ``full`` (full fine-tuning) and ``lora`` (a LoRA adapter on the language model through
     ``peft_config``); TRL packs no vision rows. Skipped for a model whose ``forward`` names no ``labels`` (a policy
     trained on actions, a block diffusion model): SFT's loss is the next-token loss on the chats' labels; and for an
-    encoder-decoder model (Pix2Struct, Florence-2, UDOP...), which SFTTrainer does not train. Untested (gap
-    ``inputs``) where the architecture's processor does not build here."""
+    encoder-decoder model (Pix2Struct, Florence-2, UDOP...), which SFTTrainer does not train, or one whose forward takes
+    no images (Mistral 4's class in the image-text mapping). Untested (gap ``inputs``) where the architecture's
+    processor does not build here."""
     import inspect
 
     from transformers import AutoConfig
 
     from hf_neuron.tiny.image_text.checkpoint import saved_processor
     from hf_neuron.tiny.image_text.dataset import image_chats
+    from hf_neuron.tiny.image_text.image_processor import takes_images
     from hf_neuron.tiny.transformers.model_types import model_class
 
     cls = model_class(ctx.model_type)
     if "labels" not in inspect.signature(cls.forward).parameters:
         return ScenarioResult.skipped(f"{cls.__name__}.forward takes no labels: SFTTrainer's loss, the next-token "
                                       "loss on the chats' labels, does not apply to it")
+    if not takes_images(cls):
+        return ScenarioResult.skipped(f"{cls.__name__}.forward takes no images: TRL's vision SFT does not apply to it")
     if AutoConfig.from_pretrained(ctx.checkpoint).is_encoder_decoder:
         return ScenarioResult.skipped(f"{cls.__name__} is an encoder-decoder model: SFTTrainer trains causal language "
                                       "models only (TRL 1.16: 'Only causal language models are supported')")

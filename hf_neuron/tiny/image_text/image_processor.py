@@ -195,7 +195,7 @@ def processor_side(image_processor: BaseImageProcessor) -> int:
     return min([*sides, DIMS.image_size])
 
 
-def takes_images(model: PreTrainedModel) -> bool:
-    """Whether ``model``'s forward takes pixel inputs (a few image-text-to-text classes are text models): pixels
-    (``pixel_values``...) or the image's patches already cut and flattened (``flattened_patches``)."""
+def takes_images(model: PreTrainedModel | type[PreTrainedModel]) -> bool:
+    """Whether ``model``'s (or its class's) forward takes pixel inputs (a few image-text-to-text classes are text
+    models): pixels (``pixel_values``...) or the image's patches already cut and flattened (``flattened_patches``)."""
     return any(_IMAGE_INPUT.search(name) for name in inspect.signature(model.forward).parameters)
