@@ -283,6 +283,17 @@ def mask_limit(tensor: torch.Tensor) -> float:
     return torch.finfo(tensor.dtype).max / 2 if tensor.is_floating_point() else float("inf")
 
 
+def _held(values: torch.Tensor, limit: float) -> torch.Tensor:
+    """Where ``values`` are held to a tolerance or an accuracy: finite and below ``limit`` (:func:`mask_limit`); the
+    rest (masks, infinities, NaN) must be equal."""
+    return values.isfinite() & (values.abs() < limit)
+
+
+def _same(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """Where ``actual`` equals ``expected``, NaN counting as equal to NaN."""
+    return (actual == expected) | (actual.isnan() & expected.isnan())
+
+
 def measure(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Measured:
     """Compare ``actual`` with ``expected`` element by element under ``tolerance`` (the same shape; complex values
     as their real and imaginary parts), in float64.
@@ -354,8 +365,8 @@ def _measure_everywhere(computed: torch.Tensor, reference: torch.Tensor, toleran
     equal (masks, infinities, NaN)."""
     import torch
 
-    held = reference.isfinite() & (reference.abs() < limit)
-    same = (computed == reference) | (computed.isnan() & reference.isnan())
+    held = _held(reference, limit)
+    same = _same(computed, reference)
     finite = held & computed.isfinite()
     diff = torch.where(finite, computed - reference, torch.zeros_like(reference)).abs()
     bound = tolerance.atol + tolerance.rtol * torch.where(held, reference, torch.zeros_like(reference)).abs()
@@ -474,15 +485,15 @@ def as_accurate(actual: torch.Tensor, expected: torch.Tensor, exact: torch.Tenso
     a, e, r = (tensor.detach().cpu().double() for tensor in (actual, expected, exact))
     if not (a.shape == e.shape == r.shape):
         return ScenarioResult.failed(f"{what}: shapes {tuple(a.shape)}, {tuple(e.shape)}, float32 {tuple(r.shape)}")
-    masked = ~(e.isfinite() & (e.abs() < mask_limit(expected)))
-    unequal = int((masked & (a != e) & ~(a.isnan() & e.isnan())).sum())
+    masked = ~_held(e, mask_limit(expected))
+    unequal = int((masked & ~_same(a, e)).sum())
     if unequal:
         return ScenarioResult.failed(f"{what}: {unequal} of the {int(masked.sum())} masked, infinite or NaN values of "
                                      "the CPU's differ on the device")
     if not_finite := int((~masked & ~a.isfinite()).sum()):
         return ScenarioResult.failed(f"{what}: {not_finite} values are infinite or NaN on the device where the CPU's "
                                      "are finite")
-    held = ~masked & r.isfinite() & (r.abs() < mask_limit(exact))
+    held = ~masked & _held(r, mask_limit(exact))
     mine, cpus = (a - r).abs()[held], (e - r).abs()[held]
     if not cpus.numel() or float(cpus.max()) == 0.0:
         return ScenarioResult.failed(f"{what} differ from the CPU's, which equal its float32 computation: no "
