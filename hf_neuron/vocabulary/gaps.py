@@ -20,5 +20,6 @@ GAP_MEANINGS: Mapping[str, str] = {
     "tiny-build": "the tiny model does not build",
     "devices": "fewer devices than the scenario needs",
     "checks": "scenario checks that do not fit the model",
-    "memory-budget": "a checkpoint's real-width slice that does not fit the run's memory budget",
+    "memory-budget": "a checkpoint's real-width slice too big for the run's memory budget in this case (training "
+                     "needs more)",
 }
